@@ -1,0 +1,31 @@
+# Two commands: `make lab` and `make test`. Both install whatever is missing first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
+.PHONY: lab test install lint unit
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml $(PY)
+	$(PY) -m pip install --quiet -e '.[test,dev]'
+	touch $@
+
+install: $(STAMP)
+
+lab: install
+	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser $(ROOT_FLAG) --ServerApp.root_dir=demo_notebooks
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+unit: install
+	$(PY) -m pytest tests
+
+test: lint unit

@@ -1,0 +1,79 @@
+"""jupyter-ckpt: checkpoints of a Jupyter kernel's namespace, with a timeline to roll back.
+
+In a kernel, ``%load_ext jupyter_ckpt`` turns it on; the functions below are
+the same verbs as the ``%checkpoint`` magic, for use from code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._version import __version__
+from .errors import CheckpointError
+from .restore import Diff, RestoreReport
+from .store import CheckpointRecord
+
+__all__ = [
+    "CheckpointError",
+    "__version__",
+    "diff",
+    "here",
+    "list",
+    "restore",
+    "save",
+    "undo",
+    "wait",
+]
+
+
+def _ckpt() -> Any:
+    from .extension import active
+
+    return active()
+
+
+def save(message: str | None = None, tag: str | None = None) -> int:
+    """Checkpoint the namespace now; returns the checkpoint id."""
+    return int(_ckpt().save(trigger="manual", message=message, tag=tag))
+
+
+def restore(ref: str | int = "latest", only: list[str] | None = None) -> RestoreReport:
+    """Roll the namespace back to ``ref`` (id, tag, ``latest``, ``last-good``, ``-1``)."""
+    return _ckpt().restore(ref, only=only)  # type: ignore[no-any-return]
+
+
+def undo() -> RestoreReport:
+    """Back to the state before the last cell."""
+    return _ckpt().undo()  # type: ignore[no-any-return]
+
+
+def diff(a: str | int | None = None, b: str | int | None = None) -> Diff:
+    """Variables added, removed and changed from ``a`` (default: last checkpoint) to ``b`` (default: now)."""
+    return _ckpt().diff(a, b)  # type: ignore[no-any-return]
+
+
+def list() -> list[CheckpointRecord]:  # noqa: A001 - the verb users know
+    """The session's checkpoints, oldest first."""
+    return _ckpt().checkpoints()  # type: ignore[no-any-return]
+
+
+def wait() -> None:
+    """Block until every checkpoint already requested is durable on disk."""
+    _ckpt().wait()
+
+
+def here() -> int | None:
+    """A milestone checkpoint inside a long loop, rate-limited by the policy; returns its id or None."""
+    return _ckpt().here()  # type: ignore[no-any-return]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    from .extension import load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    from .extension import unload
+
+    unload(ipython)

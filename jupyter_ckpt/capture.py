@@ -1,0 +1,265 @@
+"""Taking a checkpoint: from a live namespace to signed blobs and one catalog row.
+
+The namespace is split into *groups*: variables that share an object (``b = a``,
+a list inside a dict, a numpy view of an array, instances of a class defined in
+the notebook and the class itself) go into one group and one pickle stream, so
+identity survives the round trip; every other variable is a group of its own,
+so a cell that changes one variable writes one group. Groups are
+content-addressed, so an unchanged group costs a hash and no write.
+"""
+
+from __future__ import annotations
+
+import platform
+import random
+import re
+import sys
+import time
+import types
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import serialize
+from .store import BlobInfo, Store, content_key
+
+# Names IPython and ipykernel put in the user namespace; never user data.
+MACHINERY = frozenset(
+    {"In", "Out", "_", "__", "___", "_i", "_ii", "_iii", "_oh", "_ih", "_dh", "_sh", "exit", "quit"}
+    | {"get_ipython", "open", "__builtins__", "__builtin__", "__name__", "__doc__", "__package__"}
+    | {"__loader__", "__spec__", "__file__", "__cached__", "__annotations__"}
+)
+_NUMBERED = re.compile(r"^_i?\d+$")
+_ATOMIC = (int, float, complex, str, bytes, bool, type(None), range)
+# Past this many objects reached from one variable, it is grouped with the other oversized ones.
+REACH_BUDGET = 2_000_000
+KEY_PACKAGES = ("numpy", "pandas", "torch", "sklearn", "scipy", "dill", "cloudpickle")
+
+
+def is_user_variable(name: str, value: Any, hidden: Iterable[str] = ()) -> bool:
+    return not (
+        name in MACHINERY or name in hidden or _NUMBERED.match(name) or (name.startswith("__") and name.endswith("__"))
+    )
+
+
+@dataclass
+class Capture:
+    """The parts of a namespace that go into a checkpoint, before serialization."""
+
+    variables: dict[str, Any]
+    modules: dict[str, str]
+    ids: dict[str, int] = field(default_factory=dict)
+
+
+def collect(namespace: dict[str, Any], hidden: Iterable[str], exclude: Iterable[str]) -> Capture:
+    hidden = set(hidden) | set(exclude)
+    variables: dict[str, Any] = {}
+    modules: dict[str, str] = {}
+    for name, value in list(namespace.items()):
+        if not is_user_variable(name, value, hidden):
+            continue
+        if isinstance(value, types.ModuleType):
+            modules[name] = value.__name__
+        else:
+            variables[name] = value
+    return Capture(variables, modules, {k: id(v) for k, v in variables.items()})
+
+
+class _Overflow(Exception):
+    pass
+
+
+def _reach(obj: Any, budget: int) -> set[int]:
+    """Ids of the mutable objects a variable holds, to find what variables share."""
+    numpy = sys.modules.get("numpy")
+    seen: set[int] = set()
+    stack = [obj]
+    while stack:
+        o = stack.pop()
+        if isinstance(o, _ATOMIC) or id(o) in seen:
+            continue
+        seen.add(id(o))
+        if len(seen) > budget:
+            raise _Overflow
+        t = type(o)
+        if t in (list, tuple, set, frozenset):
+            stack.extend(o)
+        elif t is dict:
+            stack.extend(o.values())
+        elif numpy is not None and isinstance(o, numpy.ndarray):
+            base = o
+            while isinstance(base.base, numpy.ndarray):
+                base = base.base
+            seen.add(id(base))
+            if o.dtype.hasobject:
+                stack.extend(o.ravel().tolist())
+        elif isinstance(o, types.FunctionType):
+            stack.extend(o.__defaults__ or ())
+            for cell in o.__closure__ or ():
+                seen.add(id(cell))
+        elif isinstance(o, (type, types.ModuleType)):
+            continue
+        else:
+            if getattr(t, "__module__", None) == "__main__":
+                seen.add(id(t))  # an instance travels with its notebook-defined class
+            state = getattr(o, "__dict__", None)
+            if isinstance(state, dict):
+                stack.extend(state.values())
+    return seen
+
+
+def group(variables: dict[str, Any], budget: int = REACH_BUDGET) -> list[list[str]]:
+    """Partition variable names so that variables sharing any object are in one group."""
+    parent: dict[str, str] = {n: n for n in variables}
+
+    def root(n: str) -> str:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    owner: dict[int, str] = {}
+    oversized: str | None = None
+    for name in sorted(variables):
+        try:
+            reached = _reach(variables[name], budget)
+        except _Overflow:
+            # Too big to trace: keep all such variables together, which is always correct.
+            if oversized is not None:
+                parent[root(name)] = root(oversized)
+            oversized = name
+            continue
+        for i in reached:
+            other = owner.setdefault(i, name)
+            if other != name:
+                parent[root(name)] = root(other)
+    groups: dict[str, list[str]] = {}
+    for name in sorted(variables):
+        groups.setdefault(root(name), []).append(name)
+    return list(groups.values())
+
+
+def random_states() -> dict[str, Any]:
+    states: dict[str, Any] = {"random": random.getstate()}
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        states["numpy"] = numpy.random.get_state()
+    return states
+
+
+def versions() -> dict[str, str]:
+    found = {"python": platform.python_version()}
+    for name in KEY_PACKAGES:
+        mod = sys.modules.get(name)
+        if mod is not None:
+            found[name] = str(getattr(mod, "__version__", "?"))
+    return found
+
+
+@dataclass
+class Meta:
+    """What the caller knows about the moment of the checkpoint."""
+
+    session: str
+    parent: int | None
+    cell: int | None
+    last_cell: int | None
+    trigger: str
+    status: str
+    message: str | None = None
+    tag: str | None = None
+
+
+Put = Callable[[bytes | memoryview, bool], BlobInfo]
+
+
+def hash_only(data: bytes | memoryview, compress: bool) -> BlobInfo:
+    """A ``Put`` that stores nothing: what ``diff`` uses to describe the live namespace."""
+    view = memoryview(data).cast("B")
+    return BlobInfo(content_key(view), view.nbytes, view.nbytes, new=False)
+
+
+def _put_group(put: Put, packed: serialize.Packed, blobs: dict[str, BlobInfo]) -> tuple[str, list[str]]:
+    buffer_keys = []
+    for buf in packed.buffers:
+        info = put(buf, False)
+        blobs[info.key] = info
+        buffer_keys.append(info.key)
+    info = put(packed.payload, True)
+    blobs[info.key] = info
+    return info.key, buffer_keys
+
+
+def pack(
+    module: types.ModuleType, capture: Capture, put: Put
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]], dict[str, dict[str, Any]], dict[str, BlobInfo]]:
+    """Serialize every group through ``put``: returns groups, variables, skipped ones and blobs."""
+    blobs: dict[str, BlobInfo] = {}
+    groups: list[dict[str, Any]] = []
+    variables: dict[str, dict[str, Any]] = {}
+    skipped: dict[str, dict[str, Any]] = {}
+    pending = group(capture.variables)
+    while pending:
+        names = pending.pop()
+        objs = {n: capture.variables[n] for n in names}
+        try:
+            packed = serialize.dumps(objs, module)
+        except serialize.NotSerializable as e:
+            if len(names) > 1:
+                # Find the culprit: try each variable alone (identity among them is lost only with it).
+                pending.extend([n] for n in names)
+                continue
+            value = objs[names[0]]
+            skipped[names[0]] = {"reason": e.reason, "type": type(value).__qualname__}
+            continue
+        key, buffer_keys = _put_group(put, packed, blobs)
+        index = len(groups)
+        groups.append({"key": key, "buffers": buffer_keys, "names": names, "serializer": packed.serializer})
+        for n in names:
+            variables[n] = {"group": index, "gkey": "+".join([key, *buffer_keys])}
+            variables[n].update(serialize.preview(objs[n], packed.nbytes))
+    return groups, variables, skipped, blobs
+
+
+def write(
+    store: Store,
+    module: types.ModuleType,
+    capture: Capture,
+    meta: Meta,
+    parent_manifest: dict[str, Any] | None,
+) -> tuple[int, dict[str, Any]]:
+    """Serialize, write and commit one checkpoint; returns its id and manifest."""
+
+    def put(data: bytes | memoryview, compress: bool) -> BlobInfo:
+        return store.put_blob(data, compress=compress)
+
+    groups, variables, skipped, blobs = pack(module, capture, put)
+    packed_random = serialize.dumps(random_states(), module)
+    random_key, random_buffers = _put_group(put, packed_random, blobs)
+
+    before = parent_manifest["variables"] if parent_manifest else {}
+    changed = sorted(n for n, v in variables.items() if before.get(n, {}).get("gkey") != v["gkey"])
+    previous_modules = parent_manifest["modules"] if parent_manifest else {}
+    changed += sorted(n for n, m in capture.modules.items() if previous_modules.get(n) != m)
+    removed = sorted((set(before) | set(previous_modules)) - set(variables) - set(capture.modules) - set(skipped))
+    manifest = {
+        "format": 1,
+        "session": meta.session,
+        "parent": meta.parent,
+        "time": time.time(),
+        "cell": meta.cell,
+        "last_cell": meta.last_cell,
+        "trigger": meta.trigger,
+        "status": meta.status,
+        "message": meta.message,
+        "tag": meta.tag,
+        "groups": groups,
+        "variables": variables,
+        "modules": capture.modules,
+        "skipped": skipped,
+        "random": {"key": random_key, "buffers": random_buffers},
+        "changed": changed,
+        "removed": removed,
+        "versions": versions(),
+    }
+    return store.commit(meta.session, manifest, blobs), manifest

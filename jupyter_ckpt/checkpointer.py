@@ -1,0 +1,344 @@
+"""The front door: one object per kernel that every surface talks to.
+
+The magics, the Python API, the widget and the server's kernel-side code call
+``Checkpointer`` methods and nothing below it. It knows nothing of Jupyter: the
+IPython extension hands it the user's module, the names to hide, and the
+session key.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+import types
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from . import capture
+from .errors import BadArgument, CheckpointError, UnknownCheckpoint
+from .restore import Diff, LiveIndex, RestoreReport, diff_manifests, restore_namespace
+from .store import BlobInfo, CheckpointRecord, Store
+from .writer import SyncWriter
+
+TRIGGERS = ("cell", "interval", "manual", "loop", "restore", "crash-restore")
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def parse_size(text: str) -> int:
+    """``"500M"``, ``"2GiB"``, ``"1024"`` -> bytes."""
+    m = _SIZE.match(text)
+    if not m:
+        raise BadArgument(f"{text!r} is not a size (try 500M or 2G)")
+    return int(float(m.group(1)) * _UNITS[m.group(2)[:1].lower()])
+
+
+@dataclass
+class Policy:
+    """When checkpoints are taken automatically. Remembered per session."""
+
+    auto: bool = True
+    every: int | None = 1
+    interval: float | None = None
+    exclude: list[str] = field(default_factory=list)
+
+    def validate(self) -> Policy:
+        if self.every is None and self.interval is None:
+            self.every = 1
+        if self.every is not None and self.every < 1:
+            raise BadArgument("--every must be at least 1")
+        if self.interval is not None and self.interval <= 0:
+            raise BadArgument("--interval must be a positive number of seconds")
+        for name in self.exclude:
+            if not _NAME.match(name):
+                raise BadArgument(f"{name!r} is not a variable name")
+        return self
+
+
+class Checkpointer:
+    """Checkpoints of one kernel's namespace, in one session of one store."""
+
+    def __init__(
+        self,
+        store: Store,
+        session: str,
+        module: types.ModuleType,
+        *,
+        hidden: Callable[[], Iterable[str]] = tuple,
+        notify: Callable[[str], None] = lambda message: None,
+        policy: Policy | None = None,
+    ) -> None:
+        self.store = store
+        self.session = session
+        self.module = module
+        self._hidden = hidden
+        self._notify = notify
+        saved = store.policy(session)
+        self.policy = (Policy(**saved) if saved else policy or Policy()).validate()
+        self.head: int | None = None
+        self.last_cell: int | None = None
+        self._live: LiveIndex | None = None
+        self._live_cell: int | None = None
+        self._cells_since = 0
+        self._last_time = 0.0
+        self._reported: set[tuple[str, str]] = set()
+        self._skipped: dict[str, dict[str, Any]] = {}
+        self._lock = threading.RLock()
+        self._writer = SyncWriter()
+
+    # -- taking checkpoints ---------------------------------------------------
+
+    def record_cell(self, count: int | None, source: str, ok: bool, duration: float, *, restored: bool = False) -> None:
+        """Add a finished cell to the session's history.
+
+        ``restored`` says the cell ended with a restore, so the namespace still
+        matches the restored checkpoint and the next undo can rely on that.
+        """
+        fresh = self._live_cell == self.last_cell
+        status = "ok" if ok else "error"
+        self.last_cell = self.store.add_cell(self.session, self.last_cell, count, source, status, duration)
+        if restored and fresh:
+            self._live_cell = self.last_cell
+
+    def after_cell(self, count: int | None, source: str, ok: bool, duration: float) -> int | None:
+        """Record a finished cell and take the checkpoint the policy asks for, if any."""
+        with self._lock:
+            self.record_cell(count, source, ok, duration)
+            self._cells_since += 1
+            trigger = self._due()
+            if trigger is None:
+                return None
+            return self.save(trigger=trigger, status="ok" if ok else "error", cell=count)
+
+    def _due(self) -> str | None:
+        p = self.policy
+        if not p.auto:
+            return None
+        if p.interval is not None and time.time() - self._last_time >= p.interval:
+            return "interval"
+        if p.every is not None and self._cells_since >= p.every:
+            return "cell"
+        return None
+
+    def idle_tick(self) -> int | None:
+        """Called while the kernel is idle: take an interval checkpoint if one is due."""
+        with self._lock:
+            p = self.policy
+            if not (p.auto and p.interval is not None and self._cells_since > 0):
+                return None
+            if time.time() - self._last_time < p.interval:
+                return None
+            return self.save(trigger="interval", status="ok", cell=None)
+
+    def save(
+        self,
+        *,
+        trigger: str = "manual",
+        status: str = "ok",
+        cell: int | None = None,
+        message: str | None = None,
+        tag: str | None = None,
+    ) -> int:
+        """Checkpoint the namespace now; returns the new checkpoint's id."""
+        if trigger not in TRIGGERS:
+            raise BadArgument(f"unknown trigger {trigger!r}")
+        if tag is not None:
+            self._check_tag_free(tag)
+        with self._lock:
+            cap = capture.collect(self.module.__dict__, self._hidden(), self.policy.exclude)
+            meta = capture.Meta(self.session, self.head, cell, self.last_cell, trigger, status, message, tag)
+            parent = self.store.manifest(self.head) if self.head is not None else None
+            result: dict[str, Any] = {}
+
+            def job() -> tuple[int, dict[str, Any]]:
+                return capture.write(self.store, self.module, cap, meta, parent)
+
+            def done(outcome: tuple[int, dict[str, Any]]) -> None:
+                cid, manifest = outcome
+                self._committed(cid, manifest, cap)
+                result["id"] = cid
+
+            self._writer.submit(job, done)
+            return int(result["id"])
+
+    def _committed(self, cid: int, manifest: dict[str, Any], cap: capture.Capture) -> None:
+        self.head = cid
+        self._cells_since = 0
+        self._last_time = time.time()
+        self._live = {n: (manifest["variables"][n]["gkey"], cap.ids[n]) for n in manifest["variables"]}
+        self._live_cell = self.last_cell
+        self._skipped = manifest["skipped"]
+        fresh = [
+            f"{name} ({info['type']}: {info['reason']})"
+            for name, info in sorted(manifest["skipped"].items())
+            if (name, info["reason"]) not in self._reported
+        ]
+        self._reported.update((n, i["reason"]) for n, i in manifest["skipped"].items())
+        if fresh:
+            self._notify("jupyter-ckpt: not checkpointed, cannot be serialized: " + "; ".join(fresh))
+
+    def here(self, every: float = 60.0) -> int | None:
+        """A milestone inside a long loop, at most one per ``every`` seconds (or the policy's interval)."""
+        limit = self.policy.interval or every
+        if time.time() - self._last_time < limit:
+            return None
+        return self.save(trigger="loop")
+
+    def wait(self) -> None:
+        """Block until every checkpoint already requested is durable."""
+        self._writer.wait()
+
+    # -- going back -----------------------------------------------------------
+
+    def resolve(self, ref: str | int) -> CheckpointRecord:
+        return self.store.resolve(self.session, ref, self.head)
+
+    def restore(
+        self, ref: str | int = "latest", *, only: Iterable[str] | None = None, trigger: str = "restore"
+    ) -> RestoreReport:
+        """Make the namespace what it was at ``ref``; returns what was read, kept and removed."""
+        with self._lock:
+            self.wait()
+            target = self.resolve(ref)
+            manifest = self.store.manifest(target.id)
+            live = self._live if self._live_cell == self.last_cell else None
+            report = restore_namespace(
+                self.store,
+                self.module,
+                target.id,
+                manifest,
+                live=live,
+                only=only,
+                hidden=self._hidden(),
+                exclude=self.policy.exclude,
+                cells_for=self._cells_for(manifest),
+            )
+            if only is None:
+                self._record_restore(target, manifest, trigger)
+            return report
+
+    def _record_restore(self, target: CheckpointRecord, manifest: dict[str, Any], trigger: str) -> None:
+        """Put the restore on the timeline: an entry with the target's content, so the next cell branches from it."""
+        entry = dict(manifest, parent=target.id, trigger=trigger, time=time.time(), changed=[], removed=[])
+        entry.update(tag=None, message=f"restored checkpoint {target.id}", cell=target.cell)
+        keys = [g["key"] for g in manifest["groups"]] + [k for g in manifest["groups"] for k in g["buffers"]]
+        keys += [manifest["random"]["key"], *manifest["random"]["buffers"]]
+        blobs = {k: BlobInfo(k, 0, 0, new=False) for k in keys}
+        cid = self.store.commit(self.session, entry, blobs)
+        self.last_cell = manifest["last_cell"]
+        ids = {n: id(self.module.__dict__[n]) for n in manifest["variables"] if n in self.module.__dict__}
+        self._committed(cid, entry, capture.Capture({}, {}, ids))
+
+    def _cells_for(self, manifest: dict[str, Any]) -> dict[str, str]:
+        """For each skipped variable, the cell that last assigned it, to re-run."""
+        if not manifest["skipped"]:
+            return {}
+        found: dict[str, str] = {}
+        for cell in reversed(self.store.cells(manifest["last_cell"])):
+            for name in manifest["skipped"]:
+                if name not in found and re.search(rf"\b{re.escape(name)}\b\s*[:=]", cell["source"]):
+                    found[name] = f"cell [{cell['count']}]"
+        return found
+
+    def undo(self) -> RestoreReport:
+        """Back to the state before the last cell."""
+        return self.restore("-1")
+
+    # -- looking ----------------------------------------------------------------
+
+    def checkpoints(self, n: int | None = None) -> list[CheckpointRecord]:
+        """The session's checkpoints, oldest first (the last ``n`` if given)."""
+        try:
+            records = self.store.checkpoints(self.session)
+        except CheckpointError:
+            return []
+        return records[-n:] if n else records
+
+    def diff(self, a: str | int | None = None, b: str | int | None = None) -> Diff:
+        """Variables added, removed and changed from ``a`` (default: the last checkpoint) to ``b`` (default: now)."""
+        if a is None:
+            if self.head is None:
+                raise UnknownCheckpoint("no checkpoint yet in this kernel to compare with")
+            a = self.head
+        before = self.store.manifest(self.resolve(a).id)
+        after = self.store.manifest(self.resolve(b).id) if b is not None else self.describe_now()
+        return diff_manifests(before, after)
+
+    def describe_now(self) -> dict[str, Any]:
+        """The live namespace shaped like a manifest (hashed, not written)."""
+        with self._lock:
+            cap = capture.collect(self.module.__dict__, self._hidden(), self.policy.exclude)
+            _, variables, skipped, _ = capture.pack(self.module, cap, capture.hash_only)
+            return {"variables": variables, "modules": cap.modules, "skipped": skipped}
+
+    def history(self, ref: str | int | None = None) -> list[dict[str, Any]]:
+        """The cells executed up to ``ref`` (default: now), oldest first."""
+        last = self.last_cell if ref is None else self.store.last_cell(self.resolve(ref).id)
+        return self.store.cells(last)
+
+    def status(self) -> dict[str, Any]:
+        records = self.checkpoints()
+        last = records[-1] if records else None
+        return {
+            "store": str(self.store.root),
+            "session": self.session,
+            "policy": asdict(self.policy),
+            "checkpoints": len(records),
+            "bytes": sum(r.new_bytes for r in records),
+            "last_checkpoint_age": time.time() - last.time if last else None,
+            "writing": self._writer.busy,
+            "skipped": {n: i["reason"] for n, i in self._skipped.items()},
+        }
+
+    # -- changing the policy and the timeline ------------------------------------
+
+    def set_policy(self, **changes: Any) -> Policy:
+        policy = Policy(**{**asdict(self.policy), **changes}).validate()
+        self.store.set_policy(self.session, asdict(policy))
+        self.policy = policy
+        self._cells_since = 0
+        return policy
+
+    def exclude(self, names: Iterable[str]) -> Policy:
+        return self.set_policy(exclude=sorted(set(self.policy.exclude) | set(names)))
+
+    def include(self, names: Iterable[str]) -> Policy:
+        return self.set_policy(exclude=sorted(set(self.policy.exclude) - set(names)))
+
+    def _check_tag_free(self, tag: str) -> None:
+        try:
+            taken = self.resolve(tag)
+        except UnknownCheckpoint:
+            return
+        if taken.tag == tag:
+            raise BadArgument(f"tag {tag!r} is already used by checkpoint {taken.id}")
+
+    def tag(self, ref: str | int, tag: str | None) -> CheckpointRecord:
+        target = self.resolve(ref)
+        self.store.tag(target.id, tag)
+        return self.store.get(target.id)
+
+    def delete(self, ref: str | int) -> CheckpointRecord:
+        with self._lock:
+            self.wait()
+            target = self.resolve(ref)
+            self.store.delete([target.id])
+            if self.head == target.id:
+                self.head = target.parent
+                self._live = None
+            return target
+
+    def gc(self, keep_last: int = 20, max_size: int | None = None) -> dict[str, int]:
+        """Thin old untagged checkpoints to fit ``max_size``, then drop unreferenced blobs."""
+        if keep_last < 0:
+            raise BadArgument("--keep-last cannot be negative")
+        with self._lock:
+            self.wait()
+            protect = {self.head} if self.head is not None else set()
+            doomed = self.store.thin(None, keep_last=keep_last, max_size=max_size, protect=protect)
+            self.store.delete(doomed)
+            files, freed = self.store.gc()
+            return {"checkpoints": len(doomed), "files": files, "bytes": freed}

@@ -1,0 +1,156 @@
+"""``jupyter ckpt``: inspect and maintain checkpoint stores outside any kernel."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import types
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .checkpointer import parse_size
+from .errors import BadArgument, CheckpointError
+from .extension import default_store_dir, open_store
+from .magics import format_diff, format_table, human_bytes
+from .restore import diff_manifests, restore_namespace
+from .store import CheckpointRecord, Store
+
+EXTENSION = "jupyter_ckpt"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="jupyter ckpt", description="Inspect and maintain jupyter-ckpt stores.")
+    p.add_argument("--store", default="", help=f"store directory (default: {default_store_dir()})")
+    sub = p.add_subparsers(dest="command", required=True)
+    ls = sub.add_parser("list", help="the sessions, or one session's checkpoints")
+    ls.add_argument("session", nargs="?", help="a session key (the notebook path)")
+    show = sub.add_parser("show", help="one checkpoint: metadata, variables, cells")
+    show.add_argument("ref", help="checkpoint id, or a tag/latest/last-good with --session")
+    show.add_argument("--session", help="session for a tag or latest")
+    show.add_argument("--json", action="store_true", help="print the verified manifest as JSON")
+    d = sub.add_parser("diff", help="variables added, removed and changed between two checkpoints")
+    d.add_argument("a")
+    d.add_argument("b")
+    d.add_argument("--session")
+    gc = sub.add_parser("gc", help="thin old untagged checkpoints and delete unreferenced blobs")
+    gc.add_argument("--keep-last", type=int, default=20, help="newest checkpoints per session always kept")
+    gc.add_argument("--max-size", help="thin until the store fits, e.g. 5G")
+    sub.add_parser("verify", help="check every signature and that the catalog and blobs agree")
+    ex = sub.add_parser("export", help="write a checkpoint as a file dill.load_module() reads")
+    ex.add_argument("ref")
+    ex.add_argument("file")
+    ex.add_argument("--session")
+    sub.add_parser("enable", help="load jupyter_ckpt in every IPython kernel of this user")
+    sub.add_parser("disable", help="stop loading jupyter_ckpt in every kernel")
+    return p
+
+
+def _resolve(store: Store, ref: str, session: str | None) -> CheckpointRecord:
+    if session:
+        return store.resolve(session, ref)
+    if not ref.isdigit():
+        raise BadArgument(f"{ref!r} is not a checkpoint id; give --session to use a tag or latest")
+    return store.get(int(ref))
+
+
+def _cmd_list(store: Store, args: argparse.Namespace) -> None:
+    if args.session:
+        print(format_table(store.checkpoints(args.session), None))
+        return
+    sessions = store.sessions()
+    if not sessions:
+        print(f"no sessions in {store.root}")
+    for s in sessions:
+        print(f"{s['key']}  {s['checkpoints']} checkpoint(s)  {human_bytes(s['bytes'])}")
+
+
+def _cmd_show(store: Store, args: argparse.Namespace) -> None:
+    record = _resolve(store, args.ref, args.session)
+    manifest = store.manifest(record.id)
+    if args.json:
+        print(json.dumps(manifest, indent=2, sort_keys=True))
+        return
+    print(format_table([record], None))
+    for name, info in sorted(manifest["variables"].items()):
+        print(f"  {name}: {info['type']} {human_bytes(info['size'])}  {info['repr'][:80]}")
+    for alias, mod in sorted(manifest["modules"].items()):
+        print(f"  {alias}: module {mod}")
+    for name, info in sorted(manifest["skipped"].items()):
+        print(f"  {name}: not checkpointed ({info['reason']})")
+
+
+def _cmd_diff(store: Store, args: argparse.Namespace) -> None:
+    a, b = (store.manifest(_resolve(store, r, args.session).id) for r in (args.a, args.b))
+    print(format_diff(diff_manifests(a, b)))
+
+
+def _cmd_gc(store: Store, args: argparse.Namespace) -> None:
+    max_size = parse_size(args.max_size) if args.max_size else None
+    if args.keep_last < 0:
+        raise BadArgument("--keep-last cannot be negative")
+    doomed = store.thin(None, keep_last=args.keep_last, max_size=max_size, protect=set())
+    store.delete(doomed)
+    files, freed = store.gc()
+    print(f"removed {len(doomed)} checkpoint(s) and {files} file(s), freed {human_bytes(freed)}")
+
+
+def _cmd_verify(store: Store, args: argparse.Namespace) -> int:
+    problems = store.verify()
+    for problem in problems:
+        print(problem)
+    sessions = store.sessions()
+    count = sum(s["checkpoints"] for s in sessions)
+    print(f"{store.root}: {count} checkpoint(s) in {len(sessions)} session(s), {len(problems)} problem(s)")
+    return 3 if problems else 0
+
+
+def _cmd_export(store: Store, args: argparse.Namespace) -> None:
+    import dill
+
+    record = _resolve(store, args.ref, args.session)
+    manifest = store.manifest(record.id)
+    module = types.ModuleType("__main__")
+    report = restore_namespace(store, module, record.id, manifest, live=None)
+    with open(args.file, "wb") as f:
+        dill.dump_module(f, module=module, refimported=True)
+    missing = f"; not included: {', '.join(sorted(report.not_restored))}" if report.not_restored else ""
+    print(f"checkpoint {record.id} written to {args.file} (load it with dill.load_module){missing}")
+
+
+def _profile_config() -> Path:
+    from IPython.paths import get_ipython_dir
+
+    return Path(get_ipython_dir()) / "profile_default" / "ipython_config.json"
+
+
+def _set_enabled(enabled: bool) -> None:
+    path = _profile_config()
+    config: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    app = config.setdefault("InteractiveShellApp", {})
+    extensions = [e for e in app.get("extensions", []) if e != EXTENSION]
+    if enabled:
+        extensions.append(EXTENSION)
+    app["extensions"] = extensions
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(config, indent=2) + "\n")
+    print(f"jupyter_ckpt {'enabled' if enabled else 'disabled'} in {path}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command in ("enable", "disable"):
+            _set_enabled(args.command == "enable")
+            return 0
+        store = open_store(args.store)
+        handler = globals()[f"_cmd_{args.command}"]
+        return int(handler(store, args) or 0)
+    except CheckpointError as e:
+        print(f"jupyter ckpt: error: {e}", file=sys.stderr)
+        return e.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""One error hierarchy for every surface.
+
+The core raises these; each adapter translates them once: the magics into
+``UsageError``, the REST handlers into ``HTTPError`` with the status below, the
+command line into a one-line message and an exit code.
+"""
+
+from __future__ import annotations
+
+
+class CheckpointError(Exception):
+    """Base class of every error jupyter-ckpt reports to a user."""
+
+    http_status = 400
+    exit_code = 1
+
+
+class UnknownCheckpoint(CheckpointError):
+    """A REF (id, tag, ``latest``, ``-N``) that names no checkpoint of the session."""
+
+    http_status = 404
+
+
+class UnknownSession(CheckpointError):
+    """A session key with no checkpoints in the store."""
+
+    http_status = 404
+
+
+class BadArgument(CheckpointError):
+    """A malformed argument: a bad REF, size, interval or variable name."""
+
+    http_status = 400
+
+
+class IntegrityError(CheckpointError):
+    """A blob or manifest whose signature does not verify, or that is truncated."""
+
+    http_status = 409
+    exit_code = 3
+
+
+class StoreVersionError(CheckpointError):
+    """A store written by a newer version of jupyter-ckpt."""
+
+    http_status = 409
+    exit_code = 4
+
+
+class StoreFullError(CheckpointError):
+    """The disk under the store is full; nothing was written."""
+
+    http_status = 507
+    exit_code = 5

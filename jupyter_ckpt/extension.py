@@ -1,0 +1,187 @@
+"""The IPython extension: configuration, the session, and the cell hooks.
+
+``%load_ext jupyter_ckpt`` calls ``load_ipython_extension``, which builds one
+``Checkpointer`` for the kernel and registers the ``%checkpoint`` magics and
+the ``pre_run_cell`` / ``post_run_cell`` hooks that drive automatic checkpoints.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from IPython.core.interactiveshell import InteractiveShell
+from jupyter_core.paths import jupyter_data_dir
+from traitlets import Bool, Float, Int, Unicode
+from traitlets.config import Configurable
+
+from .checkpointer import Checkpointer, Policy
+from .errors import CheckpointError
+from .store import Store, load_secret
+
+_active: Checkpointer | None = None
+
+
+def default_store_dir() -> Path:
+    return Path(os.environ.get("JUPYTER_CKPT_DIR") or Path(jupyter_data_dir()) / "ckpt")
+
+
+def open_store(store_url: str = "", secret_file: str = "") -> Store:
+    """The store a kernel, the server and the CLI all open by default."""
+    root = Path(store_url) if store_url else default_store_dir()
+    secret = Path(secret_file) if secret_file else Path(jupyter_data_dir()) / "ckpt" / "secret"
+    return Store(root, load_secret(secret))
+
+
+def session_key() -> str:
+    """The notebook path jupyter_server gives its kernels, else a key for this kernel alone."""
+    name = os.environ.get("JPY_SESSION_NAME")
+    if name:
+        return name
+    try:
+        from ipykernel.connect import get_connection_file
+
+        return "kernel-" + Path(get_connection_file()).stem.removeprefix("kernel-")
+    except Exception:  # not an ipykernel (terminal IPython): fall back to the process
+        return f"ipython-{os.getpid()}"
+
+
+class Checkpoints(Configurable):
+    """Options of the jupyter-ckpt IPython extension (``c.Checkpoints.<name>``)."""
+
+    store_url = Unicode(
+        "", help="Directory of the checkpoint store. Default: $JUPYTER_CKPT_DIR, else <jupyter data dir>/ckpt."
+    ).tag(config=True)
+    secret_file = Unicode(
+        "", help="File holding the HMAC secret that signs checkpoints. Default: <jupyter data dir>/ckpt/secret."
+    ).tag(config=True)
+    restore_on_start = Bool(
+        False, help="When a kernel starts on a notebook whose session has checkpoints, restore the last good one."
+    ).tag(config=True)
+    auto = Bool(True, help="Checkpoint automatically (after cells and/or periodically) in new sessions.").tag(
+        config=True
+    )
+    every = Int(1, help="In new sessions, checkpoint after every Nth cell.").tag(config=True)
+    interval = Float(0.0, help="In new sessions, also checkpoint once this many seconds have passed (0: off).").tag(
+        config=True
+    )
+    idle_poll = Float(1.0, help="Seconds between checks for a periodic checkpoint while the kernel is idle.").tag(
+        config=True
+    )
+
+
+class CellHooks:
+    """Ties a Checkpointer to one shell's cells."""
+
+    def __init__(self, shell: InteractiveShell, ckpt: Checkpointer, idle_poll: float) -> None:
+        self.shell = shell
+        self.ckpt = ckpt
+        # Set by a restore inside the cell: the restore is on the timeline already.
+        self.skip_cell = False
+        self._started = 0.0
+        self._executing = False
+        self._idle_poll = idle_poll
+        self._stop = threading.Event()
+        self._timer: threading.Thread | None = None
+
+    def pre_run_cell(self, info: Any) -> None:
+        with self.ckpt._lock:  # an idle checkpoint in progress finishes before the cell starts
+            self._executing = True
+        self._started = time.perf_counter()
+
+    def post_run_cell(self, result: Any) -> None:
+        self._executing = False
+        # The cell that loaded the extension has no start time: it began before the hooks existed.
+        duration = time.perf_counter() - self._started if self._started else 0.0
+        skip, self.skip_cell = self.skip_cell, False
+        try:
+            if skip:
+                self.ckpt.record_cell(
+                    result.execution_count, result.info.raw_cell or "", result.success, duration, restored=True
+                )
+            else:
+                self.ckpt.after_cell(result.execution_count, result.info.raw_cell or "", result.success, duration)
+        except CheckpointError as e:
+            notify(f"jupyter-ckpt: checkpoint failed: {e}")
+        except Exception as e:  # never let a checkpoint break the user's cell
+            notify(f"jupyter-ckpt: checkpoint failed: {type(e).__name__}: {e}")
+
+    def start_idle_timer(self) -> None:
+        if self._timer is None:
+            self._timer = threading.Thread(target=self._idle_loop, name="jupyter-ckpt-idle", daemon=True)
+            self._timer.start()
+
+    def _idle_loop(self) -> None:
+        while not self._stop.wait(self._idle_poll):
+            with self.ckpt._lock:
+                if self._executing:
+                    continue
+                try:
+                    self.ckpt.idle_tick()
+                except Exception as e:  # the kernel must outlive any failed periodic checkpoint
+                    notify(f"jupyter-ckpt: periodic checkpoint failed: {e}")
+
+    def close(self) -> None:
+        self._stop.set()
+        self.shell.events.unregister("pre_run_cell", self.pre_run_cell)
+        self.shell.events.unregister("post_run_cell", self.post_run_cell)
+
+
+def notify(message: str) -> None:
+    print(message, file=sys.__stderr__ if sys.stderr is None else sys.stderr, flush=True)
+
+
+_hooks: CellHooks | None = None
+
+
+def active() -> Checkpointer:
+    if _active is None:
+        raise CheckpointError("jupyter-ckpt is not loaded in this kernel: run %load_ext jupyter_ckpt first")
+    return _active
+
+
+def hooks() -> CellHooks | None:
+    return _hooks
+
+
+def load(shell: InteractiveShell) -> None:
+    global _active, _hooks
+    if _active is not None:
+        return
+    from .magics import CheckpointMagics
+
+    config = Checkpoints(parent=shell)
+    store = open_store(config.store_url, config.secret_file)
+    default = Policy(auto=config.auto, every=config.every, interval=config.interval or None)
+    ckpt = Checkpointer(
+        store,
+        session_key(),
+        shell.user_module,
+        hidden=lambda: shell.user_ns_hidden,
+        notify=notify,
+        policy=default,
+    )
+    _active = ckpt
+    _hooks = CellHooks(shell, ckpt, config.idle_poll)
+    shell.register_magics(CheckpointMagics(shell, hooks=_hooks))
+    shell.magics_manager.register_alias("ckpt", "checkpoint", "line")
+    shell.events.register("pre_run_cell", _hooks.pre_run_cell)
+    shell.events.register("post_run_cell", _hooks.post_run_cell)
+    if ckpt.policy.interval:
+        _hooks.start_idle_timer()
+    if config.restore_on_start and ckpt.checkpoints():
+        try:
+            notify("jupyter-ckpt: " + ckpt.restore("last-good").summary())
+        except CheckpointError as e:
+            notify(f"jupyter-ckpt: could not restore the last good checkpoint: {e}")
+
+
+def unload(shell: InteractiveShell) -> None:
+    global _active, _hooks
+    if _hooks is not None:
+        _hooks.close()
+    _active = _hooks = None

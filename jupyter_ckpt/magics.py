@@ -1,0 +1,262 @@
+"""``%checkpoint`` (alias ``%ckpt``): the timeline from the IPython prompt."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from . import extension
+from .checkpointer import parse_size
+from .errors import CheckpointError
+from .store import CheckpointRecord
+
+if TYPE_CHECKING:
+    from .restore import Diff
+
+COMMANDS = (
+    "save", "list", "restore", "undo", "diff", "auto", "status", "exclude", "include",
+    "history", "timeline", "delete", "gc", "wait", "tag",
+)  # fmt: skip
+
+
+def human_bytes(n: int | None) -> str:
+    if n is None or n < 0:
+        return "-"
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"
+
+
+def _when(ts: float) -> str:
+    return datetime.datetime.fromtimestamp(ts).strftime("%H:%M:%S")
+
+
+def format_table(records: list[CheckpointRecord], head: int | None) -> str:
+    """The timeline as a plain-text table; ``*`` marks where the namespace is now."""
+    if not records:
+        return "no checkpoints yet"
+    rows = [("", "id", "time", "cell", "trigger", "status", "new bytes", "changed", "tag")]
+    for r in records:
+        changed = ", ".join(r.changed[:6]) + (" ..." if len(r.changed) > 6 else "")
+        rows.append(
+            (
+                "*" if r.id == head else "",
+                str(r.id),
+                _when(r.time),
+                "" if r.cell is None else str(r.cell),
+                r.trigger,
+                r.status,
+                human_bytes(r.new_bytes),
+                changed,
+                r.tag or "",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows)
+
+
+def format_diff(d: Diff) -> str:
+    lines = []
+    for name, info in d.added.items():
+        lines.append(f"+ {name}: {info.get('type')} ({human_bytes(info.get('size'))})")
+    for name, info in d.removed.items():
+        lines.append(f"- {name}: {info.get('type')} ({human_bytes(info.get('size'))})")
+    for name, (a, b) in d.changed.items():
+        was, now = f"{a.get('type')} ({human_bytes(a.get('size'))})", f"{b.get('type')} ({human_bytes(b.get('size'))})"
+        lines.append(f"~ {name}: {was} -> {now}")
+    return "\n".join(lines) or "no differences"
+
+
+@magics_class
+class CheckpointMagics(Magics):
+    def __init__(self, shell: Any, hooks: extension.CellHooks) -> None:
+        super().__init__(shell)
+        self._hooks = hooks
+
+    @contextmanager
+    def _translated(self) -> Iterator[None]:
+        try:
+            yield
+        except CheckpointError as e:
+            raise UsageError(str(e)) from None
+
+    @magic_arguments()
+    @argument(
+        "command",
+        nargs="?",
+        default="save",
+        help="save (default), list, restore, undo, diff, auto, status, exclude, include, history, "
+        "timeline, delete, gc, wait, tag",
+    )
+    @argument(
+        "args", nargs="*", help="REF(s) for restore/diff/history/delete/tag, on|off for auto, NAMEs for exclude/include"
+    )
+    @argument("-m", "--message", help="save: a note stored with the checkpoint")
+    @argument("-t", "--tag", help="save: name the checkpoint (a savepoint: never thinned away); tag: the new tag")
+    @argument("-n", type=int, default=20, help="list: show the last N checkpoints (default 20)")
+    @argument("--all", action="store_true", help="list: show every checkpoint of the session")
+    @argument("--only", help="restore: only these comma-separated variables")
+    @argument("--every", type=int, help="auto: checkpoint after every Nth cell")
+    @argument("--interval", type=float, help="auto: checkpoint once this many seconds have passed")
+    @argument("--keep-last", type=int, default=20, help="gc: always keep the newest N checkpoints (default 20)")
+    @argument("--max-size", help="gc: thin old untagged checkpoints until the store fits this size, e.g. 2G")
+    @line_magic
+    def checkpoint(self, line: str) -> Any:
+        """Checkpoint the kernel's variables, browse the timeline, roll back.
+
+        REF is a checkpoint id, a tag, ``latest``, ``last-good`` or ``-N`` (N back).
+
+        Examples::
+
+            %checkpoint                      # checkpoint now
+            %checkpoint save -t baseline     # a savepoint named baseline
+            %checkpoint list                 # the timeline
+            %checkpoint restore baseline     # roll back to it
+            %checkpoint undo                 # back to before the last cell
+            %checkpoint diff                 # what changed since the last checkpoint
+            %checkpoint auto on --every 5    # checkpoint after every 5th cell
+            %checkpoint auto on --interval 600
+            %checkpoint exclude big_tmp
+            %checkpoint gc --max-size 5G
+        """
+        opts = parse_argstring(self.checkpoint, line)
+        if opts.command not in COMMANDS:
+            raise UsageError(f"unknown %checkpoint command {opts.command!r}; one of: {', '.join(COMMANDS)}")
+        with self._translated():
+            return getattr(self, "_" + opts.command)(opts)
+
+    @property
+    def ckpt(self) -> Any:
+        return extension.active()
+
+    def _no_args(self, opts: Any) -> None:
+        if opts.args:
+            raise UsageError(f"%checkpoint {opts.command} takes no arguments, got {' '.join(opts.args)!r}")
+
+    def _one_ref(self, opts: Any, default: str | None = None) -> str:
+        if len(opts.args) > 1 or (not opts.args and default is None):
+            raise UsageError(f"%checkpoint {opts.command} takes one REF")
+        return opts.args[0] if opts.args else str(default)
+
+    def _save(self, opts: Any) -> None:
+        self._no_args(opts)
+        cid = self.ckpt.save(trigger="manual", message=opts.message, tag=opts.tag)
+        print(f"checkpoint {cid} saved" + (f" as {opts.tag!r}" if opts.tag else ""))
+
+    def _list(self, opts: Any) -> None:
+        self._no_args(opts)
+        if opts.n < 1:
+            raise UsageError("-n must be at least 1")
+        records = self.ckpt.checkpoints(None if opts.all else opts.n)
+        print(format_table(records, self.ckpt.head))
+
+    def _restore(self, opts: Any) -> None:
+        ref = self._one_ref(opts, "latest")
+        only = [n.strip() for n in opts.only.split(",") if n.strip()] if opts.only else None
+        if opts.only is not None and not only:
+            raise UsageError("--only needs at least one variable name")
+        report = self.ckpt.restore(ref, only=only)
+        self._hooks.skip_cell = only is None
+        print(report.summary())
+
+    def _undo(self, opts: Any) -> None:
+        self._no_args(opts)
+        report = self.ckpt.undo()
+        self._hooks.skip_cell = True
+        print(report.summary())
+
+    def _diff(self, opts: Any) -> None:
+        if len(opts.args) > 2:
+            raise UsageError("%checkpoint diff takes at most two REFs")
+        print(format_diff(self.ckpt.diff(*opts.args)))
+
+    def _auto(self, opts: Any) -> None:
+        if len(opts.args) != 1 or opts.args[0] not in ("on", "off"):
+            raise UsageError("usage: %checkpoint auto on|off [--every N] [--interval SECONDS]")
+        if opts.args[0] == "off":
+            policy = self.ckpt.set_policy(auto=False)
+        else:
+            every = opts.every if opts.every is not None or opts.interval is not None else 1
+            policy = self.ckpt.set_policy(auto=True, every=every, interval=opts.interval)
+            if policy.interval:
+                self._hooks.start_idle_timer()
+        print(f"auto checkpoints: {describe_policy(policy.__dict__)}")
+
+    def _status(self, opts: Any) -> None:
+        self._no_args(opts)
+        s = self.ckpt.status()
+        age = s["last_checkpoint_age"]
+        lines = [
+            f"store: {s['store']}",
+            f"session: {s['session']}",
+            f"policy: {describe_policy(s['policy'])}",
+            f"checkpoints: {s['checkpoints']} ({human_bytes(s['bytes'])})",
+            f"last checkpoint: {'never' if age is None else f'{age:.0f} s ago'}",
+            f"writing: {'yes' if s['writing'] else 'no'}",
+        ]
+        if s["policy"]["exclude"]:
+            lines.append("excluded: " + ", ".join(s["policy"]["exclude"]))
+        for name, reason in sorted(s["skipped"].items()):
+            lines.append(f"skipped: {name}: {reason}")
+        print("\n".join(lines))
+
+    def _exclude(self, opts: Any) -> None:
+        if not opts.args:
+            raise UsageError("%checkpoint exclude needs at least one NAME")
+        print("excluded: " + (", ".join(self.ckpt.exclude(opts.args).exclude) or "nothing"))
+
+    def _include(self, opts: Any) -> None:
+        if not opts.args:
+            raise UsageError("%checkpoint include needs at least one NAME")
+        print("excluded: " + (", ".join(self.ckpt.include(opts.args).exclude) or "nothing"))
+
+    def _history(self, opts: Any) -> None:
+        ref = self._one_ref(opts, "") if opts.args else None
+        for cell in self.ckpt.history(ref):
+            print(f"[{cell['count']}] {cell['status']} {cell['duration']:.2f}s")
+            print("    " + cell["source"].replace("\n", "\n    "))
+
+    def _timeline(self, opts: Any) -> Any:
+        from .widget import Timeline
+
+        return Timeline(self.ckpt)
+
+    def _delete(self, opts: Any) -> None:
+        gone = self.ckpt.delete(self._one_ref(opts))
+        print(f"checkpoint {gone.id} deleted (its data goes at the next gc)")
+
+    def _gc(self, opts: Any) -> None:
+        self._no_args(opts)
+        max_size = parse_size(opts.max_size) if opts.max_size else None
+        r = self.ckpt.gc(keep_last=opts.keep_last, max_size=max_size)
+        print(f"removed {r['checkpoints']} checkpoint(s) and {r['files']} file(s), freed {human_bytes(r['bytes'])}")
+
+    def _wait(self, opts: Any) -> None:
+        self._no_args(opts)
+        self.ckpt.wait()
+
+    def _tag(self, opts: Any) -> None:
+        if not opts.tag:
+            raise UsageError("usage: %checkpoint tag REF -t NAME")
+        record = self.ckpt.tag(self._one_ref(opts, "latest"), opts.tag)
+        print(f"checkpoint {record.id} tagged {record.tag!r}")
+
+
+def describe_policy(policy: dict[str, Any]) -> str:
+    if not policy["auto"]:
+        return "off"
+    parts = []
+    if policy["every"]:
+        parts.append("after every cell" if policy["every"] == 1 else f"after every {policy['every']} cells")
+    if policy["interval"]:
+        parts.append(f"every {policy['interval']:g} s")
+    return " or ".join(parts)

@@ -1,0 +1,165 @@
+"""Restoring a checkpoint into a live namespace, and comparing two states.
+
+Everything is read, verified and unpickled before the namespace is touched, so
+a tampered or missing blob leaves the user's variables exactly as they were.
+Groups whose variables still hold the very objects that were written with the
+same content are not read again: undoing a cell reads only what it changed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import random
+import sys
+import types
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import serialize
+from .capture import is_user_variable
+from .errors import BadArgument
+from .store import Store
+
+# name -> (group content key, id of the live object) as of the last checkpoint or restore
+LiveIndex = dict[str, tuple[str, int]]
+
+
+@dataclass
+class RestoreReport:
+    checkpoint: int
+    loaded: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    modules: list[str] = field(default_factory=list)
+    not_restored: dict[str, str] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        parts = [f"restored checkpoint {self.checkpoint}: {len(self.loaded)} variable(s) read"]
+        if self.kept:
+            parts.append(f"{len(self.kept)} unchanged")
+        if self.removed:
+            parts.append("removed " + ", ".join(self.removed))
+        line = "; ".join(parts)
+        for name, why in sorted(self.not_restored.items()):
+            line += f"\n  not restored: {name} ({why})"
+        return line
+
+
+def read_group(store: Store, entry: dict[str, Any]) -> serialize.Packed:
+    """The verified bytes of one group (or of the random states)."""
+    return serialize.Packed(
+        entry.get("serializer", "pickle"),
+        bytes(store.get_blob(entry["key"])),
+        [store.get_blob(k) for k in entry["buffers"]],
+    )
+
+
+def _unchanged(name: str, gkey: str, namespace: dict[str, Any], live: LiveIndex | None) -> bool:
+    if live is None or name not in live or name not in namespace:
+        return False
+    live_key, live_id = live[name]
+    return live_key == gkey and id(namespace[name]) == live_id
+
+
+def restore_namespace(
+    store: Store,
+    module: types.ModuleType,
+    checkpoint: int,
+    manifest: dict[str, Any],
+    *,
+    live: LiveIndex | None,
+    only: Iterable[str] | None = None,
+    hidden: Iterable[str] = (),
+    exclude: Iterable[str] = (),
+    cells_for: dict[str, str] | None = None,
+) -> RestoreReport:
+    """Make ``module``'s namespace hold the checkpoint's state; returns what was done."""
+    namespace = module.__dict__
+    variables: dict[str, dict[str, Any]] = manifest["variables"]
+    wanted = set(only) if only is not None else None
+    if wanted is not None:
+        unknown = wanted - set(variables) - set(manifest["modules"])
+        if unknown:
+            raise BadArgument(f"checkpoint {checkpoint} has no variable {', '.join(sorted(unknown))}")
+    report = RestoreReport(checkpoint)
+
+    # 1. Read and unpickle everything needed, touching nothing yet.
+    incoming: dict[str, Any] = {}
+    for entry in manifest["groups"]:
+        names = [n for n in entry["names"] if wanted is None or n in wanted]
+        if not names:
+            continue
+        if all(_unchanged(n, variables[n]["gkey"], namespace, live) for n in entry["names"]):
+            report.kept.extend(names)
+            continue
+        objs = serialize.loads(read_group(store, entry), module)
+        incoming.update({n: objs[n] for n in names})
+        report.loaded.extend(names)
+    states: dict[str, Any] = {}
+    if wanted is None:
+        states = serialize.loads(read_group(store, manifest["random"]), module)
+
+    # 2. Apply.
+    if wanted is None:
+        keep = set(variables) | set(manifest["modules"]) | set(manifest["skipped"])
+        hidden = set(hidden) | set(exclude)
+        for name in list(namespace):
+            if name not in keep and is_user_variable(name, namespace[name], hidden):
+                del namespace[name]
+                report.removed.append(name)
+    namespace.update(incoming)
+    for alias, modname in manifest["modules"].items():
+        if wanted is not None and alias not in wanted:
+            continue
+        try:
+            namespace[alias] = importlib.import_module(modname)
+            report.modules.append(alias)
+        except Exception as e:  # an import may fail any way at all
+            report.not_restored[alias] = f"import {modname} failed: {type(e).__name__}: {e}"
+    if "random" in states:
+        random.setstate(states["random"])
+    if "numpy" in states:
+        numpy = sys.modules.get("numpy") or importlib.import_module("numpy")
+        numpy.random.set_state(states["numpy"])
+    for name, info in manifest["skipped"].items():
+        if wanted is not None and name not in wanted:
+            continue
+        where = (cells_for or {}).get(name)
+        state = "kept its current value" if name in namespace else "absent"
+        hint = f"; re-run {where} to rebuild it" if where else ""
+        report.not_restored[name] = f"{info['type']} could not be serialized: {info['reason']}; {state}{hint}"
+    report.removed.sort()
+    return report
+
+
+@dataclass
+class Diff:
+    added: dict[str, dict[str, Any]]
+    removed: dict[str, dict[str, Any]]
+    changed: dict[str, tuple[dict[str, Any], dict[str, Any]]]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "added": self.added,
+            "removed": self.removed,
+            "changed": {n: {"before": a, "after": b} for n, (a, b) in self.changed.items()},
+        }
+
+
+def diff_manifests(before: dict[str, Any], after: dict[str, Any]) -> Diff:
+    """Variables added, removed and changed between two manifests (or captures shaped like them)."""
+    a: dict[str, dict[str, Any]] = {
+        **before["variables"],
+        **{m: _module_entry(v) for m, v in before["modules"].items()},
+    }
+    b: dict[str, dict[str, Any]] = {**after["variables"], **{m: _module_entry(v) for m, v in after["modules"].items()}}
+    return Diff(
+        added={n: b[n] for n in sorted(set(b) - set(a))},
+        removed={n: a[n] for n in sorted(set(a) - set(b))},
+        changed={n: (a[n], b[n]) for n in sorted(set(a) & set(b)) if a[n].get("gkey") != b[n].get("gkey")},
+    )
+
+
+def _module_entry(modname: str) -> dict[str, Any]:
+    return {"type": "module", "gkey": f"module:{modname}", "size": 0, "repr": f"<module {modname!r}>"}

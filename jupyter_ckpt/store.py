@@ -1,0 +1,628 @@
+"""The local checkpoint store: signed content-addressed blobs and a SQLite catalog.
+
+Layout under the store root (directory mode 0700, files 0600)::
+
+    catalog.sqlite        sessions, checkpoints, cells, blob references (WAL)
+    blobs/ab/<key>        one file per blob, named by the xxh3-128 of its content
+    blobs/tmp/            blobs being written
+
+A blob file is a fixed header followed by the payload::
+
+    magic "JCKPBLOB" | version u8 | codec u8 | reserved u16 | header size u32 |
+    payload size u64 | HMAC-SHA256(key + codec + payload) | padding to header size
+
+Compressed blobs (zstd level 1) have a 64-byte header; raw blobs (numeric
+buffers that do not compress) a 4096-byte one, so the payload is page-aligned
+and a restore maps it instead of copying it.
+
+A checkpoint is committed in two steps: every blob first (temp file, fsync,
+rename), then one catalog transaction that inserts the checkpoint row with its
+signed manifest. The row is the commit point: a writer killed before it leaves
+only unreferenced blobs, which ``gc`` removes; nothing half-written is visible.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import hmac
+import json
+import mmap
+import os
+import re
+import secrets
+import sqlite3
+import struct
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import xxhash
+import zstandard
+
+from .errors import (
+    BadArgument,
+    CheckpointError,
+    IntegrityError,
+    StoreFullError,
+    StoreVersionError,
+    UnknownCheckpoint,
+    UnknownSession,
+)
+
+FORMAT_VERSION = 1
+MAGIC = b"JCKPBLOB"
+_HEADER = struct.Struct("<8sBBHIQ32s")  # 56 bytes
+_SMALL_HEADER = 64
+_PAGE = mmap.PAGESIZE
+CODEC_RAW = 0
+CODEC_ZSTD = 1
+# Compress only when it pays: keep the raw bytes unless zstd saves a tenth.
+_MIN_RATIO = 0.9
+_KEY = re.compile(r"^[0-9a-f]{32}$")
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions (
+    id INTEGER PRIMARY KEY,
+    key TEXT UNIQUE NOT NULL,
+    created REAL NOT NULL,
+    policy TEXT
+);
+CREATE TABLE IF NOT EXISTS cells (
+    id INTEGER PRIMARY KEY,
+    session_id INTEGER NOT NULL REFERENCES sessions(id),
+    prev INTEGER,
+    count INTEGER,
+    source TEXT NOT NULL,
+    status TEXT NOT NULL,
+    duration REAL,
+    time REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    id INTEGER PRIMARY KEY,
+    session_id INTEGER NOT NULL REFERENCES sessions(id),
+    parent INTEGER,
+    time REAL NOT NULL,
+    cell INTEGER,
+    last_cell INTEGER,
+    trigger TEXT NOT NULL,
+    status TEXT NOT NULL,
+    tag TEXT,
+    message TEXT,
+    new_bytes INTEGER NOT NULL,
+    total_bytes INTEGER NOT NULL,
+    changed TEXT NOT NULL,
+    manifest TEXT NOT NULL,
+    mac TEXT NOT NULL,
+    UNIQUE (session_id, tag)
+);
+CREATE INDEX IF NOT EXISTS checkpoints_session ON checkpoints(session_id, id);
+CREATE TABLE IF NOT EXISTS refs (
+    checkpoint_id INTEGER NOT NULL,
+    blob TEXT NOT NULL,
+    PRIMARY KEY (checkpoint_id, blob)
+);
+CREATE INDEX IF NOT EXISTS refs_blob ON refs(blob);
+CREATE TABLE IF NOT EXISTS blobs (key TEXT PRIMARY KEY, size INTEGER NOT NULL, stored INTEGER NOT NULL);
+"""
+
+
+@dataclass(frozen=True)
+class BlobInfo:
+    """A blob as the catalog knows it: content size and bytes on disk."""
+
+    key: str
+    size: int
+    stored: int
+    new: bool
+
+
+@dataclass
+class CheckpointRecord:
+    """One row of a session's timeline, as ``list()`` and the REST API return it."""
+
+    id: int
+    session: str
+    parent: int | None
+    time: float
+    cell: int | None
+    trigger: str
+    status: str
+    tag: str | None
+    message: str | None
+    new_bytes: int
+    total_bytes: int
+    changed: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def content_key(data: bytes | memoryview) -> str:
+    """The content address of a blob: xxh3-128, hex."""
+    return xxhash.xxh3_128_hexdigest(data)
+
+
+def _check_key(key: str) -> str:
+    if not _KEY.match(key):
+        raise IntegrityError(f"malformed blob key {key!r}")
+    return key
+
+
+def _private_dir(path: Path) -> None:
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(path, 0o700)
+
+
+def load_secret(path: Path) -> bytes:
+    """Read the per-user HMAC secret, creating it (0600) on first use."""
+    _private_dir(path.parent)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32))
+            f.flush()
+            os.fsync(f.fileno())
+    secret = path.read_text().strip()
+    if len(secret) < 32:
+        raise IntegrityError(f"the checkpoint secret {path} is too short; delete it to start afresh")
+    return secret.encode()
+
+
+class Store:
+    """Owner of one store directory: every blob write and catalog transaction goes through here."""
+
+    def __init__(self, root: str | os.PathLike[str], secret: bytes) -> None:
+        self.root = Path(root)
+        self._secret = secret
+        self._blobs = self.root / "blobs"
+        self._tmp = self._blobs / "tmp"
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        self._pid = -1
+        _private_dir(self.root)
+        _private_dir(self._tmp)
+        self._zc = zstandard.ZstdCompressor(level=1)
+        self._zd = zstandard.ZstdDecompressor()
+        self._check_version()
+
+    # -- catalog --------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        """One connection per process, reopened after fork (SQLite handles must not cross it)."""
+        if self._conn is None or self._pid != os.getpid():
+            path = self.root / "catalog.sqlite"
+            try:
+                conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.executescript(_SCHEMA)
+            except sqlite3.DatabaseError as e:
+                raise IntegrityError(f"the catalog {path} is unreadable ({e}); nothing was changed") from e
+            with contextlib.suppress(OSError):
+                for suffix in ("", "-wal", "-shm"):
+                    os.chmod(str(path) + suffix, 0o600)
+            self._conn = conn
+            self._pid = os.getpid()
+        return self._conn
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            db = self._connect()
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as e:
+                raise _translate_sqlite(e) from e
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            try:
+                db.execute("COMMIT")
+            except sqlite3.OperationalError as e:
+                db.execute("ROLLBACK")
+                raise _translate_sqlite(e) from e
+
+    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            db = self._connect()
+            db.row_factory = sqlite3.Row
+            try:
+                return db.execute(sql, args).fetchall()
+            except sqlite3.DatabaseError as e:
+                raise IntegrityError(f"the catalog is unreadable: {e}") from e
+
+    def _check_version(self) -> None:
+        with self._transaction() as db:
+            row = db.execute("SELECT value FROM meta WHERE key='format'").fetchone()
+            if row is None:
+                db.execute("INSERT INTO meta VALUES ('format', ?)", (str(FORMAT_VERSION),))
+                return
+        if int(row[0]) > FORMAT_VERSION:
+            raise StoreVersionError(
+                f"the store {self.root} was written by a newer jupyter-ckpt (format {row[0]}, "
+                f"this version reads {FORMAT_VERSION}); upgrade jupyter-ckpt to use it"
+            )
+
+    # -- blobs ----------------------------------------------------------------
+
+    def _mac(self, key: str, codec: int, payload: bytes | memoryview) -> bytes:
+        h = hmac.new(self._secret, key.encode() + bytes([codec]), hashlib.sha256)
+        h.update(payload)
+        return h.digest()
+
+    def _blob_path(self, key: str) -> Path:
+        return self._blobs / key[:2] / key
+
+    def has_blob(self, key: str) -> bool:
+        return self._blob_path(_check_key(key)).exists()
+
+    def put_blob(self, data: bytes | memoryview, *, compress: bool = True) -> BlobInfo:
+        """Write one blob unless the store holds it already; returns its key and sizes."""
+        view = memoryview(data).cast("B")
+        key = content_key(view)
+        path = self._blob_path(key)
+        if path.exists():
+            return BlobInfo(key, len(view), path.stat().st_size, new=False)
+        codec, payload = CODEC_RAW, view
+        if compress:
+            packed = self._zc.compress(view)
+            if len(packed) < _MIN_RATIO * len(view):
+                codec, payload = CODEC_ZSTD, memoryview(packed)
+        header_size = _SMALL_HEADER if codec == CODEC_ZSTD or len(view) < _PAGE else _PAGE
+        header = _HEADER.pack(
+            MAGIC, FORMAT_VERSION, codec, 0, header_size, len(payload), self._mac(key, codec, payload)
+        )
+        header += b"\0" * (header_size - len(header))
+        _private_dir(path.parent)
+        tmp = self._tmp / f"{key}.{os.getpid()}.{threading.get_ident()}"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(header)
+                f.write(payload)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise StoreFullError(f"the disk under {self.root} is full; the checkpoint was not written") from e
+            raise
+        return BlobInfo(key, len(view), header_size + len(payload), new=True)
+
+    def get_blob(self, key: str) -> memoryview:
+        """The verified content of a blob. Raw blobs come back memory-mapped, not copied."""
+        path = self._blob_path(_check_key(key))
+        if not path.exists():
+            raise IntegrityError(f"blob {key} is missing from the store")
+        with open(path, "rb") as f:
+            head = f.read(_HEADER.size)
+            if len(head) < _HEADER.size:
+                raise IntegrityError(f"blob {key} is truncated")
+            magic, version, codec, _, header_size, length, mac = _HEADER.unpack(head)
+            if magic != MAGIC:
+                raise IntegrityError(f"blob {key} is not a jupyter-ckpt blob")
+            if version > FORMAT_VERSION:
+                raise StoreVersionError(f"blob {key} was written by a newer jupyter-ckpt (format {version})")
+            size = os.fstat(f.fileno()).st_size
+            if size != header_size + length:
+                raise IntegrityError(f"blob {key} is truncated ({size} of {header_size + length} bytes)")
+            if codec == CODEC_RAW and header_size == _PAGE:
+                mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                payload: memoryview = memoryview(mapped)[header_size:]
+            else:
+                f.seek(header_size)
+                payload = memoryview(f.read(length))
+        if not hmac.compare_digest(mac, self._mac(key, codec, payload)):
+            raise IntegrityError(f"blob {key} fails its signature check: it was modified after it was written")
+        if codec == CODEC_ZSTD:
+            return memoryview(self._zd.decompress(payload, max_output_size=2**63 - 1))
+        return payload
+
+    # -- sessions -------------------------------------------------------------
+
+    def _session_id(self, db: sqlite3.Connection, key: str, *, create: bool) -> int:
+        row = db.execute("SELECT id FROM sessions WHERE key=?", (key,)).fetchone()
+        if row is not None:
+            return int(row[0])
+        if not create:
+            raise UnknownSession(f"no session {key!r} in the store {self.root}")
+        return int(db.execute("INSERT INTO sessions (key, created) VALUES (?, ?)", (key, time.time())).lastrowid or 0)
+
+    def sessions(self) -> list[dict[str, Any]]:
+        rows = self._query(
+            "SELECT s.key, s.created, COUNT(c.id) AS checkpoints, MAX(c.time) AS last, "
+            "COALESCE(SUM(c.new_bytes), 0) AS bytes "
+            "FROM sessions s LEFT JOIN checkpoints c ON c.session_id = s.id GROUP BY s.id ORDER BY s.key"
+        )
+        return [dict(r) for r in rows]
+
+    def policy(self, session: str) -> dict[str, Any] | None:
+        rows = self._query("SELECT policy FROM sessions WHERE key=?", (session,))
+        return json.loads(rows[0]["policy"]) if rows and rows[0]["policy"] else None
+
+    def set_policy(self, session: str, policy: dict[str, Any]) -> None:
+        with self._transaction() as db:
+            sid = self._session_id(db, session, create=True)
+            db.execute("UPDATE sessions SET policy=? WHERE id=?", (json.dumps(policy), sid))
+
+    def add_cell(
+        self, session: str, prev: int | None, count: int | None, source: str, status: str, duration: float
+    ) -> int:
+        """Record one executed cell; ``prev`` is the cell before it in this lineage."""
+        with self._transaction() as db:
+            sid = self._session_id(db, session, create=True)
+            cur = db.execute(
+                "INSERT INTO cells (session_id, prev, count, source, status, duration, time) VALUES (?,?,?,?,?,?,?)",
+                (sid, prev, count, source, status, duration, time.time()),
+            )
+            return int(cur.lastrowid or 0)
+
+    def cells(self, last_cell: int | None, limit: int = 10_000) -> list[dict[str, Any]]:
+        """The cells of one lineage, oldest first, ending with ``last_cell``."""
+        out: list[dict[str, Any]] = []
+        cursor = last_cell
+        while cursor is not None and len(out) < limit:
+            rows = self._query("SELECT * FROM cells WHERE id=?", (cursor,))
+            if not rows:
+                break
+            out.append(dict(rows[0]))
+            cursor = rows[0]["prev"]
+        return out[::-1]
+
+    # -- checkpoints ----------------------------------------------------------
+
+    def commit(self, session: str, manifest: dict[str, Any], blobs: dict[str, BlobInfo]) -> int:
+        """Insert a checkpoint whose blobs are all durable already; returns its id."""
+        new_bytes = sum(b.stored for b in blobs.values() if b.new)
+        total_bytes = sum(b.stored for b in blobs.values())
+        for key in blobs:
+            if not self.has_blob(key):
+                raise IntegrityError(f"refusing to commit a checkpoint whose blob {key} is missing")
+        text = json.dumps(manifest, sort_keys=True)
+        mac = hmac.new(self._secret, text.encode(), hashlib.sha256).hexdigest()
+        with self._transaction() as db:
+            sid = self._session_id(db, session, create=True)
+            cur = db.execute(
+                "INSERT INTO checkpoints (session_id, parent, time, cell, last_cell, trigger, status, tag, message, "
+                "new_bytes, total_bytes, changed, manifest, mac) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    sid,
+                    manifest["parent"],
+                    manifest["time"],
+                    manifest["cell"],
+                    manifest["last_cell"],
+                    manifest["trigger"],
+                    manifest["status"],
+                    manifest.get("tag"),
+                    manifest.get("message"),
+                    new_bytes,
+                    total_bytes,
+                    json.dumps(manifest["changed"]),
+                    text,
+                    mac,
+                ),
+            )
+            cid = int(cur.lastrowid or 0)
+            db.executemany("INSERT OR IGNORE INTO refs VALUES (?, ?)", [(cid, k) for k in blobs])
+            db.executemany(
+                "INSERT OR IGNORE INTO blobs VALUES (?, ?, ?)", [(b.key, b.size, b.stored) for b in blobs.values()]
+            )
+        return cid
+
+    def manifest(self, checkpoint_id: int) -> dict[str, Any]:
+        """The signed manifest of one checkpoint, verified before anyone reads it."""
+        rows = self._query("SELECT manifest, mac FROM checkpoints WHERE id=?", (checkpoint_id,))
+        if not rows:
+            raise UnknownCheckpoint(f"no checkpoint {checkpoint_id}")
+        text, mac = rows[0]["manifest"], rows[0]["mac"]
+        want = hmac.new(self._secret, text.encode(), hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(want, mac):
+            raise IntegrityError(
+                f"checkpoint {checkpoint_id}: its manifest fails its signature check; it will not be restored"
+            )
+        return dict(json.loads(text))
+
+    def _record(self, row: sqlite3.Row) -> CheckpointRecord:
+        return CheckpointRecord(
+            id=row["id"],
+            session=row["skey"],
+            parent=row["parent"],
+            time=row["time"],
+            cell=row["cell"],
+            trigger=row["trigger"],
+            status=row["status"],
+            tag=row["tag"],
+            message=row["message"],
+            new_bytes=row["new_bytes"],
+            total_bytes=row["total_bytes"],
+            changed=json.loads(row["changed"]),
+        )
+
+    _SELECT = (
+        "SELECT c.id, s.key AS skey, c.parent, c.time, c.cell, c.trigger, c.status, c.tag, c.message, "
+        "c.new_bytes, c.total_bytes, c.changed, c.last_cell FROM checkpoints c JOIN sessions s ON s.id = c.session_id "
+    )
+
+    def checkpoints(self, session: str) -> list[CheckpointRecord]:
+        """A session's checkpoints, oldest first."""
+        if not self._query("SELECT 1 FROM sessions WHERE key=?", (session,)):
+            raise UnknownSession(f"no session {session!r} in the store {self.root}")
+        return [self._record(r) for r in self._query(self._SELECT + "WHERE s.key=? ORDER BY c.id", (session,))]
+
+    def get(self, checkpoint_id: int) -> CheckpointRecord:
+        rows = self._query(self._SELECT + "WHERE c.id=?", (checkpoint_id,))
+        if not rows:
+            raise UnknownCheckpoint(f"no checkpoint {checkpoint_id}")
+        return self._record(rows[0])
+
+    def last_cell(self, checkpoint_id: int) -> int | None:
+        rows = self._query("SELECT last_cell FROM checkpoints WHERE id=?", (checkpoint_id,))
+        return rows[0]["last_cell"] if rows else None
+
+    def resolve(self, session: str, ref: str | int, head: int | None = None) -> CheckpointRecord:
+        """Turn a REF (id, tag, ``latest``, ``last-good``, ``-N``) into a checkpoint of the session."""
+        records = self.checkpoints(session) if self._query("SELECT 1 FROM sessions WHERE key=?", (session,)) else []
+        if not records:
+            raise UnknownCheckpoint(f"session {session!r} has no checkpoints yet")
+        text = str(ref).strip()
+        by_id = {r.id: r for r in records}
+        if text == "latest":
+            return records[-1]
+        if text == "last-good":
+            good = [r for r in records if r.status == "ok"]
+            if not good:
+                raise UnknownCheckpoint("no checkpoint of this session finished without error")
+            return good[-1]
+        if re.fullmatch(r"-\d+", text):
+            steps = int(text[1:])
+            current = by_id.get(head) if head is not None else records[-1]
+            if current is None:
+                current = records[-1]
+            for _ in range(steps):
+                # A restore entry holds the same state as the checkpoint it restored: step over it.
+                while current.trigger in ("restore", "crash-restore") and current.parent in by_id:
+                    current = by_id[current.parent]
+                if current.parent not in by_id:
+                    raise UnknownCheckpoint(f"the timeline does not reach {steps} checkpoint(s) back")
+                current = by_id[current.parent]
+            return current
+        if text.isdigit():
+            if int(text) in by_id:
+                return by_id[int(text)]
+            raise UnknownCheckpoint(f"no checkpoint {text} in session {session!r}")
+        for r in records:
+            if r.tag == text:
+                return r
+        raise UnknownCheckpoint(f"no checkpoint or tag {text!r} in session {session!r}")
+
+    def tag(self, checkpoint_id: int, tag: str | None) -> None:
+        if tag is not None and (not tag or tag.isdigit() or tag in ("latest", "last-good") or tag.startswith("-")):
+            raise BadArgument(f"{tag!r} cannot be a tag: it would read as a checkpoint reference")
+        with self._transaction() as db:
+            row = db.execute("SELECT session_id FROM checkpoints WHERE id=?", (checkpoint_id,)).fetchone()
+            if row is None:
+                raise UnknownCheckpoint(f"no checkpoint {checkpoint_id}")
+            try:
+                db.execute("UPDATE checkpoints SET tag=? WHERE id=?", (tag, checkpoint_id))
+            except sqlite3.IntegrityError:
+                raise BadArgument(f"tag {tag!r} is already used in this session") from None
+
+    def delete(self, checkpoint_ids: list[int]) -> None:
+        """Forget checkpoints; their blobs go at the next ``gc`` if nothing else uses them."""
+        with self._transaction() as db:
+            for cid in checkpoint_ids:
+                row = db.execute("SELECT parent FROM checkpoints WHERE id=?", (cid,)).fetchone()
+                if row is None:
+                    raise UnknownCheckpoint(f"no checkpoint {cid}")
+                # Children keep a working parent link: they hang from the deleted one's parent.
+                db.execute("UPDATE checkpoints SET parent=? WHERE parent=?", (row[0], cid))
+                db.execute("DELETE FROM checkpoints WHERE id=?", (cid,))
+                db.execute("DELETE FROM refs WHERE checkpoint_id=?", (cid,))
+
+    def size(self) -> int:
+        rows = self._query("SELECT COALESCE(SUM(stored), 0) AS n FROM blobs")
+        return int(rows[0]["n"])
+
+    def thin(self, session: str | None, *, keep_last: int, max_size: int | None, protect: set[int]) -> list[int]:
+        """Choose old untagged checkpoints to drop: recent ones dense, older ones sparse.
+
+        The newest ``keep_last`` of each session stay. Older ones are kept one per
+        power-of-two window of age (1, 2, 4, 8, ... checkpoints back); if a
+        ``max_size`` is set and the store is still above it, the oldest survivors
+        go too, oldest first, until it fits. Tagged ones and ``protect`` stay.
+        """
+        keys = [session] if session else [s["key"] for s in self.sessions()]
+        doomed: list[int] = []
+        spare: list[CheckpointRecord] = []
+        for key in keys:
+            records = self.checkpoints(key)
+            older = records[: max(len(records) - keep_last, 0)]
+            seen_windows: set[int] = set()
+            for age, r in enumerate(reversed(older), start=1):
+                if r.tag or r.id in protect:
+                    continue
+                window = age.bit_length()
+                if window in seen_windows:
+                    doomed.append(r.id)
+                else:
+                    seen_windows.add(window)
+                    spare.append(r)
+        if max_size is not None:
+            estimate = self.size() - sum(self._unique_bytes(doomed))
+            for r in sorted(spare, key=lambda r: r.id):
+                if estimate <= max_size:
+                    break
+                doomed.append(r.id)
+                estimate -= r.new_bytes
+        return doomed
+
+    def _unique_bytes(self, ids: list[int]) -> list[int]:
+        return [self.get(i).new_bytes for i in ids]
+
+    def gc(self) -> tuple[int, int]:
+        """Delete blobs no checkpoint references, and temp files of dead writers. Returns (files, bytes)."""
+        with self._transaction() as db:
+            dead = [r[0] for r in db.execute("SELECT key FROM blobs WHERE key NOT IN (SELECT blob FROM refs)")]
+            db.executemany("DELETE FROM blobs WHERE key=?", [(k,) for k in dead])
+            referenced = {r[0] for r in db.execute("SELECT DISTINCT blob FROM refs")}
+        # Files go only after COMMIT, so a crash here leaves orphans, never dangling rows.
+        count = freed = 0
+        for sub in self._blobs.iterdir():
+            if sub == self._tmp:
+                for tmp in sub.iterdir():
+                    if not _writer_alive(tmp.name):
+                        freed += tmp.stat().st_size
+                        tmp.unlink()
+                        count += 1
+                continue
+            for path in sub.iterdir():
+                if path.name not in referenced:
+                    freed += path.stat().st_size
+                    path.unlink()
+                    count += 1
+        return count, freed
+
+    def verify(self) -> list[str]:
+        """Check every manifest and blob signature and that every referenced blob exists."""
+        problems: list[str] = []
+        for row in self._query("SELECT id FROM checkpoints ORDER BY id"):
+            try:
+                self.manifest(row["id"])
+            except CheckpointError as e:
+                problems.append(str(e))
+        for row in self._query("SELECT DISTINCT blob, checkpoint_id FROM refs ORDER BY blob"):
+            try:
+                self.get_blob(row["blob"])
+            except CheckpointError as e:
+                problems.append(f"checkpoint {row['checkpoint_id']}: {e}")
+        return problems
+
+
+def _writer_alive(tmp_name: str) -> bool:
+    """Whether the process that owns a temp blob (``<key>.<pid>.<thread>``) still runs."""
+    try:
+        pid = int(tmp_name.split(".")[1])
+        os.kill(pid, 0)
+    except (IndexError, ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _translate_sqlite(e: sqlite3.OperationalError) -> CheckpointError:
+    if "full" in str(e):
+        return StoreFullError(f"the disk under the store is full: {e}")
+    return IntegrityError(f"the catalog could not be written: {e}")

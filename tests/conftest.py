@@ -1,0 +1,129 @@
+"""Fixtures: a private store per test, and real IPython kernels that use it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jupyter_client.manager import KernelManager
+
+from jupyter_ckpt.store import Store, load_secret
+
+
+@pytest.fixture
+def jupyter_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """JUPYTER_DATA_DIR (where the secret lives) and the store, both private to the test."""
+    data = tmp_path / "data"
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(data))
+    monkeypatch.setenv("JUPYTER_CKPT_DIR", str(tmp_path / "store"))
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    return tmp_path
+
+
+@pytest.fixture
+def store(jupyter_dirs: Path) -> Store:
+    return Store(jupyter_dirs / "store", load_secret(jupyter_dirs / "data" / "ckpt" / "secret"))
+
+
+@dataclass
+class Result:
+    stdout: str = ""
+    stderr: str = ""
+    error: str | None = None
+    data: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Kernel:
+    """A real ipykernel in its own process, on a notebook path (JPY_SESSION_NAME)."""
+
+    def __init__(self, session: str, extra_env: dict[str, str] | None = None) -> None:
+        env = dict(os.environ, JPY_SESSION_NAME=session, **(extra_env or {}))
+        self.km = KernelManager(kernel_name="python3")
+        self.km.start_kernel(env=env)
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=60)
+
+    @property
+    def pid(self) -> int:
+        return int(self.km.provisioner.process.pid)  # type: ignore[union-attr]
+
+    def run(self, code: str, timeout: float = 120) -> Result:
+        result = Result()
+
+        def hook(msg: dict[str, Any]) -> None:
+            kind, content = msg["msg_type"], msg["content"]
+            if kind == "stream":
+                if content["name"] == "stdout":
+                    result.stdout += content["text"]
+                else:
+                    result.stderr += content["text"]
+            elif kind == "error":
+                result.error = f"{content['ename']}: {content['evalue']}"
+            elif kind in ("execute_result", "display_data"):
+                result.data.append(content["data"])
+
+        self.kc.execute_interactive(code, output_hook=hook, timeout=timeout)
+        return result
+
+    def ok(self, code: str) -> str:
+        """Run code that must succeed; returns its stdout."""
+        r = self.run(code)
+        assert r.error is None, f"{code!r} failed: {r.error}\n{r.stderr}"
+        return r.stdout
+
+    def value(self, expr: str) -> Any:
+        """The value of an expression whose repr is a Python literal."""
+        import ast
+
+        return ast.literal_eval(self.ok(f"print(repr({expr}))").strip())
+
+    def kill(self) -> None:
+        os.kill(self.pid, signal.SIGKILL)
+        deadline = time.time() + 10
+        while self.km.is_alive() and time.time() < deadline:
+            time.sleep(0.05)
+        self.close()
+
+    def close(self) -> None:
+        self.kc.stop_channels()
+        if self.km.has_kernel:
+            self.km.shutdown_kernel(now=True)
+        self.km.cleanup_resources()
+
+
+@pytest.fixture
+def kernels(jupyter_dirs: Path) -> Iterator[Any]:
+    """Start kernels with ``kernels(session)``; all are shut down after the test."""
+    started: list[Kernel] = []
+
+    def start(session: str = "analysis.ipynb", **env: str) -> Kernel:
+        k = Kernel(session, env)
+        started.append(k)
+        return k
+
+    yield start
+    for k in started:
+        try:
+            k.close()
+        except Exception:  # noqa: S110 - already killed by the test
+            pass
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``jupyter ckpt`` as a user would, in a subprocess."""
+    return subprocess.run(
+        [sys.executable, "-m", "jupyter_ckpt.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env or dict(os.environ),
+        timeout=120,
+    )
