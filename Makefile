@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test install lint unit
+.PHONY: lab test install lint unit ui ui-deps bench
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -28,4 +28,14 @@ lint: install
 unit: install
 	$(PY) -m pytest tests
 
-test: lint unit
+# Browser tests: Debian's chromium, never a browser downloaded by playwright.
+ui-deps:
+	command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
+
+ui: install ui-deps
+	$(PY) -m pytest ui_tests -p no:pytest_jupyter -p no:cacheprovider
+
+test: lint unit ui
+
+bench: install
+	$(PY) benchmarks/run.py
