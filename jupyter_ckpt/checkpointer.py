@@ -91,16 +91,18 @@ class Checkpointer:
 
     # -- taking checkpoints ---------------------------------------------------
 
-    def record_cell(self, count: int | None, source: str, ok: bool, duration: float, *, restored: bool = False) -> None:
+    def record_cell(
+        self, count: int | None, source: str, ok: bool, duration: float, *, unchanged: bool = False
+    ) -> None:
         """Add a finished cell to the session's history.
 
-        ``restored`` says the cell ended with a restore, so the namespace still
-        matches the restored checkpoint and the next undo can rely on that.
+        ``unchanged`` says the cell ended with a checkpoint or a restore, so the
+        namespace still matches ``head`` and the next undo can rely on that.
         """
         fresh = self._live_cell == self.last_cell
         status = "ok" if ok else "error"
         self.last_cell = self.store.add_cell(self.session, self.last_cell, count, source, status, duration)
-        if restored and fresh:
+        if unchanged and fresh:
             self._live_cell = self.last_cell
 
     def after_cell(self, count: int | None, source: str, ok: bool, duration: float) -> int | None:

@@ -80,7 +80,7 @@ class CellHooks:
     def __init__(self, shell: InteractiveShell, ckpt: Checkpointer, idle_poll: float) -> None:
         self.shell = shell
         self.ckpt = ckpt
-        # Set by a restore inside the cell: the restore is on the timeline already.
+        # Set when the cell's state is on the timeline already (it saved or restored) or not worth one.
         self.skip_cell = False
         self._started = 0.0
         self._executing = False
@@ -101,7 +101,7 @@ class CellHooks:
         try:
             if skip:
                 self.ckpt.record_cell(
-                    result.execution_count, result.info.raw_cell or "", result.success, duration, restored=True
+                    result.execution_count, result.info.raw_cell or "", result.success, duration, unchanged=True
                 )
             else:
                 self.ckpt.after_cell(result.execution_count, result.info.raw_cell or "", result.success, duration)
@@ -171,6 +171,9 @@ def load(shell: InteractiveShell) -> None:
     shell.magics_manager.register_alias("ckpt", "checkpoint", "line")
     shell.events.register("pre_run_cell", _hooks.pre_run_cell)
     shell.events.register("post_run_cell", _hooks.post_run_cell)
+    # The cell that loads the extension ends without a checkpoint: an empty new kernel must not
+    # become "latest" in front of the previous kernel's work.
+    _hooks.skip_cell = True
     if ckpt.policy.interval:
         _hooks.start_idle_timer()
     if config.restore_on_start and ckpt.checkpoints():

@@ -150,6 +150,7 @@ class CheckpointMagics(Magics):
     def _save(self, opts: Any) -> None:
         self._no_args(opts)
         cid = self.ckpt.save(trigger="manual", message=opts.message, tag=opts.tag)
+        self._hooks.skip_cell = True
         print(f"checkpoint {cid} saved" + (f" as {opts.tag!r}" if opts.tag else ""))
 
     def _list(self, opts: Any) -> None:

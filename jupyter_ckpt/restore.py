@@ -46,12 +46,17 @@ class RestoreReport:
         return line
 
 
+def _writable(view: memoryview) -> memoryview:
+    """Arrays rebuilt on a read-only buffer would be read-only: copy the (small) ones that are."""
+    return memoryview(bytearray(view)) if view.readonly else view
+
+
 def read_group(store: Store, entry: dict[str, Any]) -> serialize.Packed:
     """The verified bytes of one group (or of the random states)."""
     return serialize.Packed(
         entry.get("serializer", "pickle"),
         bytes(store.get_blob(entry["key"])),
-        [store.get_blob(k) for k in entry["buffers"]],
+        [_writable(store.get_blob(k)) for k in entry["buffers"]],
     )
 
 

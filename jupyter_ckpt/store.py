@@ -302,7 +302,7 @@ class Store:
         return BlobInfo(key, len(view), header_size + len(payload), new=True)
 
     def get_blob(self, key: str) -> memoryview:
-        """The verified content of a blob. Raw blobs come back memory-mapped, not copied."""
+        """The verified content of a blob. Raw page-aligned blobs come back memory-mapped, not copied."""
         path = self._blob_path(_check_key(key))
         if not path.exists():
             raise IntegrityError(f"blob {key} is missing from the store")
@@ -318,8 +318,11 @@ class Store:
             size = os.fstat(f.fileno()).st_size
             if size != header_size + length:
                 raise IntegrityError(f"blob {key} is truncated ({size} of {header_size + length} bytes)")
+            if header_size not in (_SMALL_HEADER, _PAGE) or f.read(header_size - _HEADER.size).strip(b"\0"):
+                raise IntegrityError(f"blob {key} has a damaged header")
             if codec == CODEC_RAW and header_size == _PAGE:
-                mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                # Copy-on-write: pages load as they are touched, and arrays built on them stay writable.
+                mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
                 payload: memoryview = memoryview(mapped)[header_size:]
             else:
                 f.seek(header_size)
@@ -409,7 +412,7 @@ class Store:
                     manifest.get("message"),
                     new_bytes,
                     total_bytes,
-                    json.dumps(manifest["changed"]),
+                    json.dumps(sorted(set(manifest["changed"]) | set(manifest.get("removed", [])))),
                     text,
                     mac,
                 ),
@@ -472,7 +475,10 @@ class Store:
         return rows[0]["last_cell"] if rows else None
 
     def resolve(self, session: str, ref: str | int, head: int | None = None) -> CheckpointRecord:
-        """Turn a REF (id, tag, ``latest``, ``last-good``, ``-N``) into a checkpoint of the session."""
+        """Turn a REF (id, tag, ``latest``, ``last-good``, ``-N``) into a checkpoint of the session.
+
+        ``-N`` walks N states back from ``head`` along the parent links.
+        """
         records = self.checkpoints(session) if self._query("SELECT 1 FROM sessions WHERE key=?", (session,)) else []
         if not records:
             raise UnknownCheckpoint(f"session {session!r} has no checkpoints yet")
@@ -491,8 +497,9 @@ class Store:
             if current is None:
                 current = records[-1]
             for _ in range(steps):
-                # A restore entry holds the same state as the checkpoint it restored: step over it.
-                while current.trigger in ("restore", "crash-restore") and current.parent in by_id:
+                # One step back is to the last *different* state: checkpoints that changed nothing
+                # (restore entries, cells that only printed) hold the same state as their parent.
+                while not current.changed and current.parent in by_id:
                     current = by_id[current.parent]
                 if current.parent not in by_id:
                     raise UnknownCheckpoint(f"the timeline does not reach {steps} checkpoint(s) back")

@@ -46,7 +46,7 @@ class Kernel:
 
     def __init__(self, session: str, extra_env: dict[str, str] | None = None) -> None:
         env = dict(os.environ, JPY_SESSION_NAME=session, **(extra_env or {}))
-        self.km = KernelManager(kernel_name="python3")
+        self.km = KernelManager(kernel_name="python3", transport="ipc")
         self.km.start_kernel(env=env)
         self.kc = self.km.client()
         self.kc.start_channels()

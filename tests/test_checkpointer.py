@@ -1,0 +1,198 @@
+"""The front door in-process, on a module that stands in for a kernel's namespace."""
+
+from __future__ import annotations
+
+import random
+import textwrap
+import types
+
+import numpy as np
+import pytest
+
+from jupyter_ckpt.capture import group
+from jupyter_ckpt.checkpointer import Checkpointer, parse_size
+from jupyter_ckpt.errors import BadArgument, IntegrityError, UnknownCheckpoint
+from jupyter_ckpt.store import Store
+
+NOTEBOOK = """
+import numpy as np
+import random
+from collections import OrderedDict as OD
+base = np.arange(100_000, dtype=float)
+view = base[10:20]
+shared = [1, 2]
+holder = {"shared": shared}
+alias = holder
+cycle = []
+cycle.append(cycle)
+scale = 3
+def scaled(x):
+    return x * scale
+def make_counter():
+    n = [0]
+    def bump():
+        n[0] += 1
+        return n[0]
+    return bump
+counter = make_counter()
+square = lambda v: v * v
+class Point:
+    def __init__(self, x):
+        self.x = x
+    def norm(self):
+        return abs(self.x) * scale
+p = Point(-2)
+od = OD(a=1)
+"""
+
+
+@pytest.fixture
+def nb(store: Store) -> tuple[types.ModuleType, Checkpointer]:
+    module = types.ModuleType("__main__")
+    exec(textwrap.dedent(NOTEBOOK), module.__dict__)
+    return module, Checkpointer(store, "nb.ipynb", module)
+
+
+def test_identity_closures_classes_and_random_streams_survive(nb: tuple[types.ModuleType, Checkpointer]) -> None:
+    module, ckpt = nb
+    ns = module.__dict__
+    cid = ckpt.save()
+    expected = (random.random(), np.random.rand())
+    counter_before = ns["counter"]()
+    exec("del base, view, shared, holder, alias, cycle, scaled, counter, square, Point, p, od, np", ns)
+    ns["scale"] = 100
+
+    report = ckpt.restore(cid)
+    assert report.removed == []
+    assert (random.random(), np.random.rand()) == expected
+    assert ns["holder"]["shared"] is ns["shared"] and ns["alias"] is ns["holder"]
+    assert ns["cycle"][0] is ns["cycle"]
+    assert np.shares_memory(ns["view"], ns["base"])
+    ns["base"][10] = -1.0
+    assert ns["view"][0] == -1.0  # still a view, not a copy
+    assert ns["scale"] == 3
+    assert ns["scaled"](2) == 6  # a restored function sees the restored globals
+    ns["scale"] = 5
+    assert ns["scaled"](2) == 10  # ... and the live ones after that
+    assert ns["counter"]() == counter_before  # the closure's cell held 1 at checkpoint time, so bump gives 1 again
+    assert ns["square"](4) == 16
+    assert isinstance(ns["p"], ns["Point"]) and ns["p"].norm() == 10
+    assert ns["np"] is np and list(ns["od"]) == ["a"]
+
+
+def test_groups_follow_shared_objects_only(nb: tuple[types.ModuleType, Checkpointer]) -> None:
+    module, _ = nb
+    variables = {k: v for k, v in module.__dict__.items() if not k.startswith("__") and not isinstance(v, type(np))}
+    groups = {tuple(g) for g in group(variables)}
+    assert ("alias", "holder", "shared") in groups
+    assert ("base", "view") in groups
+    assert ("Point", "p") in groups
+    assert ("scale",) in groups
+
+
+def test_restore_is_exact_and_reads_only_what_changed(nb: tuple[types.ModuleType, Checkpointer]) -> None:
+    module, ckpt = nb
+    ns = module.__dict__
+    ckpt.record_cell(1, "setup", True, 0.1)
+    first = ckpt.save()
+    ckpt.record_cell(2, "later = 1; shared.append(3)", True, 0.1)
+    exec("later = 1; shared.append(3)", ns)
+    second = ckpt.save(trigger="cell", cell=2)
+    assert ckpt.diff(first, second).as_dict()["added"].keys() == {"later"}
+    assert set(ckpt.diff(first, second).changed) == {"shared", "holder", "alias"}
+
+    report = ckpt.undo()
+    assert report.checkpoint == first
+    assert "later" not in ns and ns["shared"] == [1, 2]
+    assert sorted(report.loaded) == ["alias", "holder", "shared"]
+    assert "base" in report.kept  # the 800 kB array was not read again
+    assert [c["source"] for c in ckpt.history()] == ["setup"]  # the branch starts before the undone cell
+
+
+def test_branching_keeps_both_futures(nb: tuple[types.ModuleType, Checkpointer]) -> None:
+    module, ckpt = nb
+    ns = module.__dict__
+    root = ckpt.save(tag="root")
+    ns["route"] = "a"
+    a = ckpt.save()
+    ckpt.restore("root")
+    ns["route"] = "b"
+    b = ckpt.save()
+    records = {r.id: r for r in ckpt.checkpoints()}
+    assert records[a].parent == root
+    restore_entry = records[b].parent
+    assert records[restore_entry].trigger == "restore" and records[restore_entry].parent == root
+    ckpt.restore(a)
+    assert ns["route"] == "a"
+    ckpt.restore(b)
+    assert ns["route"] == "b"
+
+
+def test_unserializable_variables_are_skipped_reported_once_and_kept(store: Store) -> None:
+    module = types.ModuleType("__main__")
+    messages: list[str] = []
+    ckpt = Checkpointer(store, "nb.ipynb", module, notify=messages.append)
+    exec("import sqlite3, threading\ngen = (i for i in range(3))\nconn = sqlite3.connect(':memory:')\n"
+         "lock = threading.Lock()\nx = [1]\nmixed = [gen, x]", module.__dict__)  # fmt: skip
+    cid = ckpt.save()
+    ckpt.save()
+    assert len(messages) == 1
+    assert "gen (generator" in messages[0] and "conn (Connection" in messages[0]
+    manifest = store.manifest(cid)
+    assert set(manifest["skipped"]) == {"gen", "conn", "mixed"}
+    assert "x" in manifest["variables"] and "lock" in manifest["variables"]  # dill restores locks
+    module.__dict__["x"] = None
+    report = ckpt.restore(cid)
+    assert module.__dict__["x"] == [1]
+    assert "gen" in report.not_restored and "kept its current value" in report.not_restored["gen"]
+
+
+def test_a_tampered_blob_changes_nothing(nb: tuple[types.ModuleType, Checkpointer], store: Store) -> None:
+    module, ckpt = nb
+    cid = ckpt.save()
+    module.__dict__["scale"] = 42
+    key = store.manifest(cid)["groups"][0]["key"]
+    path = store.root / "blobs" / key[:2] / key
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF
+    path.write_bytes(bytes(data))
+    before = dict(module.__dict__)
+    ckpt._live = None  # force a full read
+    with pytest.raises(IntegrityError, match="signature"):
+        ckpt.restore(cid)
+    assert module.__dict__ == before
+
+
+def test_bad_input_is_refused(nb: tuple[types.ModuleType, Checkpointer]) -> None:
+    _, ckpt = nb
+    with pytest.raises(UnknownCheckpoint):
+        ckpt.restore("latest")
+    ckpt.save(tag="t")
+    with pytest.raises(BadArgument, match="already used"):
+        ckpt.save(tag="t")
+    with pytest.raises(BadArgument):
+        ckpt.tag("latest", "12")
+    with pytest.raises(BadArgument, match="no variable"):
+        ckpt.restore("t", only=["nope"])
+    with pytest.raises(BadArgument):
+        ckpt.set_policy(every=0)
+    with pytest.raises(BadArgument):
+        ckpt.exclude(["not a name"])
+    with pytest.raises(BadArgument):
+        parse_size("lots")
+    assert parse_size("2G") == 2 << 30 and parse_size("500MiB") == 500 << 20
+
+
+def test_policy_every_and_interval(nb: tuple[types.ModuleType, Checkpointer]) -> None:
+    _, ckpt = nb
+    ckpt.set_policy(every=2)
+    taken = [ckpt.after_cell(i, "pass", True, 0.0) for i in range(1, 5)]
+    assert [t is not None for t in taken] == [False, True, False, True]
+    ckpt.set_policy(every=None, interval=3600)
+    assert ckpt.after_cell(5, "pass", True, 0.0) is None  # an hour has not passed since the last one
+    ckpt._last_time -= 3601
+    cid = ckpt.after_cell(6, "pass", True, 0.0)
+    assert cid is not None and ckpt.resolve(cid).trigger == "interval"
+    ckpt.set_policy(auto=False)
+    assert ckpt.after_cell(7, "pass", True, 0.0) is None
+    assert ckpt.store.policy("nb.ipynb")["auto"] is False  # remembered for the session

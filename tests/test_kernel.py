@@ -1,0 +1,148 @@
+"""%checkpoint in real IPython kernels: what a notebook user sees."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from jupyter_ckpt.store import Store
+
+SESSION_CELLS = [
+    "import random\nimport numpy as np\nimport pandas as pd\nfrom sklearn.linear_model import LinearRegression as LR",
+    "random.seed(1)\nnp.random.seed(2)\nrng = np.random.default_rng(3)",
+    "X = np.random.rand(200, 3)\ny = X @ [1.0, 2.0, 3.0] + 0.1\ndf = pd.DataFrame(X, columns=['a', 'b', 'c'])",
+    "model = LR().fit(X, y)\nsame_model = model\nrows = X[10:20]",
+    "def weight(v):\n    return v * factor\nfactor = 2.5\n"
+    "class Tracker:\n    def __init__(self):\n        self.seen = []\n    def add(self, v):\n"
+    "        self.seen.append(weight(v))\n        return len(self.seen)\ntracker = Tracker()\ntracker.add(4)",
+    "draws = [random.random() for _ in range(3)]\nnested = {'t': tracker, 'df': df}",
+]
+DIGEST = """
+print(repr({
+    "df": df.round(12).to_dict("list") == pd.DataFrame(X, columns=['a', 'b', 'c']).round(12).to_dict("list"),
+    "X": X.round(12).tolist(), "pred": model.predict(X[:3]).round(9).tolist(),
+    "same_model": same_model is model, "nested": nested["t"] is tracker and nested["df"] is df,
+    "view": bool(np.shares_memory(rows, X)), "weight": weight(2), "tracker": tracker.add(1), "seen": tracker.seen,
+    "isinstance": isinstance(tracker, Tracker), "draws": draws,
+    "next": [random.random(), float(np.random.rand()), float(rng.random())],
+    "modules": [np.__name__, pd.__name__, LR.__name__],
+}))
+"""
+
+
+def run_all(kernel: Any, cells: list[str]) -> None:
+    for cell in cells:
+        kernel.ok(cell)
+
+
+def test_a_killed_kernel_comes_back_exactly(kernels: Any) -> None:
+    reference = kernels("reference.ipynb")
+    run_all(reference, SESSION_CELLS)
+    expected = reference.ok(DIGEST)
+
+    doomed = kernels("analysis.ipynb")
+    doomed.ok("%load_ext jupyter_ckpt")
+    run_all(doomed, SESSION_CELLS)
+    doomed.ok("import jupyter_ckpt; jupyter_ckpt.wait()")
+    doomed.kill()
+
+    revived = kernels("analysis.ipynb")
+    revived.ok("%load_ext jupyter_ckpt")
+    out = revived.ok("%checkpoint restore latest")
+    assert out.startswith("restored checkpoint")
+    assert revived.ok(DIGEST) == expected
+
+
+def test_undo_restore_tags_branches_diff_and_list(kernels: Any, store: Store) -> None:
+    k = kernels("tour.ipynb")
+    k.ok("%load_ext jupyter_ckpt")
+    k.ok("x = 1")
+    k.ok("%checkpoint save -t first")
+    k.ok("x = 2\ny = [x]")
+    k.ok("x = 3")
+    k.ok("%checkpoint undo")
+    assert k.value("(x, y)") == (2, [2])
+    k.ok("%checkpoint restore -1")
+    assert k.value("x") == 1 and k.value("'y' in dir()") is False
+    k.ok("%checkpoint restore first")
+    k.ok("x = 'branch'")
+    records = {r.id: r for r in store.checkpoints("tour.ipynb")}
+    branch = max(records)
+    assert records[branch].changed == ["x"]
+    assert records[records[branch].parent].trigger == "restore"
+    assert records[records[records[branch].parent].parent].tag == "first"
+
+    diff = k.ok("%checkpoint diff first")
+    assert "~ x: int (" in diff and "-> str (" in diff
+    table = k.ok("%checkpoint list --all").splitlines()
+    assert table[0].split() == ["id", "time", "cell", "trigger", "status", "new", "bytes", "changed", "tag"]
+    assert table[-1].startswith("*")  # the newest checkpoint is where the namespace is now
+    assert any(line.rstrip().endswith("first") for line in table)
+    history = k.ok("%checkpoint history")
+    # The cells that led here: the branch's own, after those before the savepoint; not the undone ones.
+    assert "x = 1" in history and "x = 'branch'" in history
+    assert "x = 2" not in history and "x = 3" not in history
+    assert k.ok("%checkpoint list -n 2").count("\n") == 3
+
+
+def test_bad_input_gets_one_line_and_changes_nothing(kernels: Any, store: Store) -> None:
+    k = kernels("bad.ipynb")
+    k.ok("%load_ext jupyter_ckpt")
+    k.ok("keep = [1, 2, 3]")
+    count = len(store.checkpoints("bad.ipynb"))
+    for line, message in [
+        ("%checkpoint restore 999", "UsageError: no checkpoint 999 in session 'bad.ipynb'"),
+        ("%checkpoint restore nosuchtag", "UsageError: no checkpoint or tag 'nosuchtag'"),
+        ("%checkpoint frobnicate", "UsageError: unknown %checkpoint command 'frobnicate'"),
+        ("%checkpoint list -n many", "UsageError: argument -n: invalid int value: 'many'"),
+        ("%checkpoint auto sometimes", "UsageError: usage: %checkpoint auto on|off"),
+        ("%checkpoint gc --max-size lots", "UsageError: 'lots' is not a size"),
+        ("%checkpoint restore latest --only nothere", "UsageError: checkpoint"),
+    ]:
+        r = k.run(line)
+        assert r.stderr.startswith(message), (line, r.stderr)
+        assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert k.value("keep") == [1, 2, 3]
+    later = store.checkpoints("bad.ipynb")[count:]
+    assert later and all(r.changed == [] and r.new_bytes == 0 for r in later)  # the failed cells changed nothing
+
+
+def test_a_store_from_a_newer_version_is_refused(kernels: Any, store: Store, jupyter_dirs: Path) -> None:
+    db = sqlite3.connect(store.root / "catalog.sqlite")
+    db.execute("UPDATE meta SET value='7' WHERE key='format'")
+    db.commit()
+    db.close()
+    k = kernels("newer.ipynb")
+    r = k.run("%load_ext jupyter_ckpt")
+    assert "newer jupyter-ckpt (format 7" in (r.error or "") + r.stderr
+    assert k.value("1 + 1") == 2
+
+
+def test_unserializable_values_never_disturb_the_cell(kernels: Any) -> None:
+    k = kernels("odd.ipynb")
+    k.ok("%load_ext jupyter_ckpt")
+    r = k.run(
+        "import sqlite3, threading\ngen = (i for i in range(5))\nconn = sqlite3.connect(':memory:')\n"
+        "lock = threading.Lock()\ntotal = 41\nprint('computed', total + 1)"
+    )
+    assert r.error is None and r.stdout == "computed 42\n"
+    assert r.stderr.count("\n") == 1
+    assert "conn (Connection" in r.stderr and "gen (generator" in r.stderr
+    again = k.run("total += 1\nprint(next(gen))")
+    assert again.stdout == "0\n" and again.stderr == ""  # reported once, not on every cell
+    restored = k.ok("total = None\n%checkpoint restore -1")
+    assert "not restored: conn" in restored and "not restored: gen" in restored
+    assert k.value("total") == 41 and k.value("next(gen)") == 1  # the rest came back; gen kept its live state
+    status = k.ok("%checkpoint status")
+    assert "skipped: gen: TypeError: cannot pickle 'generator' object" in status
+
+
+def test_help_is_complete(kernels: Any) -> None:
+    k = kernels("help.ipynb")
+    k.ok("%load_ext jupyter_ckpt")
+    doc = k.ok("print(get_ipython().find_line_magic('checkpoint').__doc__)")
+    for option in ("--message", "--tag", "--all", "--only", "--every", "--interval", "--keep-last", "--max-size"):
+        assert option in doc
+    assert "REF is a checkpoint id, a tag" in doc
+    assert "session: help.ipynb" in k.ok("%ckpt status")  # the short alias

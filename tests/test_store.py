@@ -1,0 +1,179 @@
+"""The store on its own: signed blobs, atomic commits, permissions, retention, bad input."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jupyter_ckpt.errors import IntegrityError, StoreFullError, StoreVersionError, UnknownCheckpoint
+from jupyter_ckpt.store import Store, load_secret
+
+
+def manifest(session: str = "nb.ipynb", parent: int | None = None, status: str = "ok") -> dict[str, object]:
+    return {
+        "parent": parent,
+        "time": time.time(),
+        "cell": 1,
+        "last_cell": None,
+        "trigger": "manual",
+        "status": status,
+        "changed": [],
+        "variables": {},
+    }
+
+
+def blob_file(store: Store, key: str) -> Path:
+    return store.root / "blobs" / key[:2] / key
+
+
+def test_blob_round_trip_dedupes_and_compresses_what_pays(store: Store) -> None:
+    text = b"the same words again " * 10_000
+    first = store.put_blob(text)
+    assert first.new and first.stored < len(text) / 10
+    assert not store.put_blob(text).new  # unchanged data is never written twice
+    assert bytes(store.get_blob(first.key)) == text
+
+    noise = np.random.default_rng(0).random(200_000).tobytes()
+    raw = store.put_blob(noise)
+    assert raw.stored == 4096 + len(noise)  # random doubles do not compress: kept raw behind a page header
+    view = store.get_blob(raw.key)
+    assert bytes(view) == noise
+
+
+def test_permissions_are_private(store: Store, jupyter_dirs: Path) -> None:
+    info = store.put_blob(b"x" * 100)
+    assert stat.S_IMODE(store.root.stat().st_mode) == 0o700
+    assert stat.S_IMODE(blob_file(store, info.key).stat().st_mode) == 0o600
+    assert stat.S_IMODE((store.root / "catalog.sqlite").stat().st_mode) == 0o600
+    secret = jupyter_dirs / "data" / "ckpt" / "secret"
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+    assert load_secret(secret) == load_secret(secret)  # created once, then reused
+
+
+@pytest.mark.parametrize(
+    ("offset", "error"),
+    [(30, "fails its signature check"), (60, "has a damaged header"), (-1, "fails its signature check")],
+)
+def test_a_flipped_byte_is_refused_before_anything_reads_it(store: Store, offset: int, error: str) -> None:
+    info = store.put_blob(b"payload " * 1000)
+    path = blob_file(store, info.key)
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0x01
+    path.write_bytes(bytes(data))
+    with pytest.raises(IntegrityError, match=f"blob {info.key} {error}"):
+        store.get_blob(info.key)
+
+
+def test_truncated_and_missing_blobs_are_refused(store: Store) -> None:
+    info = store.put_blob(b"payload " * 1000)
+    path = blob_file(store, info.key)
+    path.write_bytes(path.read_bytes()[:-10])
+    with pytest.raises(IntegrityError, match="truncated"):
+        store.get_blob(info.key)
+    path.unlink()
+    with pytest.raises(IntegrityError, match="missing"):
+        store.get_blob(info.key)
+    with pytest.raises(IntegrityError, match="malformed blob key"):
+        store.get_blob("../../secret")
+
+
+def test_a_tampered_manifest_is_refused(store: Store) -> None:
+    cid = store.commit("nb.ipynb", manifest(), {})
+    db = sqlite3.connect(store.root / "catalog.sqlite")
+    db.execute("UPDATE checkpoints SET manifest = replace(manifest, '\"ok\"', '\"no\"') WHERE id=?", (cid,))
+    db.commit()
+    db.close()
+    with pytest.raises(IntegrityError, match=f"checkpoint {cid}: its manifest fails its signature check"):
+        store.manifest(cid)
+    assert store.verify() == [f"checkpoint {cid}: its manifest fails its signature check; it will not be restored"]
+
+
+def test_another_secret_cannot_read_the_store(store: Store) -> None:
+    cid = store.commit("nb.ipynb", manifest(), {})
+    other = Store(store.root, b"another secret that is long enough to use")
+    with pytest.raises(IntegrityError):
+        other.manifest(cid)
+
+
+def test_a_store_from_a_newer_version_is_refused_unchanged(store: Store) -> None:
+    db = sqlite3.connect(store.root / "catalog.sqlite")
+    db.execute("UPDATE meta SET value='99' WHERE key='format'")
+    db.commit()
+    db.close()
+    before = (store.root / "catalog.sqlite").read_bytes()
+    with pytest.raises(StoreVersionError, match="newer jupyter-ckpt"):
+        Store(store.root, b"x" * 64)
+    assert (store.root / "catalog.sqlite").read_bytes() == before
+
+
+def test_a_corrupt_catalog_is_reported_not_replaced(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    root.mkdir()
+    (root / "catalog.sqlite").write_bytes(b"this is not a database" * 100)
+    with pytest.raises(IntegrityError, match="unreadable"):
+        Store(root, b"x" * 64)
+    assert (root / "catalog.sqlite").read_bytes() == b"this is not a database" * 100
+
+
+def test_refs_resolve_and_unknown_refs_are_clear(store: Store) -> None:
+    a = store.commit("nb.ipynb", manifest(), {})
+    b = store.commit("nb.ipynb", manifest(parent=a, status="error"), {})
+    store.tag(a, "baseline")
+    assert store.resolve("nb.ipynb", "latest").id == b
+    assert store.resolve("nb.ipynb", "last-good").id == a
+    assert store.resolve("nb.ipynb", "baseline").id == a
+    assert store.resolve("nb.ipynb", "-1", head=b).id == a
+    for bad in ("999", "nope", "-5"):
+        with pytest.raises(UnknownCheckpoint):
+            store.resolve("nb.ipynb", bad, head=b)
+
+
+def test_gc_removes_only_what_nothing_references(store: Store) -> None:
+    kept = store.put_blob(b"kept" * 100)
+    orphan = store.put_blob(b"orphan" * 100)
+    store.commit("nb.ipynb", manifest(), {kept.key: kept})
+    dead_writer_tmp = store.root / "blobs" / "tmp" / f"{'0' * 32}.999999999.1"
+    dead_writer_tmp.write_bytes(b"half")
+    files, _ = store.gc()
+    assert files == 2
+    assert blob_file(store, kept.key).exists()
+    assert not blob_file(store, orphan.key).exists()
+    assert not dead_writer_tmp.exists()
+    assert store.verify() == []
+
+
+def test_thinning_keeps_recent_dense_old_sparse_and_tags(store: Store) -> None:
+    ids = [store.commit("nb.ipynb", manifest(), {}) for _ in range(40)]
+    store.tag(ids[1], "savepoint")
+    doomed = set(store.thin("nb.ipynb", keep_last=10, max_size=None, protect=set()))
+    assert not doomed & set(ids[-10:])
+    assert ids[1] not in doomed
+    survivors = [i for i in ids[:-10] if i not in doomed]
+    # One per power-of-two window of age among the 30 older ones, plus the tag.
+    assert len(survivors) == len({age.bit_length() for age in range(1, 31)}) + 1
+
+
+def test_a_full_disk_gives_a_clear_error_and_keeps_earlier_checkpoints(tmp_path: Path) -> None:
+    small = tmp_path / "small"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(small)], capture_output=True).returncode:
+        pytest.skip("mounting a small tmpfs needs root")
+    try:
+        store = Store(small / "store", b"x" * 64)
+        first = store.put_blob(b"fits" * 1000)
+        cid = store.commit("nb.ipynb", manifest(), {first.key: first})
+        noise = os.urandom(3 << 20)
+        with pytest.raises(StoreFullError, match="full"):
+            store.put_blob(noise)
+        assert list((small / "store" / "blobs" / "tmp").iterdir()) == []
+        assert store.verify() == []
+        assert store.manifest(cid)["status"] == "ok"
+    finally:
+        subprocess.run(["umount", "-l", str(small)], check=True)
