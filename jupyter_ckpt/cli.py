@@ -15,6 +15,7 @@ from .errors import BadArgument, CheckpointError
 from .extension import default_store_dir, open_store
 from .magics import format_diff, format_table, human_bytes
 from .restore import diff_manifests, restore_namespace
+from .serialize import as_main
 from .store import CheckpointRecord, Store
 
 EXTENSION = "jupyter_ckpt"
@@ -113,8 +114,8 @@ def _cmd_export(store: Store, args: argparse.Namespace) -> None:
     manifest = store.manifest(record.id)
     module = types.ModuleType("__main__")
     report = restore_namespace(store, module, record.id, manifest, live=None)
-    with open(args.file, "wb") as f:
-        dill.dump_module(f, module=module, refimported=True)
+    with open(args.file, "wb") as f, as_main(module):
+        dill.dump_module(f, module="__main__", refimported=True)
     missing = f"; not included: {', '.join(sorted(report.not_restored))}" if report.not_restored else ""
     print(f"checkpoint {record.id} written to {args.file} (load it with dill.load_module){missing}")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -112,10 +113,8 @@ def kernels(jupyter_dirs: Path) -> Iterator[Any]:
 
     yield start
     for k in started:
-        try:
+        with contextlib.suppress(Exception):
             k.close()
-        except Exception:  # noqa: S110 - already killed by the test
-            pass
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -24,7 +24,7 @@ def manifest(session: str = "nb.ipynb", parent: int | None = None, status: str =
         "last_cell": None,
         "trigger": "manual",
         "status": status,
-        "changed": [],
+        "changed": ["x"],
         "variables": {},
     }
 

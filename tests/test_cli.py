@@ -1,0 +1,83 @@
+"""``jupyter ckpt`` on a store written by a real checkpointer."""
+
+from __future__ import annotations
+
+import json
+import os
+import types
+from pathlib import Path
+
+import dill
+import pytest
+from conftest import cli
+
+from jupyter_ckpt.checkpointer import Checkpointer
+from jupyter_ckpt.store import Store
+
+
+@pytest.fixture
+def written(store: Store) -> tuple[Store, list[int]]:
+    module = types.ModuleType("__main__")
+    ckpt = Checkpointer(store, "work/analysis.ipynb", module)
+    exec("import math\nrows = [1, 2, 3]\ndef area(r):\n    return math.pi * r * r", module.__dict__)
+    first = ckpt.save(tag="start")
+    exec("rows.append(4)\ntotal = sum(rows)", module.__dict__)
+    return store, [first, ckpt.save()]
+
+
+def test_list_show_diff(written: tuple[Store, list[int]]) -> None:
+    _, (first, second) = written
+    sessions = cli("list")
+    assert sessions.returncode == 0 and sessions.stdout.startswith("work/analysis.ipynb  2 checkpoint(s)")
+    table = cli("list", "work/analysis.ipynb").stdout.splitlines()
+    assert [line.split()[0] for line in table[1:]] == [str(first), str(second)]
+    shown = cli("show", str(second)).stdout
+    assert "rows: list" in shown and "[1, 2, 3, 4]" in shown and "math: module math" in shown
+    manifest = json.loads(cli("show", "start", "--session", "work/analysis.ipynb", "--json").stdout)
+    assert manifest["variables"]["rows"]["repr"] == "[1, 2, 3]"
+    diff = cli("diff", str(first), str(second)).stdout
+    assert "+ total: int" in diff and "~ rows: list" in diff
+
+
+def test_export_is_a_dill_session_file(written: tuple[Store, list[int]], tmp_path: Path) -> None:
+    _, (_, second) = written
+    out = tmp_path / "state.pkl"
+    assert cli("export", str(second), str(out)).returncode == 0
+    module = dill.load_module_asdict(str(out))
+    assert module["rows"] == [1, 2, 3, 4] and module["total"] == 10
+    assert round(module["area"](1), 5) == 3.14159 and module["math"].__name__ == "math"
+
+
+def test_verify_finds_tampering_and_errors_are_one_line(written: tuple[Store, list[int]]) -> None:
+    store, (first, _) = written
+    assert cli("verify").returncode == 0
+    key = store.manifest(first)["groups"][0]["key"]
+    path = store.root / "blobs" / key[:2] / key
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 1
+    path.write_bytes(bytes(data))
+    bad = cli("verify")
+    assert bad.returncode == 3 and f"blob {key} fails its signature check" in bad.stdout
+    for args, message in [
+        (("show", "999"), "no checkpoint 999"),
+        (("show", "start"), "give --session"),
+        (("list", "nope.ipynb"), "no session 'nope.ipynb'"),
+        (("gc", "--max-size", "huge"), "'huge' is not a size"),
+    ]:
+        r = cli(*args)
+        assert r.returncode != 0 and r.stderr == f"jupyter ckpt: error: {r.stderr.split(': error: ')[1]}"
+        assert message in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_gc_and_enable_disable(written: tuple[Store, list[int]], jupyter_dirs: Path) -> None:
+    store, _ = written
+    orphan = store.put_blob(b"nobody uses this" * 100)
+    r = cli("gc", "--keep-last", "1")
+    assert r.returncode == 0 and "removed 0 checkpoint(s) and 1 file(s)" in r.stdout  # the tagged one stays
+    assert not (store.root / "blobs" / orphan.key[:2] / orphan.key).exists()
+
+    config = Path(os.environ["IPYTHONDIR"]) / "profile_default" / "ipython_config.json"
+    assert cli("enable").returncode == 0
+    assert json.loads(config.read_text())["InteractiveShellApp"]["extensions"] == ["jupyter_ckpt"]
+    assert cli("disable").returncode == 0
+    assert json.loads(config.read_text())["InteractiveShellApp"]["extensions"] == []
