@@ -49,6 +49,8 @@ class Capture:
     variables: dict[str, Any]
     modules: dict[str, str]
     ids: dict[str, int] = field(default_factory=dict)
+    # Taken in the kernel itself: ``random`` reseeds in a forked child.
+    random: dict[str, Any] = field(default_factory=dict)
 
 
 def collect(namespace: dict[str, Any], hidden: Iterable[str], exclude: Iterable[str]) -> Capture:
@@ -62,7 +64,7 @@ def collect(namespace: dict[str, Any], hidden: Iterable[str], exclude: Iterable[
             modules[name] = value.__name__
         else:
             variables[name] = value
-    return Capture(variables, modules, {k: id(v) for k, v in variables.items()})
+    return Capture(variables, modules, {k: id(v) for k, v in variables.items()}, random_states())
 
 
 class _Overflow(Exception):
@@ -168,6 +170,7 @@ class Meta:
     status: str
     message: str | None = None
     tag: str | None = None
+    at: float = field(default_factory=time.time)
 
 
 Put = Callable[[bytes | memoryview, bool], BlobInfo]
@@ -221,20 +224,24 @@ def pack(
     return groups, variables, skipped, blobs
 
 
-def write(
+def prepare(
     store: Store,
     module: types.ModuleType,
     capture: Capture,
     meta: Meta,
     parent_manifest: dict[str, Any] | None,
-) -> tuple[int, dict[str, Any]]:
-    """Serialize, write and commit one checkpoint; returns its id and manifest."""
+) -> tuple[dict[str, Any], dict[str, BlobInfo]]:
+    """Serialize a checkpoint and make its blobs durable; returns the manifest and blobs to commit.
+
+    Nothing is visible until ``Store.commit`` inserts the manifest: this half can
+    run in a forked child that touches no catalog, no stream and no socket.
+    """
 
     def put(data: bytes | memoryview, compress: bool) -> BlobInfo:
         return store.put_blob(data, compress=compress)
 
     groups, variables, skipped, blobs = pack(module, capture, put)
-    packed_random = serialize.dumps(random_states(), module)
+    packed_random = serialize.dumps(capture.random, module)
     random_key, random_buffers = _put_group(put, packed_random, blobs)
 
     before = parent_manifest["variables"] if parent_manifest else {}
@@ -246,7 +253,7 @@ def write(
         "format": 1,
         "session": meta.session,
         "parent": meta.parent,
-        "time": time.time(),
+        "time": meta.at,
         "cell": meta.cell,
         "last_cell": meta.last_cell,
         "trigger": meta.trigger,
@@ -262,4 +269,4 @@ def write(
         "removed": removed,
         "versions": versions(),
     }
-    return store.commit(meta.session, manifest, blobs), manifest
+    return manifest, blobs

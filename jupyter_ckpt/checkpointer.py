@@ -8,6 +8,7 @@ session key.
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -19,8 +20,8 @@ from typing import Any
 from . import capture
 from .errors import BadArgument, CheckpointError, UnknownCheckpoint
 from .restore import Diff, LiveIndex, RestoreReport, diff_manifests, restore_namespace
-from .store import BlobInfo, CheckpointRecord, Store
-from .writer import SyncWriter
+from .store import BlobInfo, CheckpointRecord, Store, writer_alive
+from .writer import ForkWriter, SyncWriter, fork_unsafe_reason
 
 TRIGGERS = ("cell", "interval", "manual", "loop", "restore", "crash-restore")
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
@@ -70,6 +71,7 @@ class Checkpointer:
         hidden: Callable[[], Iterable[str]] = tuple,
         notify: Callable[[str], None] = lambda message: None,
         policy: Policy | None = None,
+        background: bool = False,
     ) -> None:
         self.store = store
         self.session = session
@@ -86,8 +88,13 @@ class Checkpointer:
         self._last_time = 0.0
         self._reported: set[tuple[str, str]] = set()
         self._skipped: dict[str, dict[str, Any]] = {}
+        self._head_manifest: dict[str, Any] | None = None
+        self._owed: tuple[str, str, int | None] | None = None
+        self._fork_refused: str | None = None
         self._lock = threading.RLock()
-        self._writer = SyncWriter()
+        self._sync = SyncWriter()
+        self._fork = ForkWriter(store.tmp_dir, _encode, _decode) if background else None
+        self.adopt_orphans()
 
     # -- taking checkpoints ---------------------------------------------------
 
@@ -126,8 +133,13 @@ class Checkpointer:
         return None
 
     def idle_tick(self) -> int | None:
-        """Called while the kernel is idle: take an interval checkpoint if one is due."""
+        """Called while the kernel is idle: finish a background write, take an owed or periodic checkpoint."""
         with self._lock:
+            if self._fork is not None:
+                self._fork.poll()
+            if self._owed is not None:
+                trigger, status, cell = self._owed
+                return self.save(trigger=trigger, status=status, cell=cell)
             p = self.policy
             if not (p.auto and p.interval is not None and self._cells_since > 0):
                 return None
@@ -143,31 +155,90 @@ class Checkpointer:
         cell: int | None = None,
         message: str | None = None,
         tag: str | None = None,
-    ) -> int:
-        """Checkpoint the namespace now; returns the new checkpoint's id."""
+        wait: bool | None = None,
+    ) -> int | None:
+        """Checkpoint the namespace now.
+
+        Manual checkpoints (and any with ``wait=True``) are durable when this
+        returns, and their id is returned. Automatic ones are written by a forked
+        child when the kernel has one: they return None at once, and a request
+        made while a write is still running is taken later (coalesced).
+        """
         if trigger not in TRIGGERS:
             raise BadArgument(f"unknown trigger {trigger!r}")
         if tag is not None:
             self._check_tag_free(tag)
+        wait = trigger == "manual" if wait is None else wait
         with self._lock:
+            writer = self._writer_for(wait)
             cap = capture.collect(self.module.__dict__, self._hidden(), self.policy.exclude)
             meta = capture.Meta(self.session, self.head, cell, self.last_cell, trigger, status, message, tag)
-            parent = self.store.manifest(self.head) if self.head is not None else None
-            result: dict[str, Any] = {}
+            parent = self._head_manifest
+            outcome: dict[str, int | None] = {}
 
-            def job() -> tuple[int, dict[str, Any]]:
-                return capture.write(self.store, self.module, cap, meta, parent)
+            def job() -> tuple[dict[str, Any], dict[str, BlobInfo]]:
+                return capture.prepare(self.store, self.module, cap, meta, parent)
 
-            def done(outcome: tuple[int, dict[str, Any]]) -> None:
-                cid, manifest = outcome
-                self._committed(cid, manifest, cap)
-                result["id"] = cid
+            def done(result: Any, error: BaseException | None) -> None:
+                outcome["id"] = self._finish(cap, result, error, raise_errors=wait)
 
-            self._writer.submit(job, done)
-            return int(result["id"])
+            if not writer.submit(job, done):
+                self._owed = (trigger, status, cell)
+                return None
+            self._owed = None
+            writer.poll(block=wait)
+            return outcome.get("id")
+
+    def _writer_for(self, wait: bool) -> SyncWriter | ForkWriter:
+        """The fork writer when it is safe; waiting saves first let a running child finish."""
+        if self._fork is None:
+            return self._sync
+        if wait:
+            self._fork.poll(block=True)
+        if self._fork.busy:
+            return self._fork  # it will refuse, and the request coalesces
+        reason = fork_unsafe_reason()
+        if reason is not None and reason != self._fork_refused:
+            self._notify(f"jupyter-ckpt: writing checkpoints in the kernel itself: {reason}")
+        self._fork_refused = reason
+        return self._sync if reason else self._fork
+
+    def _finish(
+        self, cap: capture.Capture, result: Any, error: BaseException | None, *, raise_errors: bool
+    ) -> int | None:
+        """Commit what a writer produced: the catalog row makes the checkpoint exist."""
+        try:
+            if error is not None:
+                raise error
+            manifest, blobs = result
+            cid = self.store.commit(self.session, manifest, blobs)
+        except Exception as e:
+            if raise_errors:
+                raise e if isinstance(e, CheckpointError) else CheckpointError(f"checkpoint failed: {e}") from e
+            self._notify(f"jupyter-ckpt: checkpoint failed: {e}")
+            return None
+        self._committed(cid, manifest, cap)
+        return cid
+
+    def adopt_orphans(self) -> list[int]:
+        """Commit checkpoints whose writer finished after its kernel was killed."""
+        adopted = []
+        for path in sorted(self.store.tmp_dir.glob("result.*.json"), key=lambda p: p.stat().st_mtime):
+            if writer_alive(path.name):
+                continue
+            try:
+                manifest, blobs = _decode(json.loads(path.read_text())["ok"])
+                if manifest["session"] != self.session:
+                    continue
+                adopted.append(self.store.commit(self.session, manifest, blobs))
+            except (OSError, ValueError, KeyError, TypeError, CheckpointError):
+                pass  # a failed or half-written result: nothing to adopt
+            path.unlink(missing_ok=True)
+        return adopted
 
     def _committed(self, cid: int, manifest: dict[str, Any], cap: capture.Capture) -> None:
         self.head = cid
+        self._head_manifest = manifest
         self._cells_since = 0
         self._last_time = time.time()
         self._live = {n: (manifest["variables"][n]["gkey"], cap.ids[n]) for n in manifest["variables"]}
@@ -191,11 +262,18 @@ class Checkpointer:
 
     def wait(self) -> None:
         """Block until every checkpoint already requested is durable."""
-        self._writer.wait()
+        with self._lock:
+            if self._fork is not None:
+                self._fork.poll(block=True)
+            if self._owed is not None:
+                trigger, status, cell = self._owed
+                self.save(trigger=trigger, status=status, cell=cell, wait=True)
 
     # -- going back -----------------------------------------------------------
 
     def resolve(self, ref: str | int) -> CheckpointRecord:
+        """The checkpoint a REF names, once every requested checkpoint is on the timeline."""
+        self.wait()
         return self.store.resolve(self.session, ref, self.head)
 
     def restore(
@@ -252,7 +330,8 @@ class Checkpointer:
     # -- looking ----------------------------------------------------------------
 
     def checkpoints(self, n: int | None = None) -> list[CheckpointRecord]:
-        """The session's checkpoints, oldest first (the last ``n`` if given)."""
+        """The session's checkpoints, oldest first (the last ``n`` if given), including any being written."""
+        self.wait()
         try:
             records = self.store.checkpoints(self.session)
         except CheckpointError:
@@ -282,7 +361,13 @@ class Checkpointer:
         return self.store.cells(last)
 
     def status(self) -> dict[str, Any]:
-        records = self.checkpoints()
+        """Where things stand, without waiting for a write in progress."""
+        with self._lock:
+            writing = self._fork is not None and self._fork.busy
+        try:
+            records = self.store.checkpoints(self.session)
+        except CheckpointError:
+            records = []
         last = records[-1] if records else None
         return {
             "store": str(self.store.root),
@@ -291,7 +376,7 @@ class Checkpointer:
             "checkpoints": len(records),
             "bytes": sum(r.new_bytes for r in records),
             "last_checkpoint_age": time.time() - last.time if last else None,
-            "writing": self._writer.busy,
+            "writing": writing,
             "skipped": {n: i["reason"] for n, i in self._skipped.items()},
         }
 
@@ -344,3 +429,13 @@ class Checkpointer:
             self.store.delete(doomed)
             files, freed = self.store.gc()
             return {"checkpoints": len(doomed), "files": files, "bytes": freed}
+
+
+def _encode(outcome: tuple[dict[str, Any], dict[str, BlobInfo]]) -> list[Any]:
+    manifest, blobs = outcome
+    return [manifest, [[b.key, b.size, b.stored, b.new] for b in blobs.values()]]
+
+
+def _decode(data: list[Any]) -> tuple[dict[str, Any], dict[str, BlobInfo]]:
+    manifest, blobs = data
+    return manifest, {b[0]: BlobInfo(*b) for b in blobs}

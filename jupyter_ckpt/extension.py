@@ -7,6 +7,7 @@ the ``pre_run_cell`` / ``post_run_cell`` hooks that drive automatic checkpoints.
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import threading
@@ -69,15 +70,20 @@ class Checkpoints(Configurable):
     interval = Float(0.0, help="In new sessions, also checkpoint once this many seconds have passed (0: off).").tag(
         config=True
     )
-    idle_poll = Float(1.0, help="Seconds between checks for a periodic checkpoint while the kernel is idle.").tag(
-        config=True
-    )
+    idle_poll = Float(
+        1.0, help="Seconds between idle checks: finish a background write, take a periodic or postponed checkpoint."
+    ).tag(config=True)
+    background = Bool(
+        True,
+        help="Write automatic checkpoints from a forked child so cells never wait for them "
+        "(falls back to writing in the kernel where forking is unsafe: no fork(), a live CUDA context, low memory).",
+    ).tag(config=True)
 
 
 class CellHooks:
     """Ties a Checkpointer to one shell's cells."""
 
-    def __init__(self, shell: InteractiveShell, ckpt: Checkpointer, idle_poll: float) -> None:
+    def __init__(self, shell: InteractiveShell, ckpt: Checkpointer, idle_poll: float, notices: list[str]) -> None:
         self.shell = shell
         self.ckpt = ckpt
         # Set when the cell's state is on the timeline already (it saved or restored) or not worth one.
@@ -86,6 +92,7 @@ class CellHooks:
         self._executing = False
         self._idle_poll = idle_poll
         self._stop = threading.Event()
+        self._notices = notices  # what the Checkpointer reported since the last cell boundary
         self._timer: threading.Thread | None = None
 
     def pre_run_cell(self, info: Any) -> None:
@@ -109,6 +116,19 @@ class CellHooks:
             notify(f"jupyter-ckpt: checkpoint failed: {e}")
         except Exception as e:  # never let a checkpoint break the user's cell
             notify(f"jupyter-ckpt: checkpoint failed: {type(e).__name__}: {e}")
+        self.flush_notices()
+
+    def notice(self, message: str) -> None:
+        self._notices.append(message)
+
+    def flush_notices(self) -> None:
+        """Print what the Checkpointer reported, from the kernel's own thread at a cell boundary.
+
+        A background write finishes at any time, often in the idle thread; printed
+        here, its message lands in a cell's output and nowhere else.
+        """
+        while self._notices:
+            notify(self._notices.pop(0))
 
     def start_idle_timer(self) -> None:
         if self._timer is None:
@@ -123,7 +143,7 @@ class CellHooks:
                 try:
                     self.ckpt.idle_tick()
                 except Exception as e:  # the kernel must outlive any failed periodic checkpoint
-                    notify(f"jupyter-ckpt: periodic checkpoint failed: {e}")
+                    self.notice(f"jupyter-ckpt: periodic checkpoint failed: {e}")
 
     def close(self) -> None:
         self._stop.set()
@@ -157,16 +177,18 @@ def load(shell: InteractiveShell) -> None:
     config = Checkpoints(parent=shell)
     store = open_store(config.store_url, config.secret_file)
     default = Policy(auto=config.auto, every=config.every, interval=config.interval or None)
+    notices: list[str] = []
     ckpt = Checkpointer(
         store,
         session_key(),
         shell.user_module,
         hidden=lambda: shell.user_ns_hidden,
-        notify=notify,
+        notify=notices.append,
         policy=default,
+        background=config.background,
     )
     _active = ckpt
-    _hooks = CellHooks(shell, ckpt, config.idle_poll)
+    _hooks = CellHooks(shell, ckpt, config.idle_poll, notices)
     shell.register_magics(CheckpointMagics(shell, hooks=_hooks))
     shell.magics_manager.register_alias("ckpt", "checkpoint", "line")
     shell.events.register("pre_run_cell", _hooks.pre_run_cell)
@@ -174,8 +196,9 @@ def load(shell: InteractiveShell) -> None:
     # The cell that loads the extension ends without a checkpoint: an empty new kernel must not
     # become "latest" in front of the previous kernel's work.
     _hooks.skip_cell = True
-    if ckpt.policy.interval:
+    if ckpt.policy.interval or config.background:
         _hooks.start_idle_timer()
+    atexit.register(ckpt.wait)  # a clean shutdown commits the write in flight
     if config.restore_on_start and ckpt.checkpoints():
         try:
             notify("jupyter-ckpt: " + ckpt.restore("last-good").summary())

@@ -244,6 +244,7 @@ class CheckpointMagics(Magics):
     def _wait(self, opts: Any) -> None:
         self._no_args(opts)
         self.ckpt.wait()
+        self._hooks.skip_cell = True
 
     def _tag(self, opts: Any) -> None:
         if not opts.tag:

@@ -183,7 +183,7 @@ class Store:
         self.root = Path(root)
         self._secret = secret
         self._blobs = self.root / "blobs"
-        self._tmp = self._blobs / "tmp"
+        self.tmp_dir = self._tmp = self._blobs / "tmp"
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._pid = -1
@@ -589,7 +589,7 @@ class Store:
         for sub in self._blobs.iterdir():
             if sub == self._tmp:
                 for tmp in sub.iterdir():
-                    if not _writer_alive(tmp.name):
+                    if not writer_alive(tmp.name):
                         freed += tmp.stat().st_size
                         tmp.unlink()
                         count += 1
@@ -617,8 +617,8 @@ class Store:
         return problems
 
 
-def _writer_alive(tmp_name: str) -> bool:
-    """Whether the process that owns a temp blob (``<key>.<pid>.<thread>``) still runs."""
+def writer_alive(tmp_name: str) -> bool:
+    """Whether the process that owns a temp file (``<name>.<pid>.<more>``) still runs."""
     try:
         pid = int(tmp_name.split(".")[1])
         os.kill(pid, 0)

@@ -1,0 +1,54 @@
+"""Automatic checkpoints are written by a forked child while the user goes on."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any
+
+from jupyter_ckpt.store import Store
+
+BIG = "import numpy as np\nbig = np.random.default_rng(0).random(50_000_000)  # 400 MB\nmarker = 'after big'"
+
+
+def test_the_next_cell_runs_while_a_big_checkpoint_is_written(kernels: Any, store: Store) -> None:
+    k = kernels("big.ipynb")
+    k.ok("%load_ext jupyter_ckpt")
+    k.ok(BIG)
+    assert "writing: yes" in k.ok("%checkpoint status")  # the write is still going on ...
+    assert k.value("marker") == "after big"  # ... and cells run meanwhile
+    k.ok("%checkpoint wait")
+    assert "writing: no" in k.ok("%checkpoint status")
+    latest = store.checkpoints("big.ipynb")[-1]
+    assert "big" in store.manifest(latest.id)["variables"]
+    assert k.ok("import os; print(len(os.listdir('/proc/self/task')) < 50)") == "True\n"
+
+
+def test_requests_during_a_write_coalesce_into_one_later_checkpoint(kernels: Any, store: Store) -> None:
+    k = kernels("coalesce.ipynb")
+    k.ok("%load_ext jupyter_ckpt")
+    k.ok(BIG)
+    for i in range(3):
+        k.ok(f"step = {i}")
+    k.ok("%checkpoint wait")
+    cells = [r.cell for r in store.checkpoints("coalesce.ipynb")]
+    assert len(cells) < 5  # not one per cell while the big one was being written
+    last = store.checkpoints("coalesce.ipynb")[-1]
+    assert store.manifest(last.id)["variables"]["step"]["repr"] == "2"  # but the final state is there
+
+
+def test_a_write_that_outlives_its_killed_kernel_is_adopted(kernels: Any, store: Store) -> None:
+    k = kernels("orphan.ipynb")
+    k.ok("%load_ext jupyter_ckpt")
+    k.ok(BIG)
+    os.kill(k.pid, signal.SIGKILL)  # the kernel dies; its writer goes on and finishes
+    deadline = time.time() + 60
+    while not list(store.tmp_dir.glob("result.*.json")) and time.time() < deadline:
+        time.sleep(0.1)
+    k.kill()
+    revived = kernels("orphan.ipynb")
+    revived.ok("%load_ext jupyter_ckpt")
+    assert revived.ok("%checkpoint restore latest").startswith("restored checkpoint")
+    assert revived.value("marker") == "after big"
+    assert revived.value("big.shape") == (50_000_000,)
