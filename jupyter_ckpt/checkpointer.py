@@ -186,6 +186,8 @@ class Checkpointer:
                 self._owed = (trigger, status, cell)
                 return None
             self._owed = None
+            self._cells_since = 0
+            self._last_time = meta.at  # the policy counts from when the state was taken
             writer.poll(block=wait)
             return outcome.get("id")
 
@@ -239,8 +241,6 @@ class Checkpointer:
     def _committed(self, cid: int, manifest: dict[str, Any], cap: capture.Capture) -> None:
         self.head = cid
         self._head_manifest = manifest
-        self._cells_since = 0
-        self._last_time = time.time()
         self._live = {n: (manifest["variables"][n]["gkey"], cap.ids[n]) for n in manifest["variables"]}
         self._live_cell = self.last_cell
         self._skipped = manifest["skipped"]

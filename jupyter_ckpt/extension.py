@@ -86,7 +86,7 @@ class CellHooks:
     def __init__(self, shell: InteractiveShell, ckpt: Checkpointer, idle_poll: float, notices: list[str]) -> None:
         self.shell = shell
         self.ckpt = ckpt
-        # Set when the cell's state is on the timeline already (it saved or restored) or not worth one.
+        # Set when the cell's state is on the timeline already: it saved or restored.
         self.skip_cell = False
         self._started = 0.0
         self._executing = False
@@ -102,9 +102,10 @@ class CellHooks:
 
     def post_run_cell(self, result: Any) -> None:
         self._executing = False
-        # The cell that loaded the extension has no start time: it began before the hooks existed.
         duration = time.perf_counter() - self._started if self._started else 0.0
-        skip, self.skip_cell = self.skip_cell, False
+        # No pre_run_cell seen: this is the cell that loaded the extension. It ends without a
+        # checkpoint, so an empty new kernel never becomes "latest" in front of the last one's work.
+        skip, self.skip_cell = self.skip_cell or not self._started, False
         try:
             if skip:
                 self.ckpt.record_cell(
@@ -193,9 +194,6 @@ def load(shell: InteractiveShell) -> None:
     shell.magics_manager.register_alias("ckpt", "checkpoint", "line")
     shell.events.register("pre_run_cell", _hooks.pre_run_cell)
     shell.events.register("post_run_cell", _hooks.post_run_cell)
-    # The cell that loads the extension ends without a checkpoint: an empty new kernel must not
-    # become "latest" in front of the previous kernel's work.
-    _hooks.skip_cell = True
     if ckpt.policy.interval or config.background:
         _hooks.start_idle_timer()
     atexit.register(ckpt.wait)  # a clean shutdown commits the write in flight

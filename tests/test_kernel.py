@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
-from jupyter_ckpt.store import Store
+from conftest import cli
+
+from jupyter_ckpt.store import Store, load_secret
+
+
+def store_at(dirs: Path) -> Store:
+    return Store(dirs / "store", load_secret(dirs / "data" / "ckpt" / "secret"))
+
 
 SESSION_CELLS = [
     "import random\nimport numpy as np\nimport pandas as pd\nfrom sklearn.linear_model import LinearRegression as LR",
@@ -150,3 +159,36 @@ def test_help_is_complete(kernels: Any) -> None:
         assert option in doc
     assert "REF is a checkpoint id, a tag" in doc
     assert "session: help.ipynb" in k.ok("%ckpt status")  # the short alias
+
+
+def test_enabled_kernels_resume_the_notebook_where_it_was(kernels: Any, jupyter_dirs: Path) -> None:
+    assert cli("enable").returncode == 0
+    config = jupyter_dirs / "ipython" / "profile_default" / "ipython_config.json"
+    settings = json.loads(config.read_text())
+    settings["Checkpoints"] = {"restore_on_start": True}
+    config.write_text(json.dumps(settings))
+
+    first = kernels("resume.ipynb")
+    first.ok("hours_of_work = {'fitted': [1, 2, 3]}")
+    first.ok("%checkpoint wait")
+    first.kill()
+    second = kernels("resume.ipynb")  # no magic typed: the profile loads the extension, which restores
+    assert second.value("hours_of_work") == {"fitted": [1, 2, 3]}
+    assert [r.trigger for r in store_at(jupyter_dirs).checkpoints("resume.ipynb")][-1] == "restore"
+
+
+def test_periodic_checkpoints_are_taken_while_the_kernel_is_idle(kernels: Any, store: Store) -> None:
+    k = kernels("periodic.ipynb")
+    k.ok("%load_ext jupyter_ckpt")
+    assert k.ok("%checkpoint auto on --interval 2") == "auto checkpoints: every 2 s\n"
+    k.ok("progress = 'made while nobody looked'")
+    deadline = time.time() + 20
+    while time.time() < deadline:  # no cell runs from here on: only the idle thread can checkpoint
+        records = store.checkpoints("periodic.ipynb")
+        last = records[-1] if records else None
+        if last and "progress" in store.manifest(last.id)["variables"]:
+            break
+        time.sleep(0.2)
+    assert last is not None
+    assert last.trigger == "interval" and last.cell is None  # taken by the idle thread, not at a cell
+    assert store.manifest(last.id)["variables"]["progress"]["repr"] == "'made while nobody looked'"
