@@ -277,14 +277,25 @@ class Checkpointer:
         return self.store.resolve(self.session, ref, self.head)
 
     def restore(
-        self, ref: str | int = "latest", *, only: Iterable[str] | None = None, trigger: str = "restore"
+        self,
+        ref: str | int = "latest",
+        *,
+        only: Iterable[str] | None = None,
+        trigger: str = "restore",
+        at_cell_boundary: bool = False,
     ) -> RestoreReport:
-        """Make the namespace what it was at ``ref``; returns what was read, kept and removed."""
+        """Make the namespace what it was at ``ref``; returns what was read, kept and removed.
+
+        ``at_cell_boundary`` says no code has run since the last cell ended (the
+        caller is a cell holding only ``%checkpoint`` lines), so variables still
+        bound to the objects of the last checkpoint hold what it saved, and those
+        are not read again. Otherwise every variable is read.
+        """
         with self._lock:
             self.wait()
             target = self.resolve(ref)
             manifest = self.store.manifest(target.id)
-            live = self._live if self._live_cell == self.last_cell else None
+            live = self._live if at_cell_boundary and self._live_cell == self.last_cell else None
             report = restore_namespace(
                 self.store,
                 self.module,
@@ -323,9 +334,9 @@ class Checkpointer:
                     found[name] = f"cell [{cell['count']}]"
         return found
 
-    def undo(self) -> RestoreReport:
+    def undo(self, *, at_cell_boundary: bool = False) -> RestoreReport:
         """Back to the state before the last cell."""
-        return self.restore("-1")
+        return self.restore("-1", at_cell_boundary=at_cell_boundary)
 
     # -- looking ----------------------------------------------------------------
 

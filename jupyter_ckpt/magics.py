@@ -138,6 +138,12 @@ class CheckpointMagics(Magics):
     def ckpt(self) -> Any:
         return extension.active()
 
+    def _only_magics(self) -> bool:
+        """Whether the running cell holds nothing but %checkpoint lines: then no code ran before this one."""
+        raw = self.shell.history_manager.input_hist_raw
+        lines = [line.strip() for line in (raw[-1] if raw else "").splitlines()]
+        return bool(lines) and all(not line or line.startswith(("#", "%checkpoint", "%ckpt")) for line in lines)
+
     def _no_args(self, opts: Any) -> None:
         if opts.args:
             raise UsageError(f"%checkpoint {opts.command} takes no arguments, got {' '.join(opts.args)!r}")
@@ -165,13 +171,13 @@ class CheckpointMagics(Magics):
         only = [n.strip() for n in opts.only.split(",") if n.strip()] if opts.only else None
         if opts.only is not None and not only:
             raise UsageError("--only needs at least one variable name")
-        report = self.ckpt.restore(ref, only=only)
+        report = self.ckpt.restore(ref, only=only, at_cell_boundary=self._only_magics())
         self._hooks.skip_cell = only is None
         print(report.summary())
 
     def _undo(self, opts: Any) -> None:
         self._no_args(opts)
-        report = self.ckpt.undo()
+        report = self.ckpt.undo(at_cell_boundary=self._only_magics())
         self._hooks.skip_cell = True
         print(report.summary())
 

@@ -101,7 +101,7 @@ def test_restore_is_exact_and_reads_only_what_changed(nb: tuple[types.ModuleType
     assert ckpt.diff(first, second).as_dict()["added"].keys() == {"later"}
     assert set(ckpt.diff(first, second).changed) == {"shared", "holder", "alias"}
 
-    report = ckpt.undo()
+    report = ckpt.undo(at_cell_boundary=True)
     assert report.checkpoint == first
     assert "later" not in ns and ns["shared"] == [1, 2]
     assert sorted(report.loaded) == ["alias", "holder", "shared"]

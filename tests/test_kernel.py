@@ -192,3 +192,17 @@ def test_periodic_checkpoints_are_taken_while_the_kernel_is_idle(kernels: Any, s
     assert last is not None
     assert last.trigger == "interval" and last.cell is None  # taken by the idle thread, not at a cell
     assert store.manifest(last.id)["variables"]["progress"]["repr"] == "'made while nobody looked'"
+
+
+def test_undo_reads_only_what_the_last_cell_changed(kernels: Any) -> None:
+    k = kernels("fast.ipynb")
+    k.ok("%load_ext jupyter_ckpt")
+    k.ok("import numpy as np\nbig = np.zeros(5_000_000)\nsmall = [1]")
+    k.ok("small.append(2)")
+    out = k.ok("%checkpoint undo")
+    assert "1 variable(s) read; 1 unchanged" in out  # small read back, big kept in place
+    assert k.value("small") == [1]
+    # Code before the restore in the same cell may have changed anything: then everything is read.
+    out = k.ok("big[0] = 7\n%checkpoint restore latest")
+    assert "0 unchanged" in out or "unchanged" not in out
+    assert k.value("float(big[0])") == 0.0
