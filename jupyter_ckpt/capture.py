@@ -33,6 +33,8 @@ _NUMBERED = re.compile(r"^_i?\d+$")
 _ATOMIC = (int, float, complex, str, bytes, bool, type(None), range)
 # Past this many objects reached from one variable, it is grouped with the other oversized ones.
 REACH_BUDGET = 2_000_000
+# Large buffers are stored in chunks of this size, each content-addressed.
+CHUNK = 4 << 20
 KEY_PACKAGES = ("numpy", "pandas", "torch", "sklearn", "scipy", "dill", "cloudpickle")
 
 
@@ -182,15 +184,41 @@ def hash_only(data: bytes | memoryview, compress: bool) -> BlobInfo:
     return BlobInfo(content_key(view), view.nbytes, view.nbytes, new=False)
 
 
-def _put_group(put: Put, packed: serialize.Packed, blobs: dict[str, BlobInfo]) -> tuple[str, list[str]]:
-    buffer_keys = []
-    for buf in packed.buffers:
-        info = put(buf, False)
+def _put_buffer(put: Put, buf: memoryview, blobs: dict[str, BlobInfo]) -> list[str]:
+    """Store one out-of-band buffer as content-addressed chunks; returns their keys.
+
+    A cell that changes a few rows of a large array writes the chunks those rows
+    fall in, not the array. Whether chunks are compressed is decided on the first
+    one: random doubles do not compress and are kept raw, page-aligned.
+    """
+    view = buf.cast("B") if buf.format != "B" or buf.ndim != 1 else buf
+    keys = []
+    compress = True
+    for start in range(0, view.nbytes, CHUNK):
+        info = put(view[start : start + CHUNK], compress)
+        if start == 0 and info.new and view.nbytes > CHUNK:
+            compress = info.stored < len(view[:CHUNK]) * 0.9
         blobs[info.key] = info
-        buffer_keys.append(info.key)
+        keys.append(info.key)
+    return keys
+
+
+def _put_group(put: Put, packed: serialize.Packed, blobs: dict[str, BlobInfo]) -> tuple[str, list[list[str]]]:
+    buffer_keys = [_put_buffer(put, buf, blobs) for buf in packed.buffers]
     info = put(packed.payload, True)
     blobs[info.key] = info
     return info.key, buffer_keys
+
+
+def group_key(key: str, buffer_keys: list[list[str]]) -> str:
+    """One short key for a group's whole content: its stream and every chunk."""
+    return content_key("+".join([key, *(k for chunks in buffer_keys for k in chunks)]).encode())
+
+
+def blob_keys(manifest: dict[str, Any]) -> list[str]:
+    """Every blob a manifest references."""
+    entries = [*manifest["groups"], manifest["random"]]
+    return [k for e in entries for k in [e["key"], *(c for chunks in e["buffers"] for c in chunks)]]
 
 
 def pack(
@@ -219,7 +247,7 @@ def pack(
         index = len(groups)
         groups.append({"key": key, "buffers": buffer_keys, "names": names, "serializer": packed.serializer})
         for n in names:
-            variables[n] = {"group": index, "gkey": "+".join([key, *buffer_keys])}
+            variables[n] = {"group": index, "gkey": group_key(key, buffer_keys)}
             variables[n].update(serialize.preview(objs[n], packed.nbytes))
     return groups, variables, skipped, blobs
 

@@ -315,9 +315,7 @@ class Checkpointer:
         """Put the restore on the timeline: an entry with the target's content, so the next cell branches from it."""
         entry = dict(manifest, parent=target.id, trigger=trigger, time=time.time(), changed=[], removed=[])
         entry.update(tag=None, message=f"restored checkpoint {target.id}", cell=target.cell)
-        keys = [g["key"] for g in manifest["groups"]] + [k for g in manifest["groups"] for k in g["buffers"]]
-        keys += [manifest["random"]["key"], *manifest["random"]["buffers"]]
-        blobs = {k: BlobInfo(k, 0, 0, new=False) for k in keys}
+        blobs = {k: BlobInfo(k, 0, 0, new=False) for k in capture.blob_keys(manifest)}
         cid = self.store.commit(self.session, entry, blobs)
         self.last_cell = manifest["last_cell"]
         ids = {n: id(self.module.__dict__[n]) for n in manifest["variables"] if n in self.module.__dict__}

@@ -51,12 +51,25 @@ def _writable(view: memoryview) -> memoryview:
     return memoryview(bytearray(view)) if view.readonly else view
 
 
+def _read_buffer(store: Store, chunks: list[str]) -> memoryview:
+    """One out-of-band buffer: a single chunk is mapped as it is, several are verified, then joined."""
+    if len(chunks) == 1:
+        return _writable(store.get_blob(chunks[0]))
+    parts = [store.get_blob(k) for k in chunks]
+    joined = bytearray(sum(p.nbytes for p in parts))
+    start = 0
+    for part in parts:
+        joined[start : start + part.nbytes] = part
+        start += part.nbytes
+    return memoryview(joined)
+
+
 def read_group(store: Store, entry: dict[str, Any]) -> serialize.Packed:
     """The verified bytes of one group (or of the random states)."""
     return serialize.Packed(
         entry.get("serializer", "pickle"),
         bytes(store.get_blob(entry["key"])),
-        [_writable(store.get_blob(k)) for k in entry["buffers"]],
+        [_read_buffer(store, chunks) for chunks in entry["buffers"]],
     )
 
 

@@ -196,3 +196,19 @@ def test_policy_every_and_interval(nb: tuple[types.ModuleType, Checkpointer]) ->
     ckpt.set_policy(auto=False)
     assert ckpt.after_cell(7, "pass", True, 0.0) is None
     assert ckpt.store.policy("nb.ipynb")["auto"] is False  # remembered for the session
+
+
+def test_changing_a_few_rows_of_a_large_array_writes_one_chunk(store: Store) -> None:
+    module = types.ModuleType("__main__")
+    module.__dict__["table"] = np.random.default_rng(0).random((3_000, 1_000))  # 24 MB: six chunks
+    ckpt = Checkpointer(store, "big.ipynb", module)
+    first = ckpt.save()
+    module.__dict__["table"][5, :] = -1.0
+    second = ckpt.save()
+    new = ckpt.store.get(second).new_bytes
+    assert 4 << 20 <= new < 5 << 20  # one 4 MiB chunk and a small stream, not 24 MB
+    ckpt.restore(first)
+    assert module.__dict__["table"][5, 0] != -1.0
+    ckpt.restore(second)
+    assert (module.__dict__["table"][5, :] == -1.0).all()
+    assert module.__dict__["table"].flags.writeable

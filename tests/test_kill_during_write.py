@@ -42,7 +42,8 @@ def test_sigkill_mid_write_leaves_every_earlier_checkpoint_restorable(kernels: A
     for i, delay in enumerate(DELAYS):
         k = kernels("killed.ipynb")
         k.ok("%load_ext jupyter_ckpt")
-        k.ok(f"import numpy as np\nround_ = {i}")  # a small checkpoint that completes
+        k.ok(f"import numpy as np\nround_ = {i}")
+        k.ok("%checkpoint wait")  # a small checkpoint that is complete
         k.kc.execute(f"big = np.random.default_rng({i}).random(8_000_000)\nround_ = {i} + 0.5")
         time.sleep(delay)
         for pid in [k.pid, *descendants(k.pid)]:
