@@ -241,7 +241,7 @@ class Checkpointer:
     def _committed(self, cid: int, manifest: dict[str, Any], cap: capture.Capture) -> None:
         self.head = cid
         self._head_manifest = manifest
-        self._live = {n: (manifest["variables"][n]["gkey"], cap.ids[n]) for n in manifest["variables"]}
+        self._live = LiveIndex(manifest, cap.ids)
         self._live_cell = self.last_cell
         self._skipped = manifest["skipped"]
         fresh = [

@@ -17,12 +17,34 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import serialize
-from .capture import is_user_variable
+from .capture import CHUNK, is_user_variable
 from .errors import BadArgument
-from .store import Store
+from .store import Store, content_key
 
-# name -> (group content key, id of the live object) as of the last checkpoint or restore
-LiveIndex = dict[str, tuple[str, int]]
+
+@dataclass
+class LiveIndex:
+    """What the namespace held at the last checkpoint or restore: its manifest and the objects' ids."""
+
+    manifest: dict[str, Any]
+    ids: dict[str, int]
+
+    def holds(self, name: str, gkey: str, namespace: dict[str, Any]) -> bool:
+        """Whether ``name`` is still bound to the object that was saved with content ``gkey``."""
+        info = self.manifest["variables"].get(name)
+        return (
+            info is not None
+            and info["gkey"] == gkey
+            and name in namespace
+            and id(namespace[name]) == self.ids.get(name)
+        )
+
+    def group_of(self, name: str) -> dict[str, Any] | None:
+        info = self.manifest["variables"].get(name)
+        return None if info is None else dict(self.manifest["groups"][info["group"]])
+
+
+Patch = tuple[memoryview, int, memoryview]
 
 
 @dataclass
@@ -30,12 +52,15 @@ class RestoreReport:
     checkpoint: int
     loaded: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
+    patched: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     modules: list[str] = field(default_factory=list)
     not_restored: dict[str, str] = field(default_factory=dict)
 
     def summary(self) -> str:
         parts = [f"restored checkpoint {self.checkpoint}: {len(self.loaded)} variable(s) read"]
+        if self.patched:
+            parts.append(f"{len(self.patched)} changed in place")
         if self.kept:
             parts.append(f"{len(self.kept)} unchanged")
         if self.removed:
@@ -73,11 +98,36 @@ def read_group(store: Store, entry: dict[str, Any]) -> serialize.Packed:
     )
 
 
-def _unchanged(name: str, gkey: str, namespace: dict[str, Any], live: LiveIndex | None) -> bool:
-    if live is None or name not in live or name not in namespace:
-        return False
-    live_key, live_id = live[name]
-    return live_key == gkey and id(namespace[name]) == live_id
+def _patches(
+    store: Store, module: types.ModuleType, target: dict[str, Any], namespace: dict[str, Any], live: LiveIndex
+) -> list[Patch] | None:
+    """The chunks to copy into live arrays to turn them into the target's, or None if that cannot be done.
+
+    Possible when the group is the same objects as at the last checkpoint and only
+    buffer contents differ (the pickle streams are equal): then the chunks that
+    differ are verified and copied in place, and nothing else is read.
+    """
+    names = target["names"]
+    current = live.group_of(names[0])
+    if current is None or current["names"] != names or current["key"] != target["key"]:
+        return None
+    if [len(c) for c in current["buffers"]] != [len(c) for c in target["buffers"]]:
+        return None
+    if not all(live.holds(n, live.manifest["variables"][n]["gkey"], namespace) for n in names):
+        return None
+    try:
+        packed = serialize.dump_with(target["serializer"], {n: namespace[n] for n in names}, module)
+    except Exception:  # whatever a live object's __reduce__ raises: read the group instead
+        return None
+    if content_key(packed.payload) != current["key"] or len(packed.buffers) != len(target["buffers"]):
+        return None
+    plan: list[Patch] = []
+    for view, now, then in zip(packed.buffers, current["buffers"], target["buffers"], strict=True):
+        flat = view.cast("B") if view.format != "B" or view.ndim != 1 else view
+        if flat.readonly:
+            return None
+        plan += [(flat, i * CHUNK, store.get_blob(t)) for i, (n, t) in enumerate(zip(now, then, strict=True)) if n != t]
+    return plan
 
 
 def restore_namespace(
@@ -102,14 +152,20 @@ def restore_namespace(
             raise BadArgument(f"checkpoint {checkpoint} has no variable {', '.join(sorted(unknown))}")
     report = RestoreReport(checkpoint)
 
-    # 1. Read and unpickle everything needed, touching nothing yet.
+    # 1. Read, verify and unpickle everything needed, touching nothing yet.
     incoming: dict[str, Any] = {}
+    patches: list[Patch] = []
     for entry in manifest["groups"]:
         names = [n for n in entry["names"] if wanted is None or n in wanted]
         if not names:
             continue
-        if all(_unchanged(n, variables[n]["gkey"], namespace, live) for n in entry["names"]):
+        if live is not None and all(live.holds(n, variables[n]["gkey"], namespace) for n in entry["names"]):
             report.kept.extend(names)
+            continue
+        plan = _patches(store, module, entry, namespace, live) if live is not None and names == entry["names"] else None
+        if plan is not None:
+            patches += plan
+            report.patched.extend(names)
             continue
         objs = serialize.loads(read_group(store, entry), module)
         incoming.update({n: objs[n] for n in names})
@@ -127,6 +183,8 @@ def restore_namespace(
                 del namespace[name]
                 report.removed.append(name)
     namespace.update(incoming)
+    for view, start, chunk in patches:
+        view[start : start + chunk.nbytes] = chunk
     for alias, modname in manifest["modules"].items():
         if wanted is not None and alias not in wanted:
             continue

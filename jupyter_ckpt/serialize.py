@@ -165,6 +165,12 @@ def dumps(objs: dict[str, Any], module: types.ModuleType) -> Packed:
     raise NotSerializable(reasons.get("dill") or next(iter(reasons.values())))
 
 
+def dump_with(serializer: str, objs: dict[str, Any], module: types.ModuleType) -> Packed:
+    """Serialize with one named pickler, as a checkpoint recorded it was done."""
+    with as_main(module):
+        return _DUMPERS[serializer](objs, module)
+
+
 def loads(packed: Packed, module: types.ModuleType) -> dict[str, Any]:
     """Rebuild a group. Callers verify the bytes before they get here."""
     with as_main(module):

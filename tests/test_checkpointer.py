@@ -207,8 +207,12 @@ def test_changing_a_few_rows_of_a_large_array_writes_one_chunk(store: Store) -> 
     second = ckpt.save()
     new = ckpt.store.get(second).new_bytes
     assert 4 << 20 <= new < 5 << 20  # one 4 MiB chunk and a small stream, not 24 MB
+    table = module.__dict__["table"]
+    report = ckpt.undo(at_cell_boundary=True)
+    assert report.patched == ["table"] and report.loaded == []  # one chunk copied back, nothing else read
+    assert module.__dict__["table"] is table and table[5, 0] != -1.0
+    assert np.array_equal(table, np.random.default_rng(0).random((3_000, 1_000)))
     ckpt.restore(first)
-    assert module.__dict__["table"][5, 0] != -1.0
     ckpt.restore(second)
     assert (module.__dict__["table"][5, :] == -1.0).all()
     assert module.__dict__["table"].flags.writeable
