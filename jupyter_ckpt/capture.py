@@ -184,8 +184,8 @@ def hash_only(data: bytes | memoryview, compress: bool) -> BlobInfo:
     return BlobInfo(content_key(view), view.nbytes, view.nbytes, new=False)
 
 
-def _put_buffer(put: Put, buf: memoryview, blobs: dict[str, BlobInfo]) -> list[str]:
-    """Store one out-of-band buffer as content-addressed chunks; returns their keys.
+def _put_buffer(put: Put, buf: memoryview, blobs: dict[str, BlobInfo]) -> dict[str, Any]:
+    """Store one out-of-band buffer as content-addressed chunks; returns its size and chunk keys.
 
     A cell that changes a few rows of a large array writes the chunks those rows
     fall in, not the array. Whether chunks are compressed is decided on the first
@@ -200,25 +200,25 @@ def _put_buffer(put: Put, buf: memoryview, blobs: dict[str, BlobInfo]) -> list[s
             compress = info.stored < len(view[:CHUNK]) * 0.9
         blobs[info.key] = info
         keys.append(info.key)
-    return keys
+    return {"size": view.nbytes, "chunks": keys}
 
 
-def _put_group(put: Put, packed: serialize.Packed, blobs: dict[str, BlobInfo]) -> tuple[str, list[list[str]]]:
-    buffer_keys = [_put_buffer(put, buf, blobs) for buf in packed.buffers]
+def _put_group(put: Put, packed: serialize.Packed, blobs: dict[str, BlobInfo]) -> tuple[str, list[dict[str, Any]]]:
+    buffers = [_put_buffer(put, buf, blobs) for buf in packed.buffers]
     info = put(packed.payload, True)
     blobs[info.key] = info
-    return info.key, buffer_keys
+    return info.key, buffers
 
 
-def group_key(key: str, buffer_keys: list[list[str]]) -> str:
+def group_key(key: str, buffers: list[dict[str, Any]]) -> str:
     """One short key for a group's whole content: its stream and every chunk."""
-    return content_key("+".join([key, *(k for chunks in buffer_keys for k in chunks)]).encode())
+    return content_key("+".join([key, *(k for b in buffers for k in b["chunks"])]).encode())
 
 
 def blob_keys(manifest: dict[str, Any]) -> list[str]:
     """Every blob a manifest references."""
     entries = [*manifest["groups"], manifest["random"]]
-    return [k for e in entries for k in [e["key"], *(c for chunks in e["buffers"] for c in chunks)]]
+    return [k for e in entries for k in [e["key"], *(c for b in e["buffers"] for c in b["chunks"])]]
 
 
 def pack(

@@ -9,10 +9,13 @@ same content are not read again: undoing a cell reads only what it changed.
 from __future__ import annotations
 
 import importlib
+import mmap
+import os
 import random
 import sys
 import types
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,22 +74,19 @@ class RestoreReport:
         return line
 
 
-def _writable(view: memoryview) -> memoryview:
-    """Arrays rebuilt on a read-only buffer would be read-only: copy the (small) ones that are."""
-    return memoryview(bytearray(view)) if view.readonly else view
+def _read_buffer(store: Store, buffer: dict[str, Any]) -> memoryview:
+    """One out-of-band buffer, its chunks read straight into place and verified, on every core."""
+    size = buffer["size"]
+    # Anonymous memory: the kernel hands out zero pages as they are written, with no upfront memset.
+    out = memoryview(mmap.mmap(-1, size)) if size else memoryview(bytearray())
 
+    def fill(index: int, key: str) -> None:
+        store.get_blob(key, into=out[index * CHUNK : min(size, (index + 1) * CHUNK)])
 
-def _read_buffer(store: Store, chunks: list[str]) -> memoryview:
-    """One out-of-band buffer: a single chunk is mapped as it is, several are verified, then joined."""
-    if len(chunks) == 1:
-        return _writable(store.get_blob(chunks[0]))
-    parts = [store.get_blob(k) for k in chunks]
-    joined = bytearray(sum(p.nbytes for p in parts))
-    start = 0
-    for part in parts:
-        joined[start : start + part.nbytes] = part
-        start += part.nbytes
-    return memoryview(joined)
+    # hashlib and file reads release the GIL, so verification (HMAC-SHA256, ~1 GB/s a core) runs in parallel.
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        list(pool.map(fill, range(len(buffer["chunks"])), buffer["chunks"]))
+    return out
 
 
 def read_group(store: Store, entry: dict[str, Any]) -> serialize.Packed:
@@ -94,7 +94,7 @@ def read_group(store: Store, entry: dict[str, Any]) -> serialize.Packed:
     return serialize.Packed(
         entry.get("serializer", "pickle"),
         bytes(store.get_blob(entry["key"])),
-        [_read_buffer(store, chunks) for chunks in entry["buffers"]],
+        [_read_buffer(store, buffer) for buffer in entry["buffers"]],
     )
 
 
@@ -111,7 +111,7 @@ def _patches(
     current = live.group_of(names[0])
     if current is None or current["names"] != names or current["key"] != target["key"]:
         return None
-    if [len(c) for c in current["buffers"]] != [len(c) for c in target["buffers"]]:
+    if [b["size"] for b in current["buffers"]] != [b["size"] for b in target["buffers"]]:
         return None
     if not all(live.holds(n, live.manifest["variables"][n]["gkey"], namespace) for n in names):
         return None
@@ -126,7 +126,8 @@ def _patches(
         flat = view.cast("B") if view.format != "B" or view.ndim != 1 else view
         if flat.readonly:
             return None
-        plan += [(flat, i * CHUNK, store.get_blob(t)) for i, (n, t) in enumerate(zip(now, then, strict=True)) if n != t]
+        pairs = enumerate(zip(now["chunks"], then["chunks"], strict=True))
+        plan += [(flat, i * CHUNK, store.get_blob(t)) for i, (n, t) in pairs if n != t]
     return plan
 
 

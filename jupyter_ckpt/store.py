@@ -13,7 +13,7 @@ A blob file is a fixed header followed by the payload::
 
 Compressed blobs (zstd level 1) have a 64-byte header; raw blobs (numeric
 buffers that do not compress) a 4096-byte one, so the payload is page-aligned
-and a restore maps it instead of copying it.
+and a restore reads it straight into the array's memory, with no copy between.
 
 A checkpoint is committed in two steps: every blob first (temp file, fsync,
 rename), then one catalog transaction that inserts the checkpoint row with its
@@ -301,8 +301,12 @@ class Store:
             raise
         return BlobInfo(key, len(view), header_size + len(payload), new=True)
 
-    def get_blob(self, key: str) -> memoryview:
-        """The verified content of a blob. Raw page-aligned blobs come back memory-mapped, not copied."""
+    def get_blob(self, key: str, into: memoryview | None = None) -> memoryview:
+        """The verified content of a blob, read into ``into`` when given (raw blobs go straight there).
+
+        Raises IntegrityError, naming the blob, if it is missing, truncated, damaged
+        or fails its signature check; nothing is returned before the check.
+        """
         path = self._blob_path(_check_key(key))
         if not path.exists():
             raise IntegrityError(f"blob {key} is missing from the store")
@@ -320,17 +324,21 @@ class Store:
                 raise IntegrityError(f"blob {key} is truncated ({size} of {header_size + length} bytes)")
             if header_size not in (_SMALL_HEADER, _PAGE) or f.read(header_size - _HEADER.size).strip(b"\0"):
                 raise IntegrityError(f"blob {key} has a damaged header")
-            if codec == CODEC_RAW and header_size == _PAGE:
-                # Copy-on-write: pages load as they are touched, and arrays built on them stay writable.
-                mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
-                payload: memoryview = memoryview(mapped)[header_size:]
-            else:
-                f.seek(header_size)
-                payload = memoryview(f.read(length))
+            raw = codec == CODEC_RAW and into is not None
+            if raw and into is not None and into.nbytes != length:
+                raise IntegrityError(f"blob {key} holds {length} bytes where {into.nbytes} were expected")
+            payload = into if raw and into is not None else memoryview(bytearray(length))
+            f.readinto(payload)
         if not hmac.compare_digest(mac, self._mac(key, codec, payload)):
             raise IntegrityError(f"blob {key} fails its signature check: it was modified after it was written")
         if codec == CODEC_ZSTD:
-            return memoryview(self._zd.decompress(payload, max_output_size=2**63 - 1))
+            content = memoryview(self._zd.decompress(payload, max_output_size=2**63 - 1))
+            if into is None:
+                return content
+            if into.nbytes != content.nbytes:
+                raise IntegrityError(f"blob {key} holds {content.nbytes} bytes where {into.nbytes} were expected")
+            into[:] = content
+            return into
         return payload
 
     # -- sessions -------------------------------------------------------------
@@ -371,6 +379,13 @@ class Store:
                 (sid, prev, count, source, status, duration, time.time()),
             )
             return int(cur.lastrowid or 0)
+
+    def newest_cell(self, session: str) -> int | None:
+        """The id of the cell the session recorded last, in any lineage."""
+        rows = self._query(
+            "SELECT MAX(c.id) AS id FROM cells c JOIN sessions s ON s.id = c.session_id WHERE s.key=?", (session,)
+        )
+        return rows[0]["id"] if rows else None
 
     def cells(self, last_cell: int | None, limit: int = 10_000) -> list[dict[str, Any]]:
         """The cells of one lineage, oldest first, ending with ``last_cell``."""
