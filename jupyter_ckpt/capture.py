@@ -10,6 +10,7 @@ content-addressed, so an unchanged group costs a hash and no write.
 
 from __future__ import annotations
 
+import os
 import platform
 import random
 import re
@@ -17,6 +18,7 @@ import sys
 import time
 import types
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -192,15 +194,16 @@ def _put_buffer(put: Put, buf: memoryview, blobs: dict[str, BlobInfo]) -> dict[s
     one: random doubles do not compress and are kept raw, page-aligned.
     """
     view = buf.cast("B") if buf.format != "B" or buf.ndim != 1 else buf
-    keys = []
-    compress = True
-    for start in range(0, view.nbytes, CHUNK):
-        info = put(view[start : start + CHUNK], compress)
-        if start == 0 and info.new and view.nbytes > CHUNK:
-            compress = info.stored < len(view[:CHUNK]) * 0.9
+    first = put(view[:CHUNK], True)
+    compress = first.stored < min(view.nbytes, CHUNK) * 0.9 if first.new else first.stored < first.size
+    # Hashing, compressing, signing and writing release the GIL: chunks go through on every core.
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        rest = list(
+            pool.map(lambda start: put(view[start : start + CHUNK], compress), range(CHUNK, view.nbytes, CHUNK))
+        )
+    for info in (first, *rest):
         blobs[info.key] = info
-        keys.append(info.key)
-    return {"size": view.nbytes, "chunks": keys}
+    return {"size": view.nbytes, "chunks": [first.key] + [info.key for info in rest]}
 
 
 def _put_group(put: Put, packed: serialize.Packed, blobs: dict[str, BlobInfo]) -> tuple[str, list[dict[str, Any]]]:
