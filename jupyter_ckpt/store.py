@@ -189,8 +189,6 @@ class Store:
         self._pid = -1
         _private_dir(self.root)
         _private_dir(self._tmp)
-        self._zc = zstandard.ZstdCompressor(level=1)
-        self._zd = zstandard.ZstdDecompressor()
         self._check_version()
 
     # -- catalog --------------------------------------------------------------
@@ -275,7 +273,7 @@ class Store:
             return BlobInfo(key, len(view), path.stat().st_size, new=False)
         codec, payload = CODEC_RAW, view
         if compress:
-            packed = self._zc.compress(view)
+            packed = zstandard.ZstdCompressor(level=1).compress(view)  # one per call: they are not thread-safe
             if len(packed) < _MIN_RATIO * len(view):
                 codec, payload = CODEC_ZSTD, memoryview(packed)
         header_size = _SMALL_HEADER if codec == CODEC_ZSTD or len(view) < _PAGE else _PAGE
@@ -332,7 +330,7 @@ class Store:
         if not hmac.compare_digest(mac, self._mac(key, codec, payload)):
             raise IntegrityError(f"blob {key} fails its signature check: it was modified after it was written")
         if codec == CODEC_ZSTD:
-            content = memoryview(self._zd.decompress(payload, max_output_size=2**63 - 1))
+            content = memoryview(zstandard.ZstdDecompressor().decompress(payload, max_output_size=2**63 - 1))
             if into is None:
                 return content
             if into.nbytes != content.nbytes:
@@ -385,7 +383,7 @@ class Store:
         rows = self._query(
             "SELECT MAX(c.id) AS id FROM cells c JOIN sessions s ON s.id = c.session_id WHERE s.key=?", (session,)
         )
-        return rows[0]["id"] if rows else None
+        return rows[0]["id"]  # type: ignore[no-any-return]
 
     def cells(self, last_cell: int | None, limit: int = 10_000) -> list[dict[str, Any]]:
         """The cells of one lineage, oldest first, ending with ``last_cell``."""

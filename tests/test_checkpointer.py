@@ -216,3 +216,15 @@ def test_changing_a_few_rows_of_a_large_array_writes_one_chunk(store: Store) -> 
     ckpt.restore(second)
     assert (module.__dict__["table"][5, :] == -1.0).all()
     assert module.__dict__["table"].flags.writeable
+
+
+def test_compressible_chunks_written_and_read_in_parallel_round_trip(store: Store) -> None:
+    module = types.ModuleType("__main__")
+    steps = np.repeat(np.arange(40_000, dtype=float), 100)  # 32 MB in eight distinct, compressible chunks
+    module.__dict__["steps"] = steps
+    cid = Checkpointer(store, "steps.ipynb", module).save()
+    assert store.get(cid).new_bytes < steps.nbytes / 10  # compressed
+    for _ in range(3):
+        fresh = types.ModuleType("__main__")
+        Checkpointer(store, "steps.ipynb", fresh).restore(cid)
+        assert np.array_equal(fresh.__dict__["steps"], steps)
