@@ -206,3 +206,19 @@ def test_undo_reads_only_what_the_last_cell_changed(kernels: Any) -> None:
     out = k.ok("big[0] = 7\n%checkpoint restore latest")
     assert "0 unchanged" in out or "unchanged" not in out
     assert k.value("float(big[0])") == 0.0
+
+
+def test_two_kernels_on_one_notebook_share_the_store_safely(kernels: Any, store: Store) -> None:
+    a, b = kernels("shared.ipynb"), kernels("shared.ipynb")
+    for k in (a, b):
+        k.ok("%load_ext jupyter_ckpt")
+    for i in range(4):  # interleaved cells, same data in both: the same blobs written twice at once
+        a.ok(f"import numpy as np\nsame = np.arange(3_000_000)\nwho = 'a{i}'")
+        b.ok(f"import numpy as np\nsame = np.arange(3_000_000)\nwho = 'b{i}'")
+    for k in (a, b):
+        k.ok("%checkpoint wait")
+    assert cli("verify").returncode == 0
+    a.ok("who = None\n%checkpoint restore -1")
+    assert a.value("who") == "a2"  # each kernel goes back along its own line of the timeline
+    b.ok("%checkpoint undo")
+    assert b.value("who") == "b2"
