@@ -349,6 +349,7 @@ class Checkpointer:
 
     def diff(self, a: str | int | None = None, b: str | int | None = None) -> Diff:
         """Variables added, removed and changed from ``a`` (default: the last checkpoint) to ``b`` (default: now)."""
+        self.wait()
         if a is None:
             if self.head is None:
                 raise UnknownCheckpoint("no checkpoint yet in this kernel to compare with")

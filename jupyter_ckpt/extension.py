@@ -86,7 +86,7 @@ class CellHooks:
     def __init__(self, shell: InteractiveShell, ckpt: Checkpointer, idle_poll: float, notices: list[str]) -> None:
         self.shell = shell
         self.ckpt = ckpt
-        # Set when the cell's state is on the timeline already: it saved or restored.
+        # Set by a restore: the cell's state is on the timeline already.
         self.skip_cell = False
         self._started = 0.0
         self._executing = False
@@ -103,16 +103,17 @@ class CellHooks:
     def post_run_cell(self, result: Any) -> None:
         self._executing = False
         duration = time.perf_counter() - self._started if self._started else 0.0
-        # No pre_run_cell seen: this is the cell that loaded the extension. It ends without a
-        # checkpoint, so an empty new kernel never becomes "latest" in front of the last one's work.
-        skip, self.skip_cell = self.skip_cell or not self._started, False
+        source = result.info.raw_cell or ""
+        # No checkpoint for: a cell that restored (its state is on the timeline already); a cell of
+        # %checkpoint lines only (it changed no variable); the cell that loaded the extension (no
+        # pre_run_cell seen), so an empty new kernel never becomes "latest" before the last one's work.
+        skip = self.skip_cell or not self._started or only_checkpoint_magics(source)
+        self.skip_cell = False
         try:
             if skip:
-                self.ckpt.record_cell(
-                    result.execution_count, result.info.raw_cell or "", result.success, duration, unchanged=True
-                )
+                self.ckpt.record_cell(result.execution_count, source, result.success, duration, unchanged=True)
             else:
-                self.ckpt.after_cell(result.execution_count, result.info.raw_cell or "", result.success, duration)
+                self.ckpt.after_cell(result.execution_count, source, result.success, duration)
         except CheckpointError as e:
             notify(f"jupyter-ckpt: checkpoint failed: {e}")
         except Exception as e:  # never let a checkpoint break the user's cell
@@ -150,6 +151,12 @@ class CellHooks:
         self._stop.set()
         self.shell.events.unregister("pre_run_cell", self.pre_run_cell)
         self.shell.events.unregister("post_run_cell", self.post_run_cell)
+
+
+def only_checkpoint_magics(source: str) -> bool:
+    """Whether a cell holds nothing but ``%checkpoint`` / ``%ckpt`` lines (and blanks or comments)."""
+    lines = [line.strip() for line in source.splitlines()]
+    return any(lines) and all(not line or line.startswith(("#", "%checkpoint", "%ckpt")) for line in lines)
 
 
 def notify(message: str) -> None:

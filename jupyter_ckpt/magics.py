@@ -141,8 +141,7 @@ class CheckpointMagics(Magics):
     def _only_magics(self) -> bool:
         """Whether the running cell holds nothing but %checkpoint lines: then no code ran before this one."""
         raw = self.shell.history_manager.input_hist_raw
-        lines = [line.strip() for line in (raw[-1] if raw else "").splitlines()]
-        return bool(lines) and all(not line or line.startswith(("#", "%checkpoint", "%ckpt")) for line in lines)
+        return bool(raw) and extension.only_checkpoint_magics(raw[-1])
 
     def _no_args(self, opts: Any) -> None:
         if opts.args:
@@ -156,7 +155,6 @@ class CheckpointMagics(Magics):
     def _save(self, opts: Any) -> None:
         self._no_args(opts)
         cid = self.ckpt.save(trigger="manual", message=opts.message, tag=opts.tag)
-        self._hooks.skip_cell = True
         print(f"checkpoint {cid} saved" + (f" as {opts.tag!r}" if opts.tag else ""))
 
     def _list(self, opts: Any) -> None:
@@ -250,7 +248,6 @@ class CheckpointMagics(Magics):
     def _wait(self, opts: Any) -> None:
         self._no_args(opts)
         self.ckpt.wait()
-        self._hooks.skip_cell = True
 
     def _tag(self, opts: Any) -> None:
         if not opts.tag:
