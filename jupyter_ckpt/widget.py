@@ -1,0 +1,148 @@
+"""``%checkpoint timeline``: the session's checkpoints as a live widget.
+
+A thin adapter over the ``Checkpointer``: the browser side (``widget.js``)
+draws what the traits below hold and sends back what the user clicked; the
+actions call ``restore``, ``tag`` and ``delete`` like the magics do. A daemon
+thread re-reads the catalog every ``poll`` seconds, so checkpoints written in
+the background (or by ``here()`` inside a running loop) show up as they land.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import traitlets
+
+from .checkpointer import Checkpointer
+from .errors import CheckpointError
+from .restore import diff_manifests
+from .store import CheckpointRecord
+
+_HERE = Path(__file__).parent
+_EMPTY_MANIFEST: dict[str, Any] = {"variables": {}, "modules": {}}
+
+
+def tree_rows(records: list[CheckpointRecord]) -> list[dict[str, Any]]:
+    """The records in timeline order, each with ``depth`` (its branch's indent) and ``branch_from``.
+
+    A checkpoint's first child continues its line; every later child (a restore
+    followed by new cells) starts a branch one level deeper, listed after the
+    line it left.
+    """
+    children: dict[int | None, list[CheckpointRecord]] = {}
+    known = {r.id for r in records}
+    for r in records:
+        children.setdefault(r.parent if r.parent in known else None, []).append(r)
+    rows: list[dict[str, Any]] = []
+    # Depth-first, later branches pushed first so the first child comes out next.
+    stack = [(r, 0, None) for r in reversed(children.get(None, []))]
+    while stack:
+        record, depth, branch_from = stack.pop()
+        rows.append({**record.as_dict(), "depth": depth, "branch_from": branch_from})
+        kids = children.get(record.id, [])
+        stack.extend((kid, depth + 1, record.id) for kid in reversed(kids[1:]))
+        if kids:
+            stack.append((kids[0], depth, None))
+    return rows
+
+
+def _preview(info: dict[str, Any]) -> dict[str, Any]:
+    """A manifest entry without its storage keys: what a user reads about a variable."""
+    return {k: v for k, v in info.items() if k not in ("group", "gkey")}
+
+
+def details(ckpt: Checkpointer, checkpoint_id: int) -> dict[str, Any]:
+    """One checkpoint's record, variable previews, and what changed from its parent."""
+    record = ckpt.store.get(checkpoint_id)
+    manifest = ckpt.store.manifest(checkpoint_id)
+    try:
+        parent = ckpt.store.manifest(record.parent) if record.parent is not None else _EMPTY_MANIFEST
+    except CheckpointError:  # the parent was deleted: compare with nothing
+        parent = _EMPTY_MANIFEST
+    diff = diff_manifests(parent, manifest)
+    return {
+        **record.as_dict(),
+        "variables": {n: _preview(v) for n, v in manifest["variables"].items()},
+        "modules": manifest["modules"],
+        "skipped": manifest["skipped"],
+        "diff": {
+            "added": {n: _preview(v) for n, v in diff.added.items()},
+            "removed": {n: _preview(v) for n, v in diff.removed.items()},
+            "changed": {n: {"before": _preview(a), "after": _preview(b)} for n, (a, b) in diff.changed.items()},
+        },
+    }
+
+
+class Timeline(anywidget.AnyWidget):  # type: ignore[misc]
+    """The timeline of one kernel's session: select a checkpoint to see it, then restore, tag or delete it."""
+
+    _esm = _HERE / "widget.js"
+    _css = _HERE / "widget.css"
+
+    session = traitlets.Unicode("").tag(sync=True)
+    rows = traitlets.List(traitlets.Dict(), help="the checkpoints in timeline order (see tree_rows)").tag(sync=True)
+    head = traitlets.Int(None, allow_none=True, help="the checkpoint the namespace is at now").tag(sync=True)
+    selected = traitlets.Int(None, allow_none=True, help="the checkpoint the user clicked").tag(sync=True)
+    details = traitlets.Dict(help="details(ckpt, selected), or {} when nothing is selected").tag(sync=True)
+    message = traitlets.Unicode("", help="the outcome of the last action, for the user").tag(sync=True)
+    error = traitlets.Bool(False, help="whether message reports a failure").tag(sync=True)
+
+    def __init__(self, ckpt: Checkpointer, poll: float = 1.0, **kwargs: Any) -> None:
+        super().__init__(session=ckpt.session, **kwargs)
+        self._ckpt = ckpt
+        self._stop = threading.Event()
+        self._refresh_lock = threading.Lock()
+        self.refresh()
+        self.on_msg(self._on_action)
+        self._poller = threading.Thread(target=self._poll, args=(poll,), name="jupyter-ckpt-timeline", daemon=True)
+        self._poller.start()
+
+    def refresh(self) -> None:
+        """Re-read the timeline; traits change (and the browser redraws) only if something did."""
+        with self._refresh_lock:
+            rows = tree_rows(self._ckpt.checkpoints())
+            with self.hold_sync():
+                if rows != self.rows:
+                    self.rows = rows
+                self.head = self._ckpt.head
+                if self.selected is not None and all(r["id"] != self.selected for r in rows):
+                    self.selected = None
+
+    def _poll(self, every: float) -> None:
+        while not self._stop.wait(every):
+            try:
+                self.refresh()
+            except CheckpointError:  # the store is briefly unreadable; the next round will tell
+                continue
+
+    @traitlets.observe("selected")
+    def _show_selected(self, change: dict[str, Any]) -> None:
+        self.details = {} if change["new"] is None else details(self._ckpt, change["new"])
+
+    def _on_action(self, _widget: Any, content: dict[str, Any], _buffers: list[bytes]) -> None:
+        action, checkpoint_id = content.get("action"), content.get("id")
+        try:
+            if action == "restore":
+                outcome = self._ckpt.restore(checkpoint_id).summary()
+            elif action == "tag":
+                tag = content.get("tag") or None
+                record = self._ckpt.tag(checkpoint_id, tag)
+                outcome = f"checkpoint {record.id} tagged {tag!r}" if tag else f"checkpoint {record.id} untagged"
+            elif action == "delete":
+                outcome = f"checkpoint {self._ckpt.delete(checkpoint_id).id} deleted"
+            else:
+                raise CheckpointError(f"unknown action {action!r}")
+        except CheckpointError as e:
+            self.message, self.error = str(e), True
+        else:
+            self.message, self.error = outcome, False
+        self.refresh()
+        if self.selected is not None:
+            self.details = details(self._ckpt, self.selected)
+
+    def close(self) -> None:
+        self._stop.set()
+        super().close()

@@ -1,0 +1,93 @@
+// The REST API of the jupyter-ckpt server extension (/api/ckpt/...), typed.
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
+
+export interface ICheckpoint {
+  id: number;
+  session: string;
+  parent: number | null;
+  time: number;
+  cell: number | null;
+  trigger: string;
+  status: string;
+  tag: string | null;
+  message: string | null;
+  new_bytes: number;
+  total_bytes: number;
+  changed: string[];
+}
+
+export interface IPreview {
+  type: string;
+  size: number;
+  shape?: number[];
+  dtype?: string;
+  columns?: string[];
+  length?: number;
+  repr: string;
+}
+
+export interface ICheckpointDetails extends ICheckpoint {
+  variables: { [name: string]: IPreview };
+  modules: { [alias: string]: string };
+  skipped: { [name: string]: { type: string; reason: string } };
+  cells: { count: number | null; source: string; status: string }[];
+  diff: {
+    added: { [name: string]: IPreview };
+    removed: { [name: string]: IPreview };
+    changed: { [name: string]: { before: IPreview; after: IPreview } };
+  };
+}
+
+export interface ICrashEvent {
+  type: 'crash-restore' | 'crash-restore-failed' | 'crash-restore-stopped';
+  session: string;
+  kernel_id: string;
+  checkpoint: number | null;
+  tried: number[];
+  time: number;
+  message: string;
+}
+
+/** A failed call: the HTTP status and the server's one-line message. */
+export class CheckpointAPIError extends Error {
+  constructor(
+    readonly status: number,
+    message: string
+  ) {
+    super(message);
+    this.name = 'CheckpointAPIError';
+  }
+}
+
+/**
+ * Call /api/ckpt/<endpoint> with the server's token and XSRF handling.
+ * Resolves to the parsed JSON body (undefined for 204); throws CheckpointAPIError otherwise.
+ */
+export async function requestAPI<T>(endpoint: string, init: RequestInit = {}): Promise<T> {
+  const settings = ServerConnection.makeSettings();
+  const url = URLExt.join(settings.baseUrl, 'api/ckpt', endpoint);
+  let response: Response;
+  try {
+    response = await ServerConnection.makeRequest(url, init, settings);
+  } catch (error) {
+    throw new CheckpointAPIError(0, `the server cannot be reached: ${error}`);
+  }
+  const text = await response.text();
+  let body: any = undefined;
+  if (text) {
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = { message: text };
+    }
+  }
+  if (!response.ok) {
+    throw new CheckpointAPIError(response.status, body?.message || response.statusText);
+  }
+  return body as T;
+}
+
+export function sessionQuery(session: string): string {
+  return `?session=${encodeURIComponent(session)}`;
+}

@@ -1,0 +1,63 @@
+// Tells the user when the server restored a crashed kernel, and to which checkpoint.
+import { Notification } from '@jupyterlab/apputils';
+import { PathExt } from '@jupyterlab/coreutils';
+import { ICrashEvent, requestAPI, sessionQuery } from './api';
+
+export class CrashWatcher {
+  private _start = Date.now() / 1000;
+  /** Per session, the time of the newest event already shown. */
+  private _since = new Map<string, number>();
+  private _timer = 0;
+  private _pollMs = 2000;
+
+  /** ``sessions`` says which notebooks are open now. */
+  constructor(private _sessions: () => string[]) {
+    this._schedule();
+  }
+
+  set pollInterval(seconds: number) {
+    this._pollMs = Math.max(0.5, seconds) * 1000;
+  }
+
+  dispose(): void {
+    window.clearTimeout(this._timer);
+  }
+
+  private _schedule(): void {
+    this._timer = window.setTimeout(async () => {
+      await Promise.all(this._sessions().map(s => this._check(s)));
+      this._schedule();
+    }, this._pollMs);
+  }
+
+  private async _check(session: string): Promise<void> {
+    const since = this._since.get(session) ?? this._start;
+    let events: ICrashEvent[];
+    try {
+      events = (await requestAPI<{ events: ICrashEvent[] }>(`events${sessionQuery(session)}&since=${since}`)).events;
+    } catch {
+      return; // the next round asks again
+    }
+    for (const e of events.filter(e => e.time > since)) {
+      this._since.set(session, Math.max(this._since.get(session) ?? since, e.time));
+      notify(e);
+    }
+  }
+}
+
+function notify(e: ICrashEvent): void {
+  const options = { autoClose: false as const };
+  const notebook = PathExt.basename(e.session);
+  if (e.type === 'crash-restore') {
+    Notification.success(
+      `The kernel of ${notebook} crashed and was restored to checkpoint #${e.checkpoint}. ${e.message}`,
+      options
+    );
+  } else {
+    const tried = e.tried.map(id => `#${id}`).join(', ');
+    Notification.warning(
+      `The kernel of ${notebook} crashed and was not restored${tried ? ` (tried ${tried})` : ''}. ${e.message}`,
+      options
+    );
+  }
+}

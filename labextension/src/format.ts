@@ -1,0 +1,86 @@
+// How checkpoints read on screen, shared by the sidebar and the status bar.
+import { ICheckpoint, IPreview } from './api';
+
+export function humanBytes(n: number | null | undefined): string {
+  if (n === null || n === undefined || n < 0) {
+    return '-';
+  }
+  let size = n;
+  for (const unit of ['B', 'KiB', 'MiB']) {
+    if (size < 1024) {
+      return unit === 'B' ? `${size} B` : `${size.toFixed(1)} ${unit}`;
+    }
+    size /= 1024;
+  }
+  return `${size.toFixed(1)} GiB`;
+}
+
+export function clock(time: number): string {
+  return new Date(time * 1000).toLocaleTimeString([], { hour12: false });
+}
+
+export function age(seconds: number): string {
+  if (seconds < 60) {
+    return `${Math.max(0, Math.round(seconds))} s`;
+  }
+  if (seconds < 3600) {
+    return `${Math.round(seconds / 60)} min`;
+  }
+  return `${(seconds / 3600).toFixed(1)} h`;
+}
+
+export function cellLabel(cell: number | null): string {
+  return cell === null ? '' : `[${cell}]`;
+}
+
+export function shape(p: IPreview): string {
+  if (p.shape) {
+    return p.shape.length === 1 ? `(${p.shape[0]},)` : `(${p.shape.join(', ')})`;
+  }
+  return p.length === undefined ? '' : `len ${p.length}`;
+}
+
+/** A value in one line: its repr when that is short, else its shape (or type) and size. */
+export function brief(p: IPreview): string {
+  if (p.repr.length <= 60 && !p.repr.includes('\n')) {
+    return p.repr;
+  }
+  return `${shape(p) || p.type} ${humanBytes(p.size)}`;
+}
+
+export interface IRow extends ICheckpoint {
+  /** Indent of the branch the checkpoint is on. */
+  depth: number;
+  /** The checkpoint this one branched from, when it starts a branch. */
+  branchFrom: number | null;
+}
+
+/**
+ * The checkpoints in timeline order: a checkpoint's first child continues its
+ * line, every later child (a restore followed by new cells) starts a branch one
+ * level deeper, listed after the line it left.
+ */
+export function treeRows(records: ICheckpoint[]): IRow[] {
+  const known = new Set(records.map(r => r.id));
+  const children = new Map<number | null, ICheckpoint[]>();
+  for (const r of records) {
+    const parent = r.parent !== null && known.has(r.parent) ? r.parent : null;
+    children.set(parent, [...(children.get(parent) ?? []), r]);
+  }
+  const rows: IRow[] = [];
+  const stack: IRow[] = [...(children.get(null) ?? [])]
+    .reverse()
+    .map(r => ({ ...r, depth: 0, branchFrom: null }));
+  while (stack.length) {
+    const row = stack.pop()!;
+    rows.push(row);
+    const kids = children.get(row.id) ?? [];
+    for (const kid of kids.slice(1).reverse()) {
+      stack.push({ ...kid, depth: row.depth + 1, branchFrom: row.id });
+    }
+    if (kids.length) {
+      stack.push({ ...kids[0], depth: row.depth, branchFrom: null });
+    }
+  }
+  return rows;
+}

@@ -1,0 +1,135 @@
+// The timeline of the active notebook, polled from the server; the sidebar and the status bar draw it.
+import { DocumentWidget } from '@jupyterlab/docregistry';
+import { KernelMessage } from '@jupyterlab/services';
+import { ISignal, Signal } from '@lumino/signaling';
+import { CheckpointAPIError, ICheckpoint, requestAPI, sessionQuery } from './api';
+
+/** How long after a cell finishes its automatic checkpoint is expected to land. */
+const WRITE_WINDOW_MS = 10_000;
+
+export function isNotebook(widget: unknown): widget is DocumentWidget {
+  return widget instanceof DocumentWidget && widget.context.path.endsWith('.ipynb');
+}
+
+export class TimelineModel {
+  private _notebook: DocumentWidget | null = null;
+  private _checkpoints: ICheckpoint[] = [];
+  private _error = '';
+  private _cellDone: { at: number; count: number } | null = null;
+  private _timer = 0;
+  private _pollMs = 2000;
+  private _changed = new Signal<this, void>(this);
+
+  /** Emitted after every refresh and whenever the notebook changes. */
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  get notebook(): DocumentWidget | null {
+    return this._notebook;
+  }
+
+  /** The session key: the notebook's path relative to the server root. */
+  get session(): string | null {
+    return this._notebook?.context.path ?? null;
+  }
+
+  get kernelId(): string | null {
+    return this._notebook?.context.sessionContext.session?.kernel?.id ?? null;
+  }
+
+  /** Oldest first. */
+  get checkpoints(): ICheckpoint[] {
+    return this._checkpoints;
+  }
+
+  get error(): string {
+    return this._error;
+  }
+
+  /**
+   * Whether the checkpoint of a cell that just finished is still being written:
+   * the session checkpoints after cells, a cell finished since the newest
+   * checkpoint, and its checkpoint has not landed yet.
+   */
+  get writing(): boolean {
+    const done = this._cellDone;
+    const last = this._checkpoints[this._checkpoints.length - 1];
+    return (
+      done !== null &&
+      last?.trigger === 'cell' &&
+      this._checkpoints.length === done.count &&
+      Date.now() - done.at < WRITE_WINDOW_MS
+    );
+  }
+
+  set pollInterval(seconds: number) {
+    this._pollMs = Math.max(0.5, seconds) * 1000;
+    this._schedule(this._pollMs);
+  }
+
+  setNotebook(widget: DocumentWidget | null): void {
+    if (widget === this._notebook) {
+      return;
+    }
+    this._notebook?.context.sessionContext.iopubMessage.disconnect(this._onIOPub, this);
+    this._notebook = widget;
+    this._checkpoints = [];
+    this._error = '';
+    this._cellDone = null;
+    widget?.context.sessionContext.iopubMessage.connect(this._onIOPub, this);
+    this._changed.emit();
+    this._schedule(0);
+  }
+
+  async refresh(): Promise<void> {
+    const session = this.session;
+    if (session === null) {
+      return;
+    }
+    let checkpoints: ICheckpoint[] = [];
+    let error = '';
+    try {
+      checkpoints = (await requestAPI<{ checkpoints: ICheckpoint[] }>(`checkpoints${sessionQuery(session)}`))
+        .checkpoints;
+    } catch (e) {
+      // 404: the session has no checkpoints yet, which is not an error.
+      if (!(e instanceof CheckpointAPIError && e.status === 404)) {
+        error = (e as Error).message;
+      }
+    }
+    if (session !== this.session) {
+      return; // the user switched notebooks while this request was out
+    }
+    this._checkpoints = checkpoints;
+    this._error = error;
+    this._changed.emit();
+  }
+
+  dispose(): void {
+    window.clearTimeout(this._timer);
+    this.setNotebook(null);
+  }
+
+  private _schedule(delay: number): void {
+    window.clearTimeout(this._timer);
+    this._timer = window.setTimeout(async () => {
+      await this.refresh();
+      this._schedule(this._pollMs);
+    }, delay);
+  }
+
+  /** A cell run from this page finished (the kernel went idle after its execute request). */
+  private _onIOPub(_: unknown, msg: KernelMessage.IMessage): void {
+    const parent = msg.parent_header as Partial<KernelMessage.IHeader>;
+    if (
+      KernelMessage.isStatusMsg(msg) &&
+      msg.content.execution_state === 'idle' &&
+      parent.msg_type === 'execute_request' &&
+      parent.session === this._notebook?.context.sessionContext.session?.kernel?.clientId
+    ) {
+      this._cellDone = { at: Date.now(), count: this._checkpoints.length };
+      this._changed.emit();
+    }
+  }
+}

@@ -1,0 +1,260 @@
+// The "Checkpoints" sidebar: the active notebook's timeline, the selected checkpoint's details, and actions.
+import { Dialog, InputDialog, Notification, showDialog } from '@jupyterlab/apputils';
+import { historyIcon } from '@jupyterlab/ui-components';
+import { Widget } from '@lumino/widgets';
+import { ICheckpoint, ICheckpointDetails, IPreview, requestAPI } from './api';
+import { h } from './dom';
+import { age, brief, cellLabel, clock, humanBytes, IRow, shape, treeRows } from './format';
+import { TimelineModel } from './model';
+
+export class CheckpointsPanel extends Widget {
+  private _selected: number | null = null;
+  private _details: ICheckpointDetails | null = null;
+  private _listKey = '';
+  private _header = h('div', { class: 'jp-ckpt-header' });
+  private _list = h('ul', { class: 'jp-ckpt-list' });
+  private _pane = h('div', { class: 'jp-ckpt-details' });
+  private _status = h('div', { class: 'jp-ckpt-status-line' });
+
+  constructor(private _model: TimelineModel) {
+    super();
+    this.id = 'jupyter-ckpt-sidebar';
+    this.title.icon = historyIcon;
+    this.title.caption = 'Checkpoints';
+    this.addClass('jp-ckpt-panel');
+    this.node.append(this._header, this._list, this._pane, this._status);
+    _model.changed.connect(this._update, this);
+    this._update();
+  }
+
+  /** The selected checkpoint, if any. */
+  get selected(): number | null {
+    return this._selected;
+  }
+
+  async checkpointNow(): Promise<void> {
+    const { session, kernelId } = this._model;
+    if (session === null || kernelId === null) {
+      return this._report('no running kernel to checkpoint', true);
+    }
+    await this._act(async () => {
+      const record = await requestAPI<ICheckpoint>('checkpoints', {
+        method: 'POST',
+        body: JSON.stringify({ session, kernel_id: kernelId })
+      });
+      return `checkpoint #${record.id} saved`;
+    });
+  }
+
+  async restoreSelected(): Promise<void> {
+    const d = this._details;
+    const kernelId = this._model.kernelId;
+    if (d === null) {
+      return;
+    }
+    if (kernelId === null) {
+      return this._report('start the kernel first: a checkpoint is restored into a running kernel', true);
+    }
+    const answer = await showDialog({
+      title: `Restore checkpoint #${d.id}?`,
+      body:
+        `The kernel's variables go back to what they were after cell ${cellLabel(d.cell)} at ${clock(d.time)}. ` +
+        'The current state stays on the timeline, so this can be undone.',
+      buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Restore' })]
+    });
+    if (!answer.button.accept) {
+      return;
+    }
+    await this._act(async () => {
+      const result = await requestAPI<{ summary: string }>(`checkpoints/${d.id}/restore`, {
+        method: 'POST',
+        body: JSON.stringify({ kernel_id: kernelId })
+      });
+      Notification.success(result.summary, { autoClose: 5000 });
+      return result.summary;
+    });
+  }
+
+  async tagSelected(): Promise<void> {
+    const d = this._details;
+    if (d === null) {
+      return;
+    }
+    const answer = await InputDialog.getText({
+      title: `Tag checkpoint #${d.id} (empty: remove the tag)`,
+      text: d.tag ?? ''
+    });
+    if (!answer.button.accept) {
+      return;
+    }
+    const tag = (answer.value ?? '').trim() || null;
+    await this._act(async () => {
+      await requestAPI<ICheckpoint>(`checkpoints/${d.id}`, { method: 'PATCH', body: JSON.stringify({ tag }) });
+      return tag ? `checkpoint #${d.id} tagged ${tag}` : `checkpoint #${d.id} untagged`;
+    });
+  }
+
+  async deleteSelected(): Promise<void> {
+    const d = this._details;
+    if (d === null) {
+      return;
+    }
+    const answer = await showDialog({
+      title: `Delete checkpoint #${d.id}?`,
+      body: 'It leaves the timeline for good; its data goes at the next gc.',
+      buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Delete' })]
+    });
+    if (!answer.button.accept) {
+      return;
+    }
+    await this._act(async () => {
+      await requestAPI<void>(`checkpoints/${d.id}`, { method: 'DELETE' });
+      this._select(null);
+      return `checkpoint #${d.id} deleted`;
+    });
+  }
+
+  /** Run an action, report its outcome, and show the timeline as it is now. */
+  private async _act(action: () => Promise<string>): Promise<void> {
+    try {
+      this._report(await action(), false);
+    } catch (e) {
+      this._report((e as Error).message, true);
+    }
+    await this._model.refresh();
+    if (this._selected !== null) {
+      await this._select(this._selected);
+    }
+  }
+
+  private _report(message: string, error: boolean): void {
+    this._status.textContent = message;
+    this._status.classList.toggle('jp-ckpt-error', error);
+  }
+
+  private _update(): void {
+    const model = this._model;
+    const name = model.session ?? 'no notebook';
+    this._header.replaceChildren(
+      h('span', { class: 'jp-ckpt-title', title: name }, `Checkpoints · ${name}`),
+      h('button', { class: 'jp-ckpt-save jp-mod-styled', onclick: () => void this.checkpointNow() }, 'Checkpoint now')
+    );
+    const rows = treeRows(model.checkpoints);
+    // Redraw only on change: a row replaced under the pointer would swallow the click.
+    const key = JSON.stringify([rows.map(r => [r.id, r.tag]), this._selected, model.error]);
+    if (key !== this._listKey) {
+      this._listKey = key;
+      this._list.replaceChildren(
+        ...(rows.length ? rows.map(r => this._row(r)) : [h('li', { class: 'jp-ckpt-empty' }, model.error || 'no checkpoints yet')])
+      );
+    }
+    if (this._selected !== null && !model.checkpoints.some(c => c.id === this._selected)) {
+      void this._select(null);
+    }
+    if (model.error) {
+      this._report(model.error, true);
+    }
+  }
+
+  private _row(r: IRow): HTMLElement {
+    const newest = this._model.checkpoints[this._model.checkpoints.length - 1];
+    return h(
+      'li',
+      {
+        class: ['jp-ckpt-row', r.id === this._selected && 'jp-mod-selected', r.id === newest?.id && 'jp-ckpt-newest']
+          .filter(Boolean)
+          .join(' '),
+        'data-id': r.id,
+        style: `padding-left: ${0.5 + 1.25 * r.depth}em`,
+        title: `${new Date(r.time * 1000).toLocaleString()} (${age(Date.now() / 1000 - r.time)} ago)`,
+        onclick: () => void this._select(r.id)
+      },
+      r.branchFrom !== null && h('span', { class: 'jp-ckpt-branch' }, `↳ from #${r.branchFrom}`),
+      h('span', { class: 'jp-ckpt-id' }, `#${r.id}`),
+      h('span', { class: 'jp-ckpt-time' }, clock(r.time)),
+      h('span', { class: 'jp-ckpt-cell' }, cellLabel(r.cell)),
+      h('span', { class: 'jp-ckpt-trigger' }, r.trigger),
+      h('span', { class: `jp-ckpt-status jp-ckpt-status-${r.status}` }, r.status),
+      h('span', { class: 'jp-ckpt-size' }, humanBytes(r.new_bytes)),
+      h('span', { class: 'jp-ckpt-changed' }, r.changed.join(', ')),
+      r.tag && h('span', { class: 'jp-ckpt-tag' }, r.tag)
+    );
+  }
+
+  private async _select(id: number | null): Promise<void> {
+    this._selected = id;
+    this._update();
+    if (id === null) {
+      this._details = null;
+      this._pane.replaceChildren();
+      return;
+    }
+    try {
+      const details = await requestAPI<ICheckpointDetails>(`checkpoints/${id}`);
+      if (this._selected === id) {
+        this._details = details;
+        this._pane.replaceChildren(this._detailsView(details));
+      }
+    } catch (e) {
+      this._report((e as Error).message, true);
+    }
+  }
+
+  private _detailsView(d: ICheckpointDetails): HTMLElement {
+    const cell = d.cells[d.cells.length - 1];
+    return h(
+      'div',
+      {},
+      h('h3', {}, `#${d.id} ${cellLabel(d.cell)} · ${clock(d.time)} · ${d.trigger} · ${d.status}`),
+      d.message && h('p', { class: 'jp-ckpt-message' }, d.message),
+      h(
+        'div',
+        { class: 'jp-ckpt-actions' },
+        h('button', { class: 'jp-ckpt-restore jp-mod-styled jp-mod-accept', onclick: () => void this.restoreSelected() }, 'Restore'),
+        h('button', { class: 'jp-ckpt-tag-button jp-mod-styled', onclick: () => void this.tagSelected() }, 'Tag'),
+        h('button', { class: 'jp-ckpt-delete jp-mod-styled jp-mod-warn', onclick: () => void this.deleteSelected() }, 'Delete')
+      ),
+      h('h4', {}, 'Changes from the previous checkpoint'),
+      diffView(d.diff),
+      h('h4', {}, 'Variables'),
+      variablesView(d),
+      cell && h('h4', {}, `Cell ${cellLabel(cell.count)}`),
+      cell && h('pre', { class: 'jp-ckpt-source' }, cell.source)
+    );
+  }
+}
+
+function diffView(diff: ICheckpointDetails['diff']): HTMLElement {
+  const items = [
+    ...Object.entries(diff.added).map(([n, v]) => h('li', { class: 'jp-ckpt-added' }, `+ ${n} = ${brief(v)}`)),
+    ...Object.entries(diff.removed).map(([n, v]) => h('li', { class: 'jp-ckpt-removed' }, `− ${n} (was ${brief(v)})`)),
+    ...Object.entries(diff.changed).map(([n, c]) =>
+      h('li', { class: 'jp-ckpt-changed-var' }, `~ ${n}: ${brief(c.before)} → ${brief(c.after)}`)
+    )
+  ];
+  return items.length ? h('ul', { class: 'jp-ckpt-diff' }, items) : h('p', { class: 'jp-ckpt-empty' }, 'no changes');
+}
+
+function variablesView(d: ICheckpointDetails): HTMLElement {
+  const names = Object.keys(d.variables).sort();
+  if (!names.length) {
+    return h('p', { class: 'jp-ckpt-empty' }, 'no variables');
+  }
+  const touched = new Set([...Object.keys(d.diff.added), ...Object.keys(d.diff.changed)]);
+  const row = (name: string, v: IPreview) =>
+    h(
+      'tr',
+      { class: touched.has(name) && 'jp-ckpt-touched', 'data-name': name },
+      h('td', { class: 'jp-ckpt-name' }, name),
+      h('td', {}, v.type),
+      h('td', {}, shape(v)),
+      h('td', {}, humanBytes(v.size)),
+      h('td', { class: 'jp-ckpt-repr' }, v.repr)
+    );
+  return h(
+    'table',
+    { class: 'jp-ckpt-variables' },
+    h('tr', {}, ['name', 'type', 'shape', 'size', 'value'].map(c => h('th', {}, c))),
+    names.map(name => row(name, d.variables[name]))
+  );
+}

@@ -1,0 +1,157 @@
+"""What a user sees in JupyterLab: the Checkpoints sidebar, crash recovery, and the %checkpoint timeline widget."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+
+from conftest import ARTIFACTS, ROOT, Lab
+from playwright.sync_api import Locator, Page, expect
+
+# Append a code cell to the open notebook and run it (the same commands as the toolbar buttons).
+APPEND_AND_RUN = """async (code) => {
+  const app = window.jupyterapp;
+  const notebook = app.shell.currentWidget.content;
+  notebook.activeCellIndex = notebook.widgets.length - 1;
+  await app.commands.execute('notebook:insert-cell-below');
+  notebook.activeCell.model.sharedModel.setSource(code);
+  await app.commands.execute('notebook:run-cell');
+}"""
+
+# Run the next n cells, one after the other, as Shift+Enter does.
+RUN_NEXT = """async (n) => {
+  for (let i = 0; i < n; i++) {
+    await window.jupyterapp.commands.execute('notebook:run-cell-and-select-next');
+  }
+}"""
+
+
+# Wait until the notebook at `path` is the current tab and its kernel has started and answered.
+KERNEL_READY = """async (path) => {
+  const app = window.jupyterapp;
+  const find = () => Array.from(app.shell.widgets('main')).find(w => w.context?.path === path);
+  while (!find()) {
+    await new Promise(resolve => setTimeout(resolve, 100));
+  }
+  app.shell.activateById(find().id);
+  await find().sessionContext.ready;
+  await find().sessionContext.session.kernel.info;
+}"""
+
+
+def open_notebook(page: Page, lab: Lab, name: str) -> None:
+    """Open a notebook alone, in a workspace of its own."""
+    page.goto(f"{lab.url}/lab/workspaces/{name.removesuffix('.ipynb')}/tree/{name}?token={lab.token}")
+    page.evaluate(KERNEL_READY, name)
+
+
+def run(page: Page, code: str) -> str:
+    """Run code in a new cell at the end of the notebook; returns what it printed."""
+    page.evaluate(APPEND_AND_RUN, code)
+    cell = page.locator(".jp-Notebook .jp-Cell").last
+    expect(cell.locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]"), timeout=60_000)
+    return cell.locator(".jp-OutputArea").inner_text()
+
+
+def run_next(page: Page, cells: int) -> None:
+    page.evaluate(RUN_NEXT, cells)
+
+
+def open_sidebar(page: Page) -> Locator:
+    """Through the command palette, as a user finds it."""
+    page.keyboard.press("Control+Shift+C")
+    page.keyboard.type("Show Checkpoints")
+    page.keyboard.press("Enter")
+    sidebar = page.locator("#jupyter-ckpt-sidebar")
+    expect(sidebar).to_be_visible()
+    # drag the sidebar's edge to the left, to give the timeline room
+    edge = sidebar.bounding_box()
+    assert edge is not None
+    page.mouse.move(edge["x"] - 2, edge["y"] + 300)
+    page.mouse.down()
+    page.mouse.move(edge["x"] - 300, edge["y"] + 300, steps=5)
+    page.mouse.up()
+    return sidebar
+
+
+def row(where: Locator, cell: int) -> Locator:
+    return where.locator(".jp-ckpt-row", has=where.page.locator(".jp-ckpt-cell", has_text=f"[{cell}]")).last
+
+
+def save_for_docs(source: str, name: str) -> None:
+    shutil.copy(ARTIFACTS / source, ROOT / "docs" / name)
+
+
+def test_sidebar_follows_the_notebook_and_restores(page: Page, lab: Lab) -> None:
+    open_notebook(page, lab, "analysis_session.ipynb")
+    sidebar = open_sidebar(page)
+    expect(sidebar.locator(".jp-ckpt-title")).to_contain_text("analysis_session.ipynb")
+
+    # The server extension loaded jupyter_ckpt as the kernel started, so every cell gets a checkpoint;
+    # each step waits for it (a cell run while the previous checkpoint is written shares the next one).
+    shown: list[str] = []
+    # markdown and %load_ext [1], imports [2], markdown and orders [3], revenue column [4]
+    for cells, count in ((2, 1), (1, 2), (2, 3), (1, 4)):
+        run_next(page, cells)
+        shown.append(f"[{count}]")
+        expect(sidebar.locator(".jp-ckpt-row .jp-ckpt-cell")).to_have_text(shown)
+    expect(page.locator(".jp-ckpt-statusbar")).to_contain_text("Checkpoint")
+
+    row(sidebar, 4).click()
+    details = sidebar.locator(".jp-ckpt-details")
+    expect(details.locator(".jp-ckpt-diff")).to_contain_text(re.compile(r"~ orders: \(5000, 4\) .+ → \(5000, 5\)"))
+    expect(details.locator("tr[data-name='orders']")).to_contain_text("(5000, 5)")
+    page.screenshot(path=ARTIFACTS / "sidebar.png")
+
+    row(sidebar, 3).click()
+    expect(details.locator(".jp-ckpt-touched .jp-ckpt-name")).to_have_text(["orders", "rng"])
+    expect(details.locator("tr[data-name='orders']")).to_contain_text("(5000, 4)")
+    details.locator(".jp-ckpt-restore").click()
+    page.locator(".jp-Dialog button.jp-mod-accept").click()
+    expect(sidebar.locator(".jp-ckpt-status-line")).to_contain_text("restored checkpoint")
+    expect(sidebar.locator(".jp-ckpt-row .jp-ckpt-trigger").last).to_have_text("restore")
+    assert "(5000, 4)" in run(page, "print(orders.shape)")
+    save_for_docs("sidebar.png", "sidebar.png")
+
+
+def test_a_killed_kernel_comes_back_with_its_variables(page: Page, lab: Lab) -> None:
+    open_notebook(page, lab, "crash_and_recover.ipynb")
+    sidebar = open_sidebar(page)
+    # markdown, %load_ext [1], measurements [2], calibrated [3]
+    run_next(page, 4)
+    pid = int(run(page, "import os; print(os.getpid())"))
+    expect(row(sidebar, 4)).to_be_visible()  # the last cell's checkpoint is in the store
+
+    os.kill(pid, signal.SIGKILL)
+    toast = page.locator(".Toastify__toast", has_text="was restored to checkpoint")
+    expect(toast).to_be_visible(timeout=60_000)
+    page.screenshot(path=ARTIFACTS / "crash-notification.png")
+    restored = re.search(r"checkpoint #(\d+)", toast.inner_text())
+    assert restored is not None
+    assert row(sidebar, 4).get_attribute("data-id") == restored.group(1)
+    assert run(page, "print(expensive_result > 0, summary.shape)").strip() == "True (3, 2)"
+
+
+def test_timeline_widget_restores_a_savepoint(page: Page, lab: Lab) -> None:
+    open_notebook(page, lab, "rollback_and_branching.ipynb")
+    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    widget = page.locator(".ckpt-timeline")
+    details = widget.locator(".ckpt-details")
+    # the cell that took the log of the prices, on the branch that went on from the savepoint
+    widget.locator(".ckpt-row", has_text="label, prices").last.click()
+    expect(details.locator(".ckpt-diff")).to_contain_text("~ label: 'raw' → 'log'")
+    widget.scroll_into_view_if_needed()
+    widget.screenshot(path=ARTIFACTS / "widget.png")
+
+    widget.locator(".ckpt-row", has=page.locator(".ckpt-tag", has_text="baseline")).click()
+    expect(details).to_contain_text("raw prices, first threshold")
+    expect(details.locator(".ckpt-variables")).to_contain_text("'raw'")
+
+    details.locator(".ckpt-restore").click()
+    expect(widget.locator(".ckpt-status-line")).to_contain_text("restored checkpoint")
+    # the restore lands on the timeline as a branch from the savepoint
+    expect(widget.locator(".ckpt-row .ckpt-trigger").last).to_have_text("restore", timeout=10_000)
+    assert run(page, "print(label, len(prices))").strip() == "raw 1000"
+    save_for_docs("widget.png", "widget.png")
