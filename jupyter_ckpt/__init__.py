@@ -77,3 +77,13 @@ def unload_ipython_extension(ipython: Any) -> None:
     from .extension import unload
 
     unload(ipython)
+
+
+def _jupyter_server_extension_points() -> list[dict[str, Any]]:
+    from .server import CkptServerApp
+
+    return [{"module": "jupyter_ckpt.server", "app": CkptServerApp}]
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    return [{"src": "labextension", "dest": "jupyter-ckpt"}]

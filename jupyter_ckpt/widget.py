@@ -16,13 +16,12 @@ from typing import Any
 import anywidget
 import traitlets
 
+from . import timeline
 from .checkpointer import Checkpointer
 from .errors import CheckpointError
-from .restore import diff_manifests
 from .store import CheckpointRecord
 
 _HERE = Path(__file__).parent
-_EMPTY_MANIFEST: dict[str, Any] = {"variables": {}, "modules": {}}
 
 
 def tree_rows(records: list[CheckpointRecord]) -> list[dict[str, Any]]:
@@ -49,33 +48,6 @@ def tree_rows(records: list[CheckpointRecord]) -> list[dict[str, Any]]:
     return rows
 
 
-def _preview(info: dict[str, Any]) -> dict[str, Any]:
-    """A manifest entry without its storage keys: what a user reads about a variable."""
-    return {k: v for k, v in info.items() if k not in ("group", "gkey")}
-
-
-def details(ckpt: Checkpointer, checkpoint_id: int) -> dict[str, Any]:
-    """One checkpoint's record, variable previews, and what changed from its parent."""
-    record = ckpt.store.get(checkpoint_id)
-    manifest = ckpt.store.manifest(checkpoint_id)
-    try:
-        parent = ckpt.store.manifest(record.parent) if record.parent is not None else _EMPTY_MANIFEST
-    except CheckpointError:  # the parent was deleted: compare with nothing
-        parent = _EMPTY_MANIFEST
-    diff = diff_manifests(parent, manifest)
-    return {
-        **record.as_dict(),
-        "variables": {n: _preview(v) for n, v in manifest["variables"].items()},
-        "modules": manifest["modules"],
-        "skipped": manifest["skipped"],
-        "diff": {
-            "added": {n: _preview(v) for n, v in diff.added.items()},
-            "removed": {n: _preview(v) for n, v in diff.removed.items()},
-            "changed": {n: {"before": _preview(a), "after": _preview(b)} for n, (a, b) in diff.changed.items()},
-        },
-    }
-
-
 class Timeline(anywidget.AnyWidget):  # type: ignore[misc]
     """The timeline of one kernel's session: select a checkpoint to see it, then restore, tag or delete it."""
 
@@ -86,7 +58,7 @@ class Timeline(anywidget.AnyWidget):  # type: ignore[misc]
     rows = traitlets.List(traitlets.Dict(), help="the checkpoints in timeline order (see tree_rows)").tag(sync=True)
     head = traitlets.Int(None, allow_none=True, help="the checkpoint the namespace is at now").tag(sync=True)
     selected = traitlets.Int(None, allow_none=True, help="the checkpoint the user clicked").tag(sync=True)
-    details = traitlets.Dict(help="details(ckpt, selected), or {} when nothing is selected").tag(sync=True)
+    details = traitlets.Dict(help="timeline.details() of the selected checkpoint, or {} if none is").tag(sync=True)
     message = traitlets.Unicode("", help="the outcome of the last action, for the user").tag(sync=True)
     error = traitlets.Bool(False, help="whether message reports a failure").tag(sync=True)
 
@@ -120,7 +92,7 @@ class Timeline(anywidget.AnyWidget):  # type: ignore[misc]
 
     @traitlets.observe("selected")
     def _show_selected(self, change: dict[str, Any]) -> None:
-        self.details = {} if change["new"] is None else details(self._ckpt, change["new"])
+        self.details = {} if change["new"] is None else timeline.details(self._ckpt.store, change["new"])
 
     def _on_action(self, _widget: Any, content: dict[str, Any], _buffers: list[bytes]) -> None:
         action, checkpoint_id = content.get("action"), content.get("id")
@@ -141,7 +113,7 @@ class Timeline(anywidget.AnyWidget):  # type: ignore[misc]
             self.message, self.error = outcome, False
         self.refresh()
         if self.selected is not None:
-            self.details = details(self._ckpt, self.selected)
+            self.details = timeline.details(self._ckpt.store, self.selected)
 
     def close(self) -> None:
         self._stop.set()

@@ -1,0 +1,85 @@
+"""The jupyter_server extension: the REST API under ``/api/ckpt/`` and crash recovery.
+
+Enabled on install by ``jupyter-config/server-config/jupyter_ckpt.json``;
+configured as ``c.CkptServerApp.<option>`` in ``jupyter_server_config.py``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from jupyter_server.extension.application import ExtensionApp
+from jupyter_server.utils import to_api_path
+from traitlets import Bool, Float, Unicode
+
+from .extension import open_store
+from .handlers import default_handlers
+from .recovery import CrashRecovery, KernelConnection
+from .store import Store
+
+
+class CkptServerApp(ExtensionApp):
+    """Checkpoints of the kernels this server runs: REST access and crash recovery."""
+
+    name = "jupyter_ckpt"
+
+    auto_restore_on_crash = Bool(
+        True,
+        help="When a kernel dies and the server restarts it, restore its session's last good checkpoint into it.",
+    ).tag(config=True)
+    autoload = Bool(
+        True,
+        help="Load the jupyter_ckpt IPython extension into every Python kernel this server starts or restarts, "
+        "so its notebook is checkpointed from the first cell without %load_ext.",
+    ).tag(config=True)
+    kernel_poll_interval = Float(
+        1.0,
+        help="Seconds between checks that a kernel process is alive, so a crash is noticed and restored "
+        "within about this long (sets KernelRestarter.time_to_dead unless that is configured; 0: keep it).",
+    ).tag(config=True)
+    kernel_timeout = Float(
+        60.0, help="Seconds to wait for a kernel to answer when taking or restoring a checkpoint in it."
+    ).tag(config=True)
+    store_url = Unicode(
+        "", help="Directory of the checkpoint store. Default: $JUPYTER_CKPT_DIR, else <jupyter data dir>/ckpt."
+    ).tag(config=True)
+    secret_file = Unicode(
+        "", help="File holding the HMAC secret that signs checkpoints. Default: <jupyter data dir>/ckpt/secret."
+    ).tag(config=True)
+
+    store: Store
+    recovery: CrashRecovery
+
+    def initialize_settings(self) -> None:
+        self.store = open_store(self.store_url, self.secret_file)
+        restarter = self.serverapp.config.KernelRestarter
+        if self.kernel_poll_interval and "time_to_dead" not in restarter:
+            restarter.time_to_dead = self.kernel_poll_interval
+        self.recovery = CrashRecovery(self)
+        self.recovery.start()
+
+    def initialize_handlers(self) -> None:
+        self.handlers.extend(default_handlers)
+
+    async def stop_extension(self) -> None:
+        await self.recovery.stop()
+
+    def kernel(self, kernel_id: str) -> KernelConnection:
+        """A connection to a live kernel that is not busy, for ``async with``."""
+        return KernelConnection(self, kernel_id)
+
+    def session_keys(self, name: str) -> tuple[str, str]:
+        """The store keys a session name can mean: itself, and the key of the notebook at that path.
+
+        Clients name a session by its key or by its notebook's path relative to the
+        server root. The second key is what jupyter_server puts in ``JPY_SESSION_NAME``
+        for a kernel on that notebook (``SessionManager.get_kernel_env``): a string to
+        look up in the catalog, never a file to open.
+        """
+        kernel_manager = self.serverapp.kernel_manager
+        return name, os.path.join(kernel_manager.cwd_for_path(name), os.path.basename(name))
+
+    def api_path(self, key: str) -> str | None:
+        """The notebook path relative to the server root of a session key, if it lies under the root."""
+        root = self.serverapp.kernel_manager.root_dir
+        return to_api_path(key, root) if key.startswith(os.path.join(root, "")) else None

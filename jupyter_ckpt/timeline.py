@@ -1,0 +1,47 @@
+"""What a user reads about one checkpoint, for the REST API and the widget alike."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import CheckpointError
+from .restore import diff_manifests
+from .store import Store
+
+_NOTHING: dict[str, Any] = {"variables": {}, "modules": {}}
+
+
+def _preview(info: dict[str, Any]) -> dict[str, Any]:
+    """A manifest entry without its storage keys: type, size, shape, repr."""
+    return {k: v for k, v in info.items() if k not in ("group", "gkey")}
+
+
+def cells_between(store: Store, parent: dict[str, Any], manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    """The cells executed from the parent's state to this checkpoint's, oldest first."""
+    cells = store.cells(manifest["last_cell"])
+    ids = [c["id"] for c in cells]
+    start = ids.index(parent["last_cell"]) + 1 if parent.get("last_cell") in ids else 0
+    return [{k: c[k] for k in ("count", "source", "status", "duration", "time")} for c in cells[start:]]
+
+
+def details(store: Store, checkpoint_id: int) -> dict[str, Any]:
+    """One checkpoint's record, variable previews, cells and diff to its parent, read from the store alone."""
+    record = store.get(checkpoint_id)
+    manifest = store.manifest(checkpoint_id)
+    try:
+        parent = store.manifest(record.parent) if record.parent is not None else _NOTHING
+    except CheckpointError:  # a parent deleted meanwhile: compare with nothing
+        parent = _NOTHING
+    diff = diff_manifests(parent, manifest)
+    return {
+        **record.as_dict(),
+        "variables": {n: _preview(v) for n, v in manifest["variables"].items()},
+        "modules": manifest["modules"],
+        "skipped": manifest["skipped"],
+        "cells": cells_between(store, parent, manifest),
+        "diff": {
+            "added": {n: _preview(v) for n, v in diff.added.items()},
+            "removed": {n: _preview(v) for n, v in diff.removed.items()},
+            "changed": {n: {"before": _preview(a), "after": _preview(b)} for n, (a, b) in diff.changed.items()},
+        },
+    }

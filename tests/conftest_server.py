@@ -1,0 +1,185 @@
+"""Fixtures for tests against a real jupyter_server with jupyter_ckpt enabled, and real kernels.
+
+Test modules load them with ``pytest_plugins = ("pytest_jupyter.jupyter_server", "conftest_server")``.
+A ``Notebook`` is what a frontend has: a session opened through ``/api/sessions``,
+cells run through the kernel's websocket, the checkpoint REST API.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import json
+import os
+import signal
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jupyter_client.jsonutil import json_default
+from jupyter_client.session import Session
+from tornado.httpclient import HTTPClientError, HTTPResponse
+from traitlets.config import Config
+
+from jupyter_ckpt.recovery import CRASH_EVENTS
+
+Fetch = Callable[..., Awaitable[HTTPResponse]]
+
+
+@pytest.fixture
+def jp_server_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Config:
+    """jupyter_ckpt enabled with its defaults, on a store private to the test (kernels inherit the env)."""
+    monkeypatch.setenv("JUPYTER_CKPT_DIR", str(tmp_path / "store"))
+    return Config({"ServerApp": {"jpserver_extensions": {"jupyter_ckpt": True}}})
+
+
+@pytest.fixture
+def ckpt_app(jp_serverapp: Any) -> Any:
+    return jp_serverapp.extension_manager.extension_points["jupyter_ckpt"].app
+
+
+class Api:
+    """JSON requests to the server, as the lab extension makes them."""
+
+    def __init__(self, fetch: Fetch) -> None:
+        self.fetch = fetch
+
+    async def __call__(self, method: str, *parts: str, body: Any = None, **kwargs: Any) -> Any:
+        """The decoded JSON reply (None when empty) of a request that must succeed."""
+        data = None if body is None else body if isinstance(body, str) else json.dumps(body)
+        if data is None and method in ("POST", "PATCH"):
+            data = ""
+        response = await self.fetch(*parts, method=method, body=data, **kwargs)
+        return json.loads(response.body) if response.body else None
+
+    async def error(self, method: str, *parts: str, **kwargs: Any) -> tuple[int, str]:
+        """A request that must fail: its status and the message of its JSON error body."""
+        with pytest.raises(HTTPClientError) as info:
+            await self(method, *parts, **kwargs)
+        response = info.value.response
+        assert response is not None
+        assert response.headers["Content-Type"].startswith("application/json")
+        return info.value.code, json.loads(response.body)["message"]
+
+
+@pytest.fixture
+def api(jp_fetch: Fetch) -> Api:
+    return Api(jp_fetch)
+
+
+@dataclass
+class Result:
+    stdout: str
+    error: str | None
+
+
+class Notebook:
+    """A notebook session opened through the server's REST API, as JupyterLab opens one."""
+
+    def __init__(self, api: Api, ws_fetch: Callable[..., Any], serverapp: Any, path: str) -> None:
+        self.api, self.ws_fetch, self.serverapp, self.path = api, ws_fetch, serverapp, path
+        self.kernel_id = ""
+        self.crashes: list[tuple[float, dict[str, Any]]] = []  # (time received, event) from the event bus
+        self._session = Session()
+
+    async def open(self) -> Notebook:
+        model = {
+            "path": self.path,
+            "name": os.path.basename(self.path),
+            "type": "notebook",
+            "kernel": {"name": "python3"},
+        }
+        session = await self.api("POST", "api", "sessions", body=model)
+        self.kernel_id = session["kernel"]["id"]
+
+        async def listener(logger: Any, schema_id: str, data: dict[str, Any]) -> None:
+            if data["kernel_id"] == self.kernel_id:
+                self.crashes.append((time.perf_counter(), data))
+
+        self.serverapp.event_logger.add_listener(schema_id=CRASH_EVENTS, listener=listener)
+        return self
+
+    async def run(self, code: str, timeout: float = 60) -> Result:
+        """Run one cell through the kernel's websocket, as a frontend does."""
+        ws = await self.ws_fetch(
+            "api", "kernels", self.kernel_id, "channels", params={"session_id": self._session.session}
+        )
+        msg = self._session.msg("execute_request", {"code": code, "silent": False, "store_history": True})
+        msg["channel"] = "shell"
+
+        async def outputs() -> Result:
+            stdout, failure, replied, idle = "", None, False, False
+            while not (replied and idle):  # the reply (shell) and idle (iopub) come in either order
+                reply = json.loads(await ws.read_message())
+                if reply["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
+                    continue
+                kind, content = reply["msg_type"], reply["content"]
+                if kind == "stream" and content["name"] == "stdout":
+                    stdout += content["text"]
+                elif kind == "error":
+                    failure = f"{content['ename']}: {content['evalue']}"
+                replied = replied or kind == "execute_reply"
+                idle = idle or (kind == "status" and content["execution_state"] == "idle")
+            return Result(stdout, failure)
+
+        try:
+            ws.write_message(json.dumps(msg, default=json_default))
+            return await asyncio.wait_for(outputs(), timeout)
+        finally:
+            ws.close()
+
+    async def ok(self, code: str) -> str:
+        """Run a cell that must succeed; returns what it printed."""
+        result = await self.run(code)
+        assert result.error is None, f"{code!r} failed: {result.error}"
+        return result.stdout
+
+    async def value(self, expression: str) -> Any:
+        """The value of an expression in the kernel, whose repr is a Python literal."""
+        return ast.literal_eval((await self.ok(f"print(repr({expression}))")).strip())
+
+    async def checkpoints(self) -> list[dict[str, Any]]:
+        body = await self.api("GET", "api", "ckpt", "checkpoints", params={"session": self.path})
+        return list(body["checkpoints"])
+
+    async def wait_for_checkpoints(self, count: int, timeout: float = 30) -> list[dict[str, Any]]:
+        """The timeline once it holds ``count`` checkpoints (automatic ones are written in the background)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                records = await self.checkpoints()
+            except HTTPClientError:
+                records = []
+            if len(records) >= count or time.monotonic() > deadline:
+                return records
+            await asyncio.sleep(0.05)
+
+    def kill(self) -> float:
+        """SIGKILL the kernel process, as the out-of-memory killer does; returns when."""
+        process = self.serverapp.kernel_manager.get_kernel(self.kernel_id).provisioner.process
+        os.kill(process.pid, signal.SIGKILL)
+        return time.perf_counter()
+
+    async def next_crash_event(self, seen: int, timeout: float = 30) -> tuple[float, dict[str, Any]]:
+        """The crash event after the first ``seen`` ones, and when the event bus delivered it."""
+        deadline = time.monotonic() + timeout
+        while len(self.crashes) <= seen:
+            assert time.monotonic() < deadline, f"no crash event within {timeout} s"
+            await asyncio.sleep(0.02)
+        return self.crashes[seen]
+
+
+@pytest.fixture
+def notebook(
+    api: Api, jp_ws_fetch: Any, jp_serverapp: Any, jp_create_notebook: Callable[[str], Any]
+) -> Callable[[str], Awaitable[Notebook]]:
+    """``await notebook("work/analysis.ipynb")``: that notebook, open with a running kernel."""
+
+    async def open_notebook(path: str) -> Notebook:
+        jp_create_notebook(path)
+        return await Notebook(api, jp_ws_fetch, jp_serverapp, path).open()
+
+    return open_notebook

@@ -1,0 +1,236 @@
+"""The REST API under /api/ckpt/, against a real jupyter_server (and, where a kernel is needed, a real kernel)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sqlite3
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from jupyter_server.auth.authorizer import Authorizer
+from tornado.routing import PathMatches, RuleRouter
+
+from jupyter_ckpt.checkpointer import Checkpointer
+
+pytest_plugins = ("pytest_jupyter.jupyter_server", "conftest_server")
+
+CKPT = ("api", "ckpt")
+VERBS = ("get", "post", "put", "patch", "delete")
+
+
+@pytest.fixture
+def timeline(ckpt_app: Any) -> dict[str, Any]:
+    """A notebook's session with two checkpoints, written by the core as a kernel would: n = 1, then n = 2."""
+    path = "analysis.ipynb"
+    key = ckpt_app.session_keys(path)[1]
+    module = types.ModuleType("notebook")
+    ckpt = Checkpointer(ckpt_app.store, key, module)
+    module.n = 1
+    first = ckpt.after_cell(1, "n = 1", ok=True, duration=0.1)
+    module.n, module.words = 2, "two"
+    second = ckpt.after_cell(2, "n = 2\nwords = 'two'", ok=True, duration=0.2)
+    return {"path": path, "key": key, "ids": [first, second]}
+
+
+def ckpt_routes(web_app: Any) -> set[tuple[str, str]]:
+    """Every (path under /api/ckpt, verb) the server serves, read from tornado's routing table."""
+    found = set()
+    pending = list(web_app.default_router.rules)
+    while pending:
+        rule = pending.pop()
+        if isinstance(rule.target, RuleRouter):
+            pending.extend(rule.target.rules)
+        elif isinstance(rule.matcher, PathMatches) and "/api/ckpt/" in rule.matcher.regex.pattern:
+            template = re.sub(r"\([^)]*\)", "{id}", rule.matcher.regex.pattern).removesuffix("$")
+            path = template.split("/api/ckpt", 1)[1]
+            found |= {(path, verb.upper()) for verb in VERBS if _defines(rule.target, verb)}
+    return found
+
+
+def _defines(handler: type, verb: str) -> bool:
+    """Whether a handler class (or a jupyter_ckpt base of it) implements ``verb``."""
+    return any(verb in vars(c) for c in handler.__mro__ if c.__module__.startswith("jupyter_ckpt"))
+
+
+async def test_every_endpoint_is_documented(jp_serverapp: Any) -> None:
+    spec = yaml.safe_load((Path(__file__).parents[1] / "docs" / "rest-api.yml").read_text())
+    documented = {(path, verb.upper()) for path, item in spec["paths"].items() for verb in item if verb in VERBS}
+    assert ckpt_routes(jp_serverapp.web_app) == documented
+
+
+class DenyCheckpoints(Authorizer):
+    """A deployment's authorizer that lets users do anything except touch checkpoints."""
+
+    def is_authorized(self, handler: Any, user: Any, action: str, resource: str) -> bool:
+        return resource != "jupyter_ckpt"
+
+
+async def test_every_endpoint_refuses_unauthenticated_and_unauthorized_requests(
+    jp_serverapp: Any,
+    http_server_client: Any,
+    jp_auth_header: dict[str, str],
+    jp_base_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    routes = ckpt_routes(jp_serverapp.web_app)
+    assert len(routes) >= 8  # sessions, checkpoints (GET, POST), one (GET, PATCH, DELETE), restore, events
+
+    async def unrefused(headers: dict[str, str]) -> dict[str, int]:
+        """The endpoints that answer such a request with anything but 403, and what they answer."""
+        out = {}
+        for path, verb in routes:
+            url = f"{jp_base_url}api/ckpt{path.replace('{id}', '1')}"
+            body = "{}" if verb in ("POST", "PATCH") else None
+            response = await http_server_client.fetch(url, method=verb, body=body, headers=headers, raise_error=False)
+            if response.code != 403:
+                out[f"{verb} {url}"] = response.code
+        return out
+
+    assert await unrefused({}) == {}
+    authorizer = DenyCheckpoints(parent=jp_serverapp, identity_provider=jp_serverapp.identity_provider)
+    monkeypatch.setitem(jp_serverapp.web_app.settings, "authorizer", authorizer)
+    assert await unrefused(jp_auth_header) == {}
+
+
+async def test_browse_a_timeline_from_the_store(api: Any, timeline: dict[str, Any]) -> None:
+    first, second = timeline["ids"]
+    (session,) = (await api("GET", *CKPT, "sessions"))["sessions"]
+    assert (session["key"], session["path"], session["checkpoints"]) == (timeline["key"], "analysis.ipynb", 2)
+    assert session["bytes"] > 0 and session["last"] > 0
+
+    listing = await api("GET", *CKPT, "checkpoints", params={"session": timeline["path"]})
+    assert listing["session"] == timeline["key"]
+    assert [(r["id"], r["cell"], r["trigger"], r["status"]) for r in listing["checkpoints"]] == [
+        (first, 1, "cell", "ok"),
+        (second, 2, "cell", "ok"),
+    ]
+    # The key itself names the session too.
+    assert await api("GET", *CKPT, "checkpoints", params={"session": timeline["key"]}) == listing
+
+    details = await api("GET", *CKPT, "checkpoints", str(second))
+    assert details["id"] == second and details["parent"] == first
+    assert details["variables"]["n"]["type"] == "int" and details["variables"]["n"]["repr"] == "2"
+    assert details["variables"]["words"]["repr"] == "'two'"
+    assert [(c["count"], c["source"], c["status"]) for c in details["cells"]] == [(2, "n = 2\nwords = 'two'", "ok")]
+    assert list(details["diff"]["added"]) == ["words"]
+    assert details["diff"]["changed"]["n"]["before"]["repr"] == "1"
+    assert details["diff"]["changed"]["n"]["after"]["repr"] == "2"
+    assert details["diff"]["removed"] == {}
+    oldest = await api("GET", *CKPT, "checkpoints", str(first))
+    assert list(oldest["diff"]["added"]) == ["n"] and [c["source"] for c in oldest["cells"]] == ["n = 1"]
+
+
+async def test_tag_and_delete(api: Any, timeline: dict[str, Any]) -> None:
+    first, second = timeline["ids"]
+    tagged = await api("PATCH", *CKPT, "checkpoints", str(first), body={"tag": "baseline"})
+    assert tagged["id"] == first and tagged["tag"] == "baseline"
+    untagged = await api("PATCH", *CKPT, "checkpoints", str(first), body={"tag": None})
+    assert untagged["tag"] is None
+
+    response = await api.fetch(*CKPT, "checkpoints", str(first), method="DELETE")
+    assert response.code == 204 and response.body == b""
+    listing = await api("GET", *CKPT, "checkpoints", params={"session": timeline["path"]})
+    assert [(r["id"], r["parent"]) for r in listing["checkpoints"]] == [(second, None)]
+    assert await api.error("GET", *CKPT, "checkpoints", str(first)) == (404, f"no checkpoint {first}")
+
+
+async def test_bad_requests_get_clear_errors_and_change_nothing(
+    api: Any, timeline: dict[str, Any], http_server_client: Any, jp_auth_header: dict[str, str], jp_base_url: str
+) -> None:
+    first, _ = timeline["ids"]
+    one = (*CKPT, "checkpoints", str(first))
+    before = await api("GET", *CKPT, "checkpoints", params={"session": timeline["path"]})
+    cases: list[tuple[tuple[Any, ...], dict[str, Any], int, str]] = [
+        (("GET", *CKPT, "checkpoints"), {}, 400, "needs a 'session'"),
+        (("GET", *CKPT, "checkpoints"), {"params": {"session": "../../etc/passwd"}}, 404, "no session"),
+        (("GET", *CKPT, "checkpoints"), {"params": {"session": "/etc/passwd"}}, 404, "no session"),
+        (("GET", *CKPT, "checkpoints", "abc"), {}, 400, "not a checkpoint id"),
+        (("GET", *CKPT, "checkpoints", "-1"), {}, 400, "not a checkpoint id"),
+        (("GET", *CKPT, "checkpoints", "1.5"), {}, 400, "not a checkpoint id"),
+        (("GET", *CKPT, "checkpoints", "999"), {}, 404, "no checkpoint 999"),
+        (("DELETE", *CKPT, "checkpoints", "999"), {}, 404, "no checkpoint 999"),
+        (("DELETE", *CKPT, "checkpoints", "latest"), {}, 400, "not a checkpoint id"),
+        (("PATCH", *one), {"body": "{not json"}, 400, "Invalid JSON"),
+        (("PATCH", *one), {"body": "[1]"}, 400, "must be a JSON object"),
+        (("PATCH", *one), {"body": {}}, 400, "needs 'tag'"),
+        (("PATCH", *one), {"body": {"tag": 5}}, 400, "must be a string or null"),
+        (("PATCH", *one), {"body": {"tag": "latest"}}, 400, "cannot be a tag"),
+        (("POST", *one, "restore"), {"body": ""}, 400, "must be a JSON object"),
+        (("POST", *one, "restore"), {"body": {"kernel": "x"}}, 400, "needs 'kernel_id'"),
+        (("POST", *one, "restore"), {"body": {"kernel_id": "no-such-kernel"}}, 404, "no running kernel"),
+        (("POST", *CKPT, "checkpoints", "999", "restore"), {"body": {"kernel_id": "x"}}, 404, "no checkpoint 999"),
+        (("POST", *CKPT, "checkpoints"), {"body": {"session": timeline["path"]}}, 400, "needs 'kernel_id'"),
+        (
+            ("POST", *CKPT, "checkpoints"),
+            {"body": {"session": timeline["path"], "kernel_id": "no-such-kernel"}},
+            404,
+            "no running kernel",
+        ),
+        (("GET", *CKPT, "events"), {"params": {"since": "yesterday"}}, 400, "'since' must be a number"),
+    ]
+    for (method, *parts), kwargs, status, message in cases:
+        code, text = await api.error(method, *parts, **kwargs)
+        assert code == status and message in text, (method, parts, kwargs, code, text)
+
+    # An id that tries to climb out of the URL, encoded as a browser's encodeURIComponent does.
+    url = f"{jp_base_url}api/ckpt/checkpoints/..%2F{first}"
+    for method in ("GET", "DELETE"):
+        response = await http_server_client.fetch(url, method=method, headers=jp_auth_header, raise_error=False)
+        assert response.code == 400 and "not a checkpoint id" in json.loads(response.body)["message"]
+
+    assert await api("GET", *CKPT, "checkpoints", params={"session": timeline["path"]}) == before
+
+
+async def test_a_tampered_checkpoint_is_refused_with_409(api: Any, timeline: dict[str, Any], ckpt_app: Any) -> None:
+    _, second = timeline["ids"]
+    with sqlite3.connect(ckpt_app.store.root / "catalog.sqlite") as db:
+        db.execute('UPDATE checkpoints SET manifest = replace(manifest, \'"repr": "2"\', \'"repr": "3"\')')
+    code, message = await api.error("GET", *CKPT, "checkpoints", str(second))
+    assert code == 409 and re.search(rf"checkpoint {second}: .*signature", message)
+
+
+async def test_checkpoint_and_restore_a_live_kernel(api: Any, notebook: Any, jp_base_url: str) -> None:
+    nb = await notebook("work/analysis.ipynb")
+    await nb.ok("n = 1")
+    (first,) = await nb.wait_for_checkpoints(1)
+    await nb.ok("n = 2")
+    await nb.wait_for_checkpoints(2)
+
+    body = {"session": nb.path, "kernel_id": nb.kernel_id, "message": "before cleanup", "tag": "two"}
+    response = await api.fetch(*CKPT, "checkpoints", method="POST", body=json.dumps(body))
+    record = json.loads(response.body)
+    location = response.headers["Location"]
+    assert response.code == 201 and location == f"{jp_base_url}api/ckpt/checkpoints/{record['id']}"
+    assert (record["trigger"], record["tag"], record["message"]) == ("manual", "two", "before cleanup")
+
+    restore = (*CKPT, "checkpoints", str(first["id"]), "restore")
+    # While a cell runs, a restore is refused rather than queued behind it to happen at some later moment.
+    long_cell = asyncio.create_task(nb.run("import time; time.sleep(3)"))
+    await asyncio.sleep(0.5)
+    code, message = await api.error("POST", *restore, body={"kernel_id": nb.kernel_id})
+    assert code == 409 and "is running a cell" in message
+    await long_cell
+    assert await nb.value("n") == 2
+
+    restored = await api("POST", *restore, body={"kernel_id": nb.kernel_id})
+    assert restored["checkpoint"] == first["id"] and "restored checkpoint" in restored["summary"]
+    assert await nb.value("n") == 1
+    assert (await nb.checkpoints())[-1]["trigger"] == "restore"
+
+    wrong = {"session": "other.ipynb", "kernel_id": nb.kernel_id}
+    code, message = await api.error("POST", *CKPT, "checkpoints", body=wrong)
+    assert code == 400 and "not 'other.ipynb'" in message
+
+    # The kernel gone, the timeline is still there to browse.
+    sessions = await api("GET", "api", "sessions")
+    await api.fetch("api", "sessions", sessions[0]["id"], method="DELETE")
+    listing = await api("GET", *CKPT, "checkpoints", params={"session": nb.path})
+    triggers = [r["trigger"] for r in listing["checkpoints"]]
+    assert triggers == ["cell", "cell", "manual", "cell", "cell", "restore", "cell"]
+    details = await api("GET", location.removeprefix(jp_base_url))
+    assert details["id"] == record["id"] and details["variables"]["n"]["repr"] == "2"

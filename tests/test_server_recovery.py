@@ -1,0 +1,106 @@
+"""Crash recovery in a real jupyter_server: kill -9 a notebook's kernel, get its last good state back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest_plugins = ("pytest_jupyter.jupyter_server", "conftest_server")
+
+
+async def test_a_killed_kernel_comes_back_with_its_last_good_state(notebook: Any, api: Any) -> None:
+    nb = await notebook("work/analysis.ipynb")
+    await nb.ok("import numpy as np\nx = np.arange(10)")
+    await nb.ok("total = int(x.sum())")
+    records = await nb.wait_for_checkpoints(2)
+    assert [r["trigger"] for r in records] == ["cell", "cell"]
+
+    killed = nb.kill()
+    received, event = await nb.next_crash_event(0)
+    print(f"\nkill -> state restored: {received - killed:.2f} s")
+
+    assert event["type"] == "crash-restore"
+    assert event["checkpoint"] == records[-1]["id"]
+    assert await nb.value("(total, x.tolist(), np.__name__)") == (45, list(range(10)), "numpy")
+    timeline = await nb.checkpoints()
+    assert timeline[2]["trigger"] == "crash-restore"
+    assert timeline[2]["parent"] == records[-1]["id"]
+    polled = await api("GET", "api", "ckpt", "events", params={"session": nb.path})
+    assert polled["events"] == [event]
+
+
+async def test_a_crash_after_a_failed_cell_goes_back_to_the_last_good_checkpoint(notebook: Any) -> None:
+    nb = await notebook("analysis.ipynb")
+    await nb.ok("x = 1")
+    failed = await nb.run("y = 2\nraise ValueError('bad data')")
+    assert failed.error == "ValueError: bad data"
+    good, bad = await nb.wait_for_checkpoints(2)
+    assert (good["status"], bad["status"]) == ("ok", "error")
+
+    nb.kill()
+    _, event = await nb.next_crash_event(0)
+    assert (event["type"], event["checkpoint"], event["tried"]) == ("crash-restore", good["id"], [good["id"]])
+    assert await nb.value("(x, 'y' in globals())") == (1, False)
+
+
+async def test_a_restart_the_user_asked_for_restores_nothing(notebook: Any, api: Any) -> None:
+    nb = await notebook("analysis.ipynb")
+    await nb.ok("x = 1")
+    await nb.wait_for_checkpoints(1)
+
+    await api("POST", "api", "kernels", nb.kernel_id, "restart")
+    assert await nb.value("'x' in globals()") is False
+    # The new kernel has the extension loaded all the same: that cell was checkpointed.
+    timeline = await nb.wait_for_checkpoints(2)
+    assert [r["trigger"] for r in timeline] == ["cell", "cell"]
+    assert nb.crashes == []
+    assert (await api("GET", "api", "ckpt", "events"))["events"] == []
+
+
+async def test_a_state_that_keeps_crashing_the_kernel_is_not_restored_again(
+    notebook: Any, api: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Kernels also resume where the notebook was (restore_on_start): after a crash, the server alone chooses.
+    profile = tmp_path / "ipython" / "profile_default"
+    profile.mkdir(parents=True)
+    (profile / "ipython_kernel_config.py").write_text("c.Checkpoints.restore_on_start = True\n")
+    monkeypatch.setenv("IPYTHONDIR", str(profile.parent))
+    nb = await notebook("analysis.ipynb")
+    await nb.ok("x = 1")
+    await nb.ok("x = 2")
+    older, newer = await nb.wait_for_checkpoints(2)
+
+    # The kernel dies again before any cell completes: the previous good state, once, then nothing.
+    nb.kill()
+    _, first = await nb.next_crash_event(0)
+    assert (first["type"], first["checkpoint"]) == ("crash-restore", newer["id"])
+    nb.kill()
+    _, second = await nb.next_crash_event(1)
+    assert (second["type"], second["checkpoint"], second["tried"]) == (
+        "crash-restore",
+        older["id"],
+        [newer["id"], older["id"]],
+    )
+    nb.kill()
+    _, third = await nb.next_crash_event(2)
+    assert (third["type"], third["checkpoint"], third["tried"]) == (
+        "crash-restore-stopped",
+        None,
+        [newer["id"], older["id"]],
+    )
+    assert f"checkpoint(s) {newer['id']}, {older['id']}" in third["message"]
+    assert await nb.value("'x' in globals()") is False
+    polled = await api("GET", "api", "ckpt", "events", params={"session": nb.path, "since": first["time"]})
+    assert [e["type"] for e in polled["events"]] == ["crash-restore", "crash-restore-stopped"]
+
+    # Once a cell has completed, a crash is a new one: the newest good state comes back.
+    await nb.ok("x = 3")
+    timeline = await nb.wait_for_checkpoints(6)
+    assert [r["trigger"] for r in timeline] == ["cell", "cell", "crash-restore", "crash-restore", "cell", "cell"]
+    latest = timeline[-1]
+    nb.kill()
+    _, fourth = await nb.next_crash_event(3)
+    assert (fourth["type"], fourth["checkpoint"], fourth["tried"]) == ("crash-restore", latest["id"], [latest["id"]])
+    assert await nb.value("x") == 3
