@@ -130,7 +130,9 @@ def test_a_killed_kernel_comes_back_with_its_variables(page: Page, lab: Lab) -> 
     page.screenshot(path=ARTIFACTS / "crash-notification.png")
     restored = re.search(r"checkpoint #(\d+)", toast.inner_text())
     assert restored is not None
-    assert row(sidebar, 4).get_attribute("data-id") == restored.group(1)
+    # The timeline ends with the crash-restore entry, and the checkpoint it went back to is the last cell's.
+    expect(sidebar.locator(".jp-ckpt-row .jp-ckpt-trigger").last).to_have_text("crash-restore")
+    expect(sidebar.locator(f".jp-ckpt-row[data-id='{restored.group(1)}'] .jp-ckpt-cell")).to_have_text("[4]")
     assert run(page, "print(expensive_result > 0, summary.shape)").strip() == "True (3, 2)"
 
 
