@@ -167,7 +167,6 @@ class Meta:
     """What the caller knows about the moment of the checkpoint."""
 
     session: str
-    parent: int | None
     cell: int | None
     last_cell: int | None
     trigger: str
@@ -260,12 +259,12 @@ def prepare(
     module: types.ModuleType,
     capture: Capture,
     meta: Meta,
-    parent_manifest: dict[str, Any] | None,
 ) -> tuple[dict[str, Any], dict[str, BlobInfo]]:
     """Serialize a checkpoint and make its blobs durable; returns the manifest and blobs to commit.
 
-    Nothing is visible until ``Store.commit`` inserts the manifest: this half can
-    run in a forked child that touches no catalog, no stream and no socket.
+    Nothing is visible until ``Store.commit`` inserts the manifest, after ``link``
+    has tied it to its parent: this half can run in a forked child that touches
+    no catalog, no stream and no socket, while an earlier child still writes.
     """
 
     def put(data: bytes | memoryview, compress: bool) -> BlobInfo:
@@ -274,16 +273,9 @@ def prepare(
     groups, variables, skipped, blobs = pack(module, capture, put)
     packed_random = serialize.dumps(capture.random, module)
     random_key, random_buffers = _put_group(put, packed_random, blobs)
-
-    before = parent_manifest["variables"] if parent_manifest else {}
-    changed = sorted(n for n, v in variables.items() if before.get(n, {}).get("gkey") != v["gkey"])
-    previous_modules = parent_manifest["modules"] if parent_manifest else {}
-    changed += sorted(n for n, m in capture.modules.items() if previous_modules.get(n) != m)
-    removed = sorted((set(before) | set(previous_modules)) - set(variables) - set(capture.modules) - set(skipped))
     manifest = {
         "format": 1,
         "session": meta.session,
-        "parent": meta.parent,
         "time": meta.at,
         "cell": meta.cell,
         "last_cell": meta.last_cell,
@@ -296,8 +288,17 @@ def prepare(
         "modules": capture.modules,
         "skipped": skipped,
         "random": {"key": random_key, "buffers": random_buffers},
-        "changed": changed,
-        "removed": removed,
         "versions": versions(),
     }
     return manifest, blobs
+
+
+def link(manifest: dict[str, Any], parent: int | None, parent_manifest: dict[str, Any] | None) -> dict[str, Any]:
+    """The manifest with its place on the timeline: its parent, and what changed since it."""
+    before = parent_manifest["variables"] if parent_manifest else {}
+    previous_modules = parent_manifest["modules"] if parent_manifest else {}
+    variables, modules = manifest["variables"], manifest["modules"]
+    changed = sorted(n for n, v in variables.items() if before.get(n, {}).get("gkey") != v["gkey"])
+    changed += sorted(n for n, m in modules.items() if previous_modules.get(n) != m)
+    gone = (set(before) | set(previous_modules)) - set(variables) - set(modules) - set(manifest["skipped"])
+    return {**manifest, "parent": parent, "changed": changed, "removed": sorted(gone)}

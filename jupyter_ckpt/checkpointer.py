@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from . import capture
-from .errors import BadArgument, CheckpointError, UnknownCheckpoint
+from .errors import BadArgument, CheckpointError, UnknownCheckpoint, UnknownSession
 from .restore import Diff, LiveIndex, RestoreReport, diff_manifests, restore_namespace
 from .store import BlobInfo, CheckpointRecord, Store, writer_alive
 from .writer import ForkWriter, SyncWriter, fork_unsafe_reason
@@ -172,12 +172,11 @@ class Checkpointer:
         with self._lock:
             writer = self._writer_for(wait)
             cap = capture.collect(self.module.__dict__, self._hidden(), self.policy.exclude)
-            meta = capture.Meta(self.session, self.head, cell, self.last_cell, trigger, status, message, tag)
-            parent = self._head_manifest
+            meta = capture.Meta(self.session, cell, self.last_cell, trigger, status, message, tag)
             outcome: dict[str, int | None] = {}
 
             def job() -> tuple[dict[str, Any], dict[str, BlobInfo]]:
-                return capture.prepare(self.store, self.module, cap, meta, parent)
+                return capture.prepare(self.store, self.module, cap, meta)
 
             def done(result: Any, error: BaseException | None) -> None:
                 outcome["id"] = self._finish(cap, result, error, raise_errors=wait)
@@ -212,8 +211,8 @@ class Checkpointer:
         try:
             if error is not None:
                 raise error
-            manifest, blobs = result
-            cid = self.store.commit(self.session, manifest, blobs)
+            manifest = capture.link(result[0], self.head, self._head_manifest)
+            cid = self.store.commit(self.session, manifest, result[1])
         except Exception as e:
             if raise_errors:
                 raise e if isinstance(e, CheckpointError) else CheckpointError(f"checkpoint failed: {e}") from e
@@ -232,7 +231,10 @@ class Checkpointer:
                 manifest, blobs = _decode(json.loads(path.read_text())["ok"])
                 if manifest["session"] != self.session:
                     continue
-                adopted.append(self.store.commit(self.session, manifest, blobs))
+                latest = self.checkpoints_committed()
+                parent = latest[-1].id if latest else None
+                linked = capture.link(manifest, parent, self.store.manifest(parent) if parent else None)
+                adopted.append(self.store.commit(self.session, linked, blobs))
             except (OSError, ValueError, KeyError, TypeError, CheckpointError):
                 pass  # a failed or half-written result: nothing to adopt
             path.unlink(missing_ok=True)
@@ -341,10 +343,7 @@ class Checkpointer:
     def checkpoints(self, n: int | None = None) -> list[CheckpointRecord]:
         """The session's checkpoints, oldest first (the last ``n`` if given), including any being written."""
         self.wait()
-        try:
-            records = self.store.checkpoints(self.session)
-        except CheckpointError:
-            return []
+        records = self.checkpoints_committed()
         return records[-n:] if n else records
 
     def diff(self, a: str | int | None = None, b: str | int | None = None) -> Diff:
@@ -370,14 +369,18 @@ class Checkpointer:
         last = self.last_cell if ref is None else self.store.last_cell(self.resolve(ref).id)
         return self.store.cells(last)
 
+    def checkpoints_committed(self) -> list[CheckpointRecord]:
+        """The session's checkpoints in the catalog now, without waiting for writes in progress."""
+        try:
+            return self.store.checkpoints(self.session)
+        except UnknownSession:
+            return []
+
     def status(self) -> dict[str, Any]:
         """Where things stand, without waiting for a write in progress."""
         with self._lock:
             writing = self._fork is not None and self._fork.busy
-        try:
-            records = self.store.checkpoints(self.session)
-        except CheckpointError:
-            records = []
+        records = self.checkpoints_committed()
         last = records[-1] if records else None
         return {
             "store": str(self.store.root),

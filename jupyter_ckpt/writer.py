@@ -5,10 +5,11 @@
 blobs and leaves the manifest in a result file; the parent commits the catalog
 row when it next looks (a cell boundary, an idle tick, ``wait()``). The child
 never touches a stream, a logger, a socket or the catalog, and always ends in
-``os._exit``. The parent reaps exactly its own child's pid.
+``os._exit``. The parent reaps exactly its own children's pids.
 
-While a child is running, further requests coalesce: the writer says it is
-busy and the caller checkpoints later, when the state is newer anyway.
+Up to two children write at once, each with its own cell's snapshot; beyond
+that, requests coalesce: the writer says it is busy and the caller checkpoints
+later, when the state is newer anyway.
 """
 
 from __future__ import annotations
@@ -84,25 +85,36 @@ def _kib(text: str, field: str) -> int | None:
 
 
 class ForkWriter:
-    """At most one forked child at a time; results are JSON handed back through a file."""
+    """Up to ``max_children`` forked children at a time, collected in the order they were started.
 
-    def __init__(self, tmp_dir: Path, encode: Callable[[Any], Any], decode: Callable[[Any], Any]) -> None:
+    Each child snapshots the namespace at its own cell boundary, so every cell gets
+    its own checkpoint even when the previous one is still being written. Results
+    are JSON handed back through a file and passed to ``done`` oldest first, so
+    checkpoints are committed in the order they were taken.
+    """
+
+    def __init__(
+        self, tmp_dir: Path, encode: Callable[[Any], Any], decode: Callable[[Any], Any], max_children: int = 2
+    ) -> None:
         self._tmp = tmp_dir
         self._encode = encode
         self._decode = decode
-        self._child: _Child | None = None
+        self._max = max_children
+        self._children: list[_Child] = []
+        self._started = 0
 
     @property
     def busy(self) -> bool:
         self.poll()
-        return self._child is not None
+        return bool(self._children)
 
     def submit(self, job: Job, done: Done) -> bool:
-        """Start ``job`` in a child; False if one is still running (the request coalesces)."""
+        """Start ``job`` in a child; False if ``max_children`` are running (the request coalesces)."""
         self.poll()
-        if self._child is not None:
+        if len(self._children) >= self._max:
             return False
-        result = self._tmp / f"result.{os.getpid()}.{id(job)}.json"
+        self._started += 1
+        result = self._tmp / f"result.{os.getpid()}.{self._started}.json"
         pid = os.fork()
         if pid == 0:  # the child: no streams, no logging, no sockets, and never return
             code = 1
@@ -120,21 +132,23 @@ class ForkWriter:
                     tmp.replace(result)
                 finally:
                     os._exit(code)
-        self._child = _Child(pid, result, done)
+        self._children.append(_Child(pid, result, done))
         return True
 
     def poll(self, block: bool = False) -> None:
-        """Collect the child if it has finished (or wait for it), and hand its outcome to ``done``."""
-        child = self._child
-        if child is None:
-            return
-        try:
-            pid, _ = os.waitpid(child.pid, 0 if block else os.WNOHANG)
-        except ChildProcessError:  # someone else reaped it: the result file is the truth
-            pid = child.pid
-        if pid == 0:
-            return
-        self._child = None
+        """Collect finished children, oldest first (or wait for all), handing each outcome to its ``done``."""
+        while self._children:
+            child = self._children[0]
+            try:
+                pid, _ = os.waitpid(child.pid, 0 if block else os.WNOHANG)
+            except ChildProcessError:  # someone else reaped it: the result file is the truth
+                pid = child.pid
+            if pid == 0:
+                return  # the oldest is still writing; younger ones wait their turn
+            self._children.pop(0)
+            self._collect(child)
+
+    def _collect(self, child: _Child) -> None:
         try:
             payload = json.loads(child.result.read_text())
         except (OSError, ValueError):

@@ -25,17 +25,28 @@ def test_the_next_cell_runs_while_a_big_checkpoint_is_written(kernels: Any, stor
     assert k.ok("import os; print(len(os.listdir('/proc/self/task')) < 50)") == "True\n"
 
 
-def test_requests_during_a_write_coalesce_into_one_later_checkpoint(kernels: Any, store: Store) -> None:
+def test_a_cell_during_a_big_write_gets_its_own_checkpoint(kernels: Any, store: Store) -> None:
+    k = kernels("overlap.ipynb")
+    k.ok("%load_ext jupyter_ckpt")
+    k.ok(BIG)  # cell 2, written by one child ...
+    k.ok("step = 0")  # cell 3, snapshotted by a second child while the first still writes
+    k.ok("%checkpoint wait")
+    assert [r.cell for r in store.checkpoints("overlap.ipynb")] == [2, 3]
+    k.ok("%checkpoint undo")
+    assert k.value("('step' in dir(), marker)") == (False, "after big")
+
+
+def test_requests_beyond_two_writes_coalesce_into_one_later_checkpoint(kernels: Any, store: Store) -> None:
     k = kernels("coalesce.ipynb")
     k.ok("%load_ext jupyter_ckpt")
     k.ok(BIG)
-    for i in range(3):
+    for i in range(4):
         k.ok(f"step = {i}")
     k.ok("%checkpoint wait")
     cells = [r.cell for r in store.checkpoints("coalesce.ipynb")]
-    assert len(cells) < 5  # not one per cell while the big one was being written
+    assert len(cells) < 5  # not one per cell while two writes were running
     last = store.checkpoints("coalesce.ipynb")[-1]
-    assert store.manifest(last.id)["variables"]["step"]["repr"] == "2"  # but the final state is there
+    assert store.manifest(last.id)["variables"]["step"]["repr"] == "3"  # but the final state is there
 
 
 def test_a_write_that_outlives_its_killed_kernel_is_adopted(kernels: Any, store: Store) -> None:
