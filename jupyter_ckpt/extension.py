@@ -120,6 +120,22 @@ class CellHooks:
             notify(f"jupyter-ckpt: checkpoint failed: {type(e).__name__}: {e}")
         self.flush_notices()
 
+    def catch_up(self) -> None:
+        """Record the cells that ran before the extension was loaded, and checkpoint after the last of them.
+
+        The server loads the extension through a kernel client of its own, whose
+        request can reach a new kernel just after a frontend's first cell.
+        IPython keeps no cell's status (and this silent request reset the last
+        one): they are recorded as ``ok``.
+        """
+        ran = self.shell.user_ns.get("In", [])[1 : self.shell.execution_count]
+        if not ran or self.ckpt.last_cell is not None:
+            return
+        for count, source in enumerate(ran[:-1], start=1):
+            self.ckpt.record_cell(count, source, True, 0.0)
+        self.ckpt.after_cell(len(ran), ran[-1], True, 0.0)
+        self.flush_notices()
+
     def notice(self, message: str) -> None:
         self._notices.append(message)
 

@@ -56,6 +56,8 @@ LOAD = "get_ipython().extension_manager.load_extension('jupyter_ckpt')"
 LOAD_AFTER_CRASH = "get_ipython().config.Checkpoints.restore_on_start = False\n" + LOAD
 # The kernel's Checkpointer, as an expression that leaves no name behind in the user's namespace.
 ACTIVE = "__import__('jupyter_ckpt').extension.active()"
+# Checkpoints the cells a frontend ran before the server's load request reached the kernel.
+CATCH_UP = "__import__('jupyter_ckpt').extension.hooks().catch_up()"
 # A session whose kernel keeps dying gets this many states restored, then none until a cell completes.
 MAX_TRIES = 2
 # Seconds a request waits for a busy kernel to go idle before it is refused.
@@ -233,7 +235,7 @@ class CrashRecovery:
 
     async def _load(self, kernel_id: str) -> None:
         async with KernelConnection(self.app, kernel_id, idle=False) as kernel:
-            session = await kernel.evaluate(f"{ACTIVE}.session")
+            session = await kernel.evaluate(f"({CATCH_UP}, {ACTIVE}.session)[1]")
         self.app.log.info("jupyter-ckpt: kernel %s checkpoints session %s", kernel_id, session)
 
     async def _recover(self, kernel_id: str) -> None:

@@ -223,3 +223,22 @@ def test_two_kernels_on_one_notebook_share_the_store_safely(kernels: Any, store:
     assert a.value("who") == "a2"  # each kernel goes back along its own line of the timeline
     b.ok("%checkpoint undo")
     assert b.value("who") == "b2"
+
+
+def test_cells_run_before_the_server_loaded_the_extension_are_caught_up(kernels: Any, store: Store) -> None:
+    from jupyter_ckpt.recovery import ACTIVE, CATCH_UP, LOAD
+
+    k = kernels("early.ipynb")
+    k.ok("x = 1")  # a frontend's first cells can reach a new kernel before the server's load request
+    k.run("y = 2\nraise ValueError('late')")
+    k.kc.execute(LOAD, silent=True, user_expressions={"v": f"({CATCH_UP}, {ACTIVE}.session)[1]"})
+    reply = k.kc.get_shell_msg(timeout=60)["content"]
+    assert reply["user_expressions"]["v"]["data"]["text/plain"] == "'early.ipynb'"
+    k.ok("%checkpoint wait")
+    (caught,) = store.checkpoints("early.ipynb")
+    assert caught.cell == 2
+    assert [(c["count"], c["source"]) for c in store.cells(store.last_cell(caught.id))] == [
+        (1, "x = 1"),
+        (2, "y = 2\nraise ValueError('late')"),
+    ]
+    assert store.manifest(caught.id)["variables"]["y"]["repr"] == "2"
