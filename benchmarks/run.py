@@ -1,0 +1,572 @@
+"""Run the benchmark notebooks under no tool, jupyter-ckpt, dill.dump_module and Kishu; write the tables.
+
+Every notebook in benchmarks/notebooks runs cell by cell in a real kernel (jupyter_client)
+once per mode, in this order: no tool (the baseline), no tool again (the noise floor),
+jupyter-ckpt, dill, kishu. See benchmarks/README.md for what each number means.
+
+    python benchmarks/run.py             # full run, about 17 minutes on 2 cores
+    python benchmarks/run.py --quick     # smoke run at 2% of the sizes
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import platform
+import queue
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from jupyter_client import KernelManager
+from jupyter_client.kernelspec import KernelSpecManager
+
+BENCH = Path(__file__).resolve().parent
+NOTEBOOKS = BENCH / "notebooks"
+RESULTS = BENCH / "results"
+WORK = BENCH / "work"
+KISHU_VENV = WORK / "kishu-venv"
+KISHU_VERSION = "0.3.4"
+# Kishu's venv gets our versions of everything the notebooks and the instruments import.
+SHARED_PACKAGES = ("numpy", "pandas", "scikit-learn", "scipy", "dill", "ipykernel", "ipython", "xxhash")
+BASELINE_CAP = 1800.0  # the cap is for tools; the baseline only needs a safety net
+MARKS = {"marks": "__import__('benchkernel').marks()"}
+DIGEST = {"digest": "__import__('benchkernel').digest(get_ipython())"}
+
+
+class KernelError(Exception):
+    """A cell raised; the message is the kernel's."""
+
+
+@dataclass
+class Reply:
+    start: float  # time.monotonic() at execute_request
+    end: float  # time.monotonic() at the idle status
+    values: dict[str, Any]
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+
+class Kernel:
+    """One ipykernel in a given interpreter, driven over ZMQ like a frontend does."""
+
+    def __init__(self, python: Path, env: dict[str, str], log: Path) -> None:
+        specs = WORK / "kernelspecs"
+        spec = specs / ("bench-" + python.parent.parent.name.lstrip("."))
+        spec.mkdir(parents=True, exist_ok=True)
+        argv = [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+        (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": spec.name, "language": "python"}))
+        self.manager = KernelManager(kernel_name=spec.name, kernel_spec_manager=KernelSpecManager(kernel_dirs=[specs]))
+        with log.open("ab") as stderr:  # the kernel's own warnings and the tools' notices
+            self.manager.start_kernel(env=env, stderr=stderr)
+        self.client = self.manager.client()
+        self.client.start_channels()
+        self.client.wait_for_ready(timeout=60)
+
+    def run(
+        self, code: str, *, timeout: float, silent: bool = False, expressions: dict[str, str] | None = None
+    ) -> Reply:
+        """Execute ``code``; raises KernelError if it fails, TimeoutError after ``timeout`` seconds.
+
+        A silent execution fires no pre/post_run_cell hooks, so no tool checkpoints it.
+        """
+        start = time.monotonic()
+        msg_id = self.client.execute(
+            code, silent=silent, store_history=not silent, user_expressions=expressions or {}, allow_stdin=False
+        )
+        error = None
+        while True:
+            msg = self._next(self.client.get_iopub_msg, start + timeout)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "error":
+                error = f"{msg['content']['ename']}: {msg['content']['evalue']}"
+            elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                end = time.monotonic()
+                break
+        reply = self._next(self.client.get_shell_msg, end + 30)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = self._next(self.client.get_shell_msg, end + 30)
+        content = reply["content"]
+        if content["status"] != "ok":
+            raise KernelError(error or f"{content.get('ename')}: {content.get('evalue')}")
+        values = {}
+        for name, result in content.get("user_expressions", {}).items():
+            if result["status"] != "ok":
+                raise KernelError(f"{name}: {result['ename']}: {result['evalue']}")
+            values[name] = ast.literal_eval(result["data"]["text/plain"])
+        return Reply(start, end, values)
+
+    @staticmethod
+    def _next(get: Any, deadline: float) -> dict[str, Any]:
+        try:
+            return get(timeout=max(deadline - time.monotonic(), 0.001))  # type: ignore[no-any-return]
+        except queue.Empty:
+            raise TimeoutError from None
+
+    def digest(self, timeout: float) -> dict[str, str]:
+        return json.loads(self.run("", silent=True, expressions=DIGEST, timeout=timeout).values["digest"])
+
+    def stop(self) -> None:
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=True)
+
+
+def tree_bytes(*paths: Path) -> int:
+    return sum(f.stat().st_size for p in paths for f in ([p] if p.is_file() else p.rglob("*")) if f.is_file())
+
+
+class Mode:
+    """No tool: the baseline. Subclasses attach a tool and say how to undo and restore with it."""
+
+    name = "baseline"
+    python = Path(sys.executable)
+
+    def __init__(self, tmp: Path, notebook: Path) -> None:
+        self.tmp = tmp
+        self.notebook = notebook  # a copy in tmp
+        self.store = tmp / "store"
+
+    def env(self) -> dict[str, str]:
+        return {}
+
+    def attach(self, kernel: Kernel, timeout: float) -> None:
+        """Turn the tool on, before the notebook's first cell."""
+
+    def after_cell(self) -> None:
+        """Called between cells, outside every measured interval."""
+
+    def finish(self, kernel: Kernel, timeout: float) -> dict[str, Any]:
+        """After the last cell: wait for the tool to be durable; return drain seconds, checkpoints and refs."""
+        return {"drain_s": 0.0, "checkpoints": 0}
+
+    def stored_bytes(self) -> int:
+        return tree_bytes(self.store) if self.store.exists() else 0
+
+    def undo(self, info: dict[str, Any]) -> str | None:
+        """Code, run in the live kernel, that goes back to the state before the last cell."""
+        return None
+
+    def restore(self, info: dict[str, Any]) -> str | None:
+        """Code, run in a new kernel, that restores the state after the last cell."""
+        return None
+
+
+class Again(Mode):
+    """The baseline run a second time: its "added time" and pauses show the measurement's noise."""
+
+    name = "no tool, again"
+
+
+class JupyterCkpt(Mode):
+    name = "jupyter-ckpt"
+
+    def env(self) -> dict[str, str]:
+        return {"JUPYTER_CKPT_DIR": str(self.store), "JPY_SESSION_NAME": str(self.notebook)}
+
+    def attach(self, kernel: Kernel, timeout: float) -> None:
+        kernel.run("%load_ext jupyter_ckpt", timeout=timeout)  # a normal first cell, as a user would
+
+    def finish(self, kernel: Kernel, timeout: float) -> dict[str, Any]:
+        drain = kernel.run("__import__('jupyter_ckpt').wait()", silent=True, timeout=timeout)
+        records = "[r.id for r in __import__('jupyter_ckpt').list()]"
+        ids = kernel.run("", silent=True, expressions={"ids": records}, timeout=timeout).values["ids"]
+        return {"drain_s": drain.seconds, "checkpoints": len(ids), "last": ids[-1] if ids else None}
+
+    def undo(self, info: dict[str, Any]) -> str:
+        return "%checkpoint undo"
+
+    def restore(self, info: dict[str, Any]) -> str:
+        # `latest` before the undo: the undo itself put a restore entry on the timeline.
+        return f"%load_ext jupyter_ckpt\n%checkpoint restore {info['last']}"
+
+
+class Dill(Mode):
+    name = "dill"
+
+    def __init__(self, tmp: Path, notebook: Path) -> None:
+        super().__init__(tmp, notebook)
+        self.written: dict[str, int] = {}
+
+    def attach(self, kernel: Kernel, timeout: float) -> None:
+        self.store.mkdir()
+        code = f"__import__('benchkernel').dump_every_cell(get_ipython(), {str(self.store)!r})"
+        kernel.run(code, silent=True, timeout=timeout)
+
+    def after_cell(self) -> None:
+        """Count each new file's bytes, then keep only the last two files (disk space)."""
+        files = sorted(self.store.glob("*.pkl"))
+        for f in files:
+            self.written.setdefault(f.name, f.stat().st_size)
+        for f in files[:-2]:
+            f.unlink()
+
+    def finish(self, kernel: Kernel, timeout: float) -> dict[str, Any]:
+        files = sorted(self.store.glob("*.pkl"))
+        return {"drain_s": 0.0, "checkpoints": len(self.written), "files": [str(f) for f in files[-2:]]}
+
+    def stored_bytes(self) -> int:
+        return sum(self.written.values())
+
+    def undo(self, info: dict[str, Any]) -> str:
+        return f"__import__('dill').load_module({info['files'][0]!r})"
+
+    def restore(self, info: dict[str, Any]) -> str:
+        return f"__import__('dill').load_module({info['files'][1]!r})"
+
+
+class Kishu(Mode):
+    name = "kishu"
+    python = KISHU_VENV / "bin" / "python"
+
+    def env(self) -> dict[str, str]:
+        # Kishu keeps its database next to the notebook and its config under $KISHU_PATH_ROOT/.kishu.
+        return {
+            "TEST_NOTEBOOK_PATH": str(self.notebook),
+            "ENV_KISHU_TEST_MODE": "true",
+            "KISHU_PATH_ROOT": str(self.store),
+        }
+
+    def attach(self, kernel: Kernel, timeout: float) -> None:
+        kernel.run("from kishu import init_kishu\n\ninit_kishu()", timeout=timeout)
+
+    def finish(self, kernel: Kernel, timeout: float) -> dict[str, Any]:
+        graph = "_kishu._kishu_graph"
+        expressions = {
+            "head": f"{graph}.head()",
+            "parent": f"{graph}.get_commit().parent_id",
+            "count": f"len({graph}.list_history())",
+        }
+        values = kernel.run("", silent=True, expressions=expressions, timeout=timeout).values
+        return {"drain_s": 0.0, "checkpoints": values["count"], "head": values["head"], "parent": values["parent"]}
+
+    def stored_bytes(self) -> int:
+        return super().stored_bytes() + tree_bytes(*self.tmp.glob("*.kishudb*"))
+
+    def undo(self, info: dict[str, Any]) -> str:
+        return f"_kishu.checkout({info['parent']!r})"
+
+    def restore(self, info: dict[str, Any]) -> str:
+        return f"from kishu import init_kishu\ninit_kishu()\n_kishu.checkout({info['head']!r})"
+
+
+MODES: tuple[type[Mode], ...] = (Mode, Again, JupyterCkpt, Dill, Kishu)
+
+
+def compare(expected: dict[str, str], got: dict[str, str]) -> list[str]:
+    """The variables that differ (~name), are missing (-name) or extra (+name); empty if all match."""
+    diffs = [f"~{n}" for n in expected if n in got and got[n] != expected[n]]
+    return diffs + [f"-{n}" for n in expected if n not in got] + [f"+{n}" for n in got if n not in expected]
+
+
+def run_session(
+    mode: Mode, cells: list[str], env: dict[str, str], cap: float, reference: dict[str, Any] | None, log: Path
+) -> dict[str, Any]:
+    """Run the notebook under one mode; then undo in the live kernel and restore in a new one."""
+    out: dict[str, Any] = {"cell_s": [], "pause_s": []}
+    env = {**env, **mode.env()}
+    kernel = Kernel(mode.python, env, log)
+    started = time.monotonic()
+
+    def left() -> float:
+        return cap - (time.monotonic() - started)
+
+    phase = "run"
+    cell_start = started
+    try:
+        kernel.run("__import__('benchkernel').install(get_ipython())", silent=True, timeout=60)
+        mode.attach(kernel, timeout=120)
+        kernel.run("__import__('benchkernel').reorder(get_ipython())", silent=True, timeout=60)
+        started = time.monotonic()
+        for i, source in enumerate(cells):
+            cell_start = time.monotonic()
+            cell = kernel.run(source, timeout=left())
+            probe = kernel.run("pass", silent=True, expressions=MARKS, timeout=left())
+            marks = json.loads(probe.values["marks"])
+            # The tool's pre_run_cell hooks, plus end of this cell's code to a trivial next cell done.
+            out["pause_s"].append((marks["pre_last"] - marks["pre_first"]) + (probe.end - marks["post_first"]))
+            out["cell_s"].append(cell.seconds)
+            mode.after_cell()
+            if reference is None and i == len(cells) - 2:
+                out["digest_before_last"] = kernel.digest(timeout=600)
+        out.update(mode.finish(kernel, timeout=max(left(), 60)))
+        out["bytes"] = mode.stored_bytes()
+        out["digest"] = kernel.digest(timeout=600)
+        if reference is None:
+            return out
+        out["run_diffs"] = compare(reference["digest"], out["digest"])
+        undo = mode.undo(out)
+        if undo is None:
+            return out
+        phase = "undo"
+        out["undo_s"] = kernel.run(undo, silent=True, timeout=cap).seconds
+        out["undo_diffs"] = compare(reference["digest_before_last"], kernel.digest(timeout=600))
+    except (TimeoutError, KernelError) as e:
+        reason = f"timed out after {cap:.0f} s" if isinstance(e, TimeoutError) else f"error: {e}"
+        if phase == "run" and isinstance(e, TimeoutError):  # the cell time spent so far, for a lower bound
+            out["timed_out_at_s"] = sum(out["cell_s"]) + time.monotonic() - cell_start
+        if phase == "undo":
+            out["undo_failed"] = reason[:300]
+        else:
+            out["failed"] = f"{reason} ({len(out['cell_s'])}/{len(cells)} cells)"[:300]
+    finally:
+        out.setdefault("bytes", mode.stored_bytes())
+        kernel.stop()
+    if "failed" in out:
+        return out
+    fresh = Kernel(mode.python, env, log)
+    try:
+        out["restore_s"] = fresh.run(mode.restore(out), silent=True, timeout=cap).seconds
+        out["restore_diffs"] = compare(reference["digest"], fresh.digest(timeout=600))
+    except (TimeoutError, KernelError) as e:
+        out["restore_failed"] = (f"timed out after {cap:.0f} s" if isinstance(e, TimeoutError) else f"error: {e}")[:300]
+    finally:
+        fresh.stop()
+    return out
+
+
+def notebook_cells(path: Path) -> list[str]:
+    nb = json.loads(path.read_text())
+    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+def ensure_kishu_venv() -> None:
+    """Kishu and its dependencies live in their own venv, with our versions of the shared packages."""
+    if Kishu.python.exists():
+        return
+    print(f"creating {KISHU_VENV} (once, about 2 minutes)", flush=True)
+    subprocess.run([sys.executable, "-m", "venv", str(KISHU_VENV)], check=True)
+    pins = [f"kishu=={KISHU_VERSION}"] + [f"{p}=={version(p)}" for p in SHARED_PACKAGES]
+    subprocess.run([str(Kishu.python), "-m", "pip", "install", "--quiet", *pins], check=True)
+
+
+def warm_up(modes: list[type[Mode]], notebooks: dict[str, list[str]], env: dict[str, str]) -> None:
+    """Import everything once per interpreter, so no measured run pays a cold page cache for it."""
+    for python in {m.python for m in modes}:
+        kernel = Kernel(python, env, WORK / "warm-up.log")
+        try:
+            for cells in notebooks.values():
+                kernel.run(cells[0], silent=True, timeout=300)
+        finally:
+            kernel.stop()
+
+
+# -- the report ---------------------------------------------------------------------------------
+
+
+def percentile(values: list[float], q: int) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
+
+
+def fastest(*runs: dict[str, Any]) -> dict[str, list[float]]:
+    """Per cell, the lowest time and pause over the complete no-tool runs: the reference for every tool."""
+    done = [r for r in runs if "failed" not in r]
+    return {k: [min(values) for values in zip(*(r[k] for r in done), strict=True)] for k in ("cell_s", "pause_s")}
+
+
+def summarize(result: dict[str, Any], ref: dict[str, list[float]]) -> dict[str, Any]:
+    """Per-cell pause and added time relative to the same cells of the reference.
+
+    A run that timed out gets a lower bound: the cell time it had spent, minus the reference's whole run.
+    """
+    n = len(result["cell_s"])
+    pauses = [t - b for t, b in zip(result["pause_s"], ref["pause_s"], strict=False)]
+    if "timed_out_at_s" in result:
+        added, base, lower_bound = result["timed_out_at_s"] - sum(ref["cell_s"]), sum(ref["cell_s"]), True
+    else:
+        added, base, lower_bound = sum(result["cell_s"]) - sum(ref["cell_s"][:n]), sum(ref["cell_s"][:n]), False
+    summary = {"cells": n, "added_s": added, "added_pct": 100 * added / base if base else None}
+    summary["lower_bound"] = lower_bound
+    if pauses:
+        summary.update(pause_p50_ms=1000 * percentile(pauses, 50), pause_p95_ms=1000 * percentile(pauses, 95))
+    return summary
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError
+
+
+def cell(value: Any, fmt: str = "{:.0f}") -> str:
+    return "–" if value is None else fmt.format(value)
+
+
+def matches(diffs: list[str] | None) -> str:
+    if diffs is None:
+        return "–"
+    return "yes" if not diffs else f"no ({len(diffs)}): " + ", ".join(diffs[:3]) + (", …" if len(diffs) > 3 else "")
+
+
+def ratio(peer: float | None, ours: float | None) -> str:
+    if peer is None or ours is None:
+        return "–"
+    if ours <= 0:
+        return "∞" if peer > 0 else "1×"
+    return f"{peer / ours:.3g}×"
+
+
+def markdown(report: dict[str, Any]) -> str:
+    meta = report["meta"]
+    lines = [
+        f"# Benchmark results, {meta['started']}",
+        "",
+        f"Machine: {meta['machine']}. Scale {meta['scale']} (BENCH_SCALE); a tool's run is capped at "
+        f"{meta['cap']:g}× the baseline run (at least {meta['min_cap_s']:.0f} s); "
+        f"total wall time {meta['wall_s'] / 60:.1f} min. jupyter-ckpt {meta['versions']['jupyter-ckpt']} "
+        f"(git {meta['git']}), dill {meta['versions']['dill']}, Kishu {KISHU_VERSION}.",
+        "",
+        "Pause = extra wait before a trivial next cell completes (tool's pre-cell hooks + end of the cell's code "
+        "to the next cell done), minus the reference's, per cell. Reference = per cell, the faster of the two "
+        "no-tool runs; the 'no tool, again' row is the noise floor. Added time = sum of cell times minus the "
+        "reference's, as % of the reference run (> for a run that timed out: a lower bound). Drain = "
+        "`jupyter_ckpt.wait()` after the last cell (not in added time). Matched: run / undo / cold restore, "
+        "variable digests against the baseline run "
+        "(~ differs, - missing, + extra). See README.md.",
+        "",
+        "| notebook | tool | pause p50 ms | pause p95 ms | added time | drain s | checkpoints | bytes stored "
+        "| undo s | cold restore s | matched (run / undo / restore) |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|",
+    ]
+    ratios = []
+    for nb, entry in report["notebooks"].items():
+        runs = [entry["baseline"], entry["tools"].get(Again.name, {"failed": "not run"})]
+        totals = " and ".join(f"{sum(r['cell_s']):.1f} s" for r in runs if "failed" not in r)
+        lines.append(f"| {nb} | no tool | | | runs of {totals} | | | | | | |")
+        for name, r in entry["tools"].items():
+            s = r["summary"]
+            failed = r.get("failed", "")
+            added = (">" if s["lower_bound"] else "") + cell(s["added_pct"], "{:.1f}%")
+            added += f" ({failed})" if failed else ""
+            matched = " / ".join(matches(r.get(k)) for k in ("run_diffs", "undo_diffs", "restore_diffs"))
+            undo = r.get("undo_failed") or cell(r.get("undo_s"), "{:.2f}")
+            restore = r.get("restore_failed") or cell(r.get("restore_s"), "{:.2f}")
+            lines.append(
+                f"| {nb} | {name} | {cell(s.get('pause_p50_ms'))} | {cell(s.get('pause_p95_ms'))} | {added} "
+                f"| {cell(r.get('drain_s'), '{:.2f}')} | {r.get('checkpoints', '–')} | {human_bytes(r['bytes'])} "
+                f"| {undo} | {restore} | {matched} |"
+            )
+        ours = entry["tools"].get("jupyter-ckpt")
+        for peer in ("dill", "kishu"):
+            theirs = entry["tools"].get(peer)
+            if ours is None or theirs is None:
+                continue
+            a, b = theirs["summary"], ours["summary"]
+            ratios.append(
+                f"| {nb} | {peer} | {ratio(a.get('pause_p95_ms'), b.get('pause_p95_ms'))} "
+                f"| {'>' if a['lower_bound'] else ''}{ratio(a['added_s'], b['added_s'])} "
+                f"| {'≥' if 'failed' in theirs else ''}{ratio(theirs['bytes'], ours['bytes'])} "
+                f"| {ratio(theirs.get('undo_s'), ours.get('undo_s'))} "
+                f"| {ratio(theirs.get('restore_s'), ours.get('restore_s'))} |"
+                + (" peer run incomplete |" if "failed" in theirs else " |")
+            )
+    if ratios:
+        lines += [
+            "",
+            "Peers relative to jupyter-ckpt (peer ÷ jupyter-ckpt; above 1× means jupyter-ckpt is better):",
+            "",
+            "| notebook | peer | pause p95 | added time | bytes stored | undo | cold restore | note |",
+            "|---|---|--:|--:|--:|--:|--:|---|",
+            *ratios,
+        ]
+    return "\n".join(lines) + "\n"
+
+
+# -- main ---------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    quick = os.environ.get("BENCH_QUICK", "") not in ("", "0")
+    parser.add_argument("--quick", action="store_true", default=quick, help="smoke run: scale 0.02, cap at least 10 s")
+    parser.add_argument("--scale", type=float, help="data sizes, 1 = full (default: $BENCH_SCALE or 1)")
+    parser.add_argument(
+        "--cap", type=float, default=8.0, help="a tool's run may take this many times the baseline run, at least 60 s"
+    )
+    parser.add_argument("--notebooks", help="comma-separated subset, e.g. ml,smallobjs")
+    parser.add_argument("--tools", help="comma-separated subset of jupyter-ckpt,dill,kishu")
+    args = parser.parse_args()
+    scale = args.scale or float(os.environ.get("BENCH_SCALE") or (0.02 if args.quick else 1))
+    min_cap = 10.0 if args.quick else 60.0
+    names = args.notebooks.split(",") if args.notebooks else sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb"))
+    modes = [m for m in MODES if m in (Mode, Again) or not args.tools or m.name in args.tools.split(",")]
+    if Kishu in modes:
+        ensure_kishu_venv()
+
+    notebooks = {name: notebook_cells(NOTEBOOKS / f"{name}.ipynb") for name in names}
+    env = {**os.environ, "BENCH_SCALE": str(scale), "PYTHONPATH": str(BENCH), "PYTHONHASHSEED": "0"}
+    git = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True, cwd=BENCH)
+    report: dict[str, Any] = {
+        "meta": {
+            "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+            "scale": scale,
+            "cap": args.cap,
+            "min_cap_s": min_cap,
+            "git": git.stdout.strip(),
+            "versions": {p: version(p) for p in ("jupyter-ckpt", *SHARED_PACKAGES)},
+        },
+        "notebooks": {},
+    }
+    began = time.monotonic()
+    (WORK / "logs").mkdir(parents=True, exist_ok=True)
+    warm_up(modes, notebooks, {**env, "BENCH_SCALE": "0"})
+    for nb, cells in notebooks.items():
+        entry: dict[str, Any] = {"tools": {}}
+        report["notebooks"][nb] = entry
+        for mode_class in modes:
+            os.sync()  # the previous run's gigabytes reach the disk now, not during this run
+            tmp = Path(tempfile.mkdtemp(prefix=f"{nb}-{mode_class.name}-", dir=WORK))
+            copy = tmp / f"{nb}.ipynb"
+            shutil.copy(NOTEBOOKS / f"{nb}.ipynb", copy)
+            kernel_env = {**env, "IPYTHONDIR": str(tmp / "ipython"), "JUPYTER_DATA_DIR": str(tmp / "data")}
+            log = WORK / "logs" / f"{nb}-{mode_class.name}.log"
+            log.write_bytes(b"")
+            print(f"{nb}: {mode_class.name} ...", end=" ", flush=True)
+            t0 = time.monotonic()
+            limit = BASELINE_CAP if mode_class is Mode else max(min_cap, args.cap * sum(entry["baseline"]["cell_s"]))
+            try:
+                result = run_session(mode_class(tmp, copy), cells, kernel_env, limit, entry.get("baseline"), log)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+            print(f"{time.monotonic() - t0:.0f} s {result.get('failed', '')}", flush=True)
+            if mode_class is Mode:
+                entry["baseline"] = result
+                if "failed" in result:
+                    break
+            else:
+                entry["tools"][mode_class.name] = result
+        if "failed" not in entry["baseline"]:
+            reference = fastest(entry["baseline"], entry["tools"][Again.name])
+            for result in entry["tools"].values():
+                result["summary"] = summarize(result, reference)
+    report["meta"]["wall_s"] = time.monotonic() - began
+
+    for entry in report["notebooks"].values():  # digests were only needed for the comparisons
+        for r in [entry["baseline"], *entry["tools"].values()]:
+            r.pop("digest", None)
+            r.pop("digest_before_last", None)
+    RESULTS.mkdir(exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    (RESULTS / f"{stamp}.json").write_text(json.dumps(report, indent=1))
+    table = markdown(report)
+    (RESULTS / "latest.md").write_text(table)
+    print(table)
+    print(f"wrote {RESULTS / f'{stamp}.json'} and {RESULTS / 'latest.md'}")
+
+
+if __name__ == "__main__":
+    main()
