@@ -161,8 +161,9 @@ class Checkpointer:
 
         Manual checkpoints (and any with ``wait=True``) are durable when this
         returns, and their id is returned. Automatic ones are written by a forked
-        child when the kernel has one: they return None at once, and a request
-        made while a write is still running is taken later (coalesced).
+        child when the kernel has one: they return None at once. A request made
+        with too little memory to fork while a child still writes is taken later,
+        when the state is newer (coalesced).
         """
         if trigger not in TRIGGERS:
             raise BadArgument(f"unknown trigger {trigger!r}")
@@ -171,6 +172,9 @@ class Checkpointer:
         wait = trigger == "manual" if wait is None else wait
         with self._lock:
             writer = self._writer_for(wait)
+            if writer is None:
+                self._owed = (trigger, status, cell)
+                return None
             cap = capture.collect(self.module.__dict__, self._hidden(), self.policy.exclude)
             meta = capture.Meta(self.session, cell, self.last_cell, trigger, status, message, tag)
             outcome: dict[str, int | None] = {}
@@ -181,28 +185,30 @@ class Checkpointer:
             def done(result: Any, error: BaseException | None) -> None:
                 outcome["id"] = self._finish(cap, result, error, raise_errors=wait)
 
-            if not writer.submit(job, done):
-                self._owed = (trigger, status, cell)
-                return None
+            writer.submit(job, done)
             self._owed = None
             self._cells_since = 0
             self._last_time = meta.at  # the policy counts from when the state was taken
             writer.poll(block=wait)
             return outcome.get("id")
 
-    def _writer_for(self, wait: bool) -> SyncWriter | ForkWriter:
-        """The fork writer when it is safe; waiting saves first let a running child finish."""
+    def _writer_for(self, wait: bool) -> SyncWriter | ForkWriter | None:
+        """The fork writer when it is safe, else the inline one; None to wait for the writes in progress.
+
+        Waiting saves first let the running children finish. An inline write never
+        overtakes a child's: checkpoints are committed in the order they were taken.
+        """
         if self._fork is None:
             return self._sync
         if wait:
             self._fork.poll(block=True)
-        if self._fork.busy:
-            return self._fork  # it will refuse, and the request coalesces
         reason = fork_unsafe_reason()
         if reason is not None and reason != self._fork_refused:
             self._notify(f"jupyter-ckpt: writing checkpoints in the kernel itself: {reason}")
         self._fork_refused = reason
-        return self._sync if reason else self._fork
+        if reason is None:
+            return self._fork
+        return None if self._fork.busy else self._sync
 
     def _finish(
         self, cap: capture.Capture, result: Any, error: BaseException | None, *, raise_errors: bool
@@ -223,20 +229,25 @@ class Checkpointer:
 
     def adopt_orphans(self) -> list[int]:
         """Commit checkpoints whose writer finished after its kernel was killed."""
-        adopted = []
-        for path in sorted(self.store.tmp_dir.glob("result.*.json"), key=lambda p: p.stat().st_mtime):
+        found = []
+        for path in self.store.tmp_dir.glob("result.*.json"):
             if writer_alive(path.name):
                 continue
             try:
                 manifest, blobs = _decode(json.loads(path.read_text())["ok"])
-                if manifest["session"] != self.session:
-                    continue
+                if manifest["session"] == self.session:
+                    found.append((float(manifest["time"]), manifest, blobs, path))
+            except (OSError, ValueError, KeyError, TypeError):
+                path.unlink(missing_ok=True)  # a failed or half-written result: nothing to adopt
+        adopted = []
+        for _, manifest, blobs, path in sorted(found, key=lambda item: item[0]):  # in the order they were taken
+            try:
                 latest = self.checkpoints_committed()
                 parent = latest[-1].id if latest else None
                 linked = capture.link(manifest, parent, self.store.manifest(parent) if parent else None)
                 adopted.append(self.store.commit(self.session, linked, blobs))
-            except (OSError, ValueError, KeyError, TypeError, CheckpointError):
-                pass  # a failed or half-written result: nothing to adopt
+            except CheckpointError:
+                pass  # its blobs are gone or damaged: nothing to adopt
             path.unlink(missing_ok=True)
         return adopted
 
@@ -244,7 +255,7 @@ class Checkpointer:
         self.head = cid
         self._head_manifest = manifest
         self._live = LiveIndex(manifest, cap.ids)
-        self._live_cell = self.last_cell
+        self._live_cell = manifest["last_cell"]  # a write committed late holds an older cell's state
         self._skipped = manifest["skipped"]
         fresh = [
             f"{name} ({info['type']}: {info['reason']})"

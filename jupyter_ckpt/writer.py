@@ -7,13 +7,16 @@ row when it next looks (a cell boundary, an idle tick, ``wait()``). The child
 never touches a stream, a logger, a socket or the catalog, and always ends in
 ``os._exit``. The parent reaps exactly its own children's pids.
 
-Up to two children write at once, each with its own cell's snapshot; beyond
-that, requests coalesce: the writer says it is busy and the caller checkpoints
-later, when the state is newer anyway.
+Every request forks at once, so each cell's state is taken at its own
+boundary; at most two children write at a time and the others wait for a
+go-ahead on a pipe (or its end, when the kernel is gone). When four are alive,
+a new request drops the oldest child that has not started: the newest states are
+the ones an undo needs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
@@ -38,14 +41,13 @@ class SyncWriter:
 
     busy = False
 
-    def submit(self, job: Job, done: Done) -> bool:
+    def submit(self, job: Job, done: Done) -> None:
         try:
             outcome = job()
         except Exception as e:
             done(None, e)
         else:
             done(outcome, None)
-        return True
 
     def poll(self, block: bool = False) -> None:
         """Nothing is ever in flight."""
@@ -56,6 +58,7 @@ class _Child:
     pid: int
     result: Path
     done: Done
+    gate: int | None  # the pipe on which the child waits for its go-ahead; None once it may write
 
 
 def fork_unsafe_reason(min_free_ratio: float = 0.5) -> str | None:
@@ -85,21 +88,29 @@ def _kib(text: str, field: str) -> int | None:
 
 
 class ForkWriter:
-    """Up to ``max_children`` forked children at a time, collected in the order they were started.
+    """Forked children, at most ``writing`` of them writing at once, collected in the order they were started.
 
     Each child snapshots the namespace at its own cell boundary, so every cell gets
-    its own checkpoint even when the previous one is still being written. Results
-    are JSON handed back through a file and passed to ``done`` oldest first, so
+    its own checkpoint even when earlier ones are still being written. Results are
+    JSON handed back through a file and passed to ``done`` oldest first, so
     checkpoints are committed in the order they were taken.
     """
 
     def __init__(
-        self, tmp_dir: Path, encode: Callable[[Any], Any], decode: Callable[[Any], Any], max_children: int = 2
+        self,
+        tmp_dir: Path,
+        encode: Callable[[Any], Any],
+        decode: Callable[[Any], Any],
+        writing: int = 2,
+        alive: int = 4,
     ) -> None:
+        if not 0 < writing < alive:
+            raise ValueError("a writer needs room for a child that waits")
         self._tmp = tmp_dir
         self._encode = encode
         self._decode = decode
-        self._max = max_children
+        self._writing = writing
+        self._alive = alive
         self._children: list[_Child] = []
         self._started = 0
 
@@ -108,19 +119,23 @@ class ForkWriter:
         self.poll()
         return bool(self._children)
 
-    def submit(self, job: Job, done: Done) -> bool:
-        """Start ``job`` in a child; False if ``max_children`` are running (the request coalesces)."""
+    def submit(self, job: Job, done: Done) -> None:
+        """Fork a child holding this moment's state; with ``alive`` children, the oldest waiting one gives way."""
         self.poll()
-        if len(self._children) >= self._max:
-            return False
+        if len(self._children) >= self._alive:
+            self._drop(next(c for c in self._children if c.gate is not None))
         self._started += 1
         result = self._tmp / f"result.{os.getpid()}.{self._started}.json"
+        wait_on, gate = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: no streams, no logging, no sockets, and never return
             code = 1
             try:
                 signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is for the user's cell
                 gc.disable()  # a collection would touch (and so copy) every tracked object's page
+                for other in [gate] + [c.gate for c in self._children if c.gate is not None]:
+                    os.close(other)  # so that the kernel's death ends this child's wait
+                os.read(wait_on, 1)
                 payload = {"ok": self._encode(job())}
                 code = 0
             except BaseException as e:
@@ -132,12 +147,36 @@ class ForkWriter:
                     tmp.replace(result)
                 finally:
                     os._exit(code)
-        self._children.append(_Child(pid, result, done))
-        return True
+        os.close(wait_on)
+        self._children.append(_Child(pid, result, done, gate))
+        self._release()
+
+    def _release(self) -> None:
+        """Let the oldest waiting children write, up to ``writing`` at once."""
+        writing = sum(c.gate is None for c in self._children)
+        for child in self._children:
+            if writing >= self._writing:
+                return
+            if child.gate is not None:
+                with contextlib.suppress(OSError):  # a child that died waiting is collected as failed
+                    os.write(child.gate, b"1")
+                os.close(child.gate)
+                child.gate = None
+                writing += 1
+
+    def _drop(self, child: _Child) -> None:
+        """End a child that has not started writing: a newer state replaces it."""
+        os.kill(child.pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(child.pid, 0)
+        if child.gate is not None:
+            os.close(child.gate)
+        self._children.remove(child)
 
     def poll(self, block: bool = False) -> None:
         """Collect finished children, oldest first (or wait for all), handing each outcome to its ``done``."""
         while self._children:
+            self._release()
             child = self._children[0]
             try:
                 pid, _ = os.waitpid(child.pid, 0 if block else os.WNOHANG)

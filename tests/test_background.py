@@ -36,30 +36,33 @@ def test_a_cell_during_a_big_write_gets_its_own_checkpoint(kernels: Any, store: 
     assert k.value("('step' in dir(), marker)") == (False, "after big")
 
 
-def test_requests_beyond_two_writes_coalesce_into_one_later_checkpoint(kernels: Any, store: Store) -> None:
-    k = kernels("coalesce.ipynb")
+def test_cells_during_a_big_write_keep_the_newest_states(kernels: Any, store: Store) -> None:
+    k = kernels("queue.ipynb")
     k.ok("%load_ext jupyter_ckpt")
-    k.ok(BIG)
-    for i in range(4):
+    k.ok(BIG)  # cell 2
+    for i in range(6):  # cells 3 to 8, quicker than the big write: some states wait, the oldest waiting give way
         k.ok(f"step = {i}")
     k.ok("%checkpoint wait")
-    cells = [r.cell for r in store.checkpoints("coalesce.ipynb")]
-    assert len(cells) < 5  # not one per cell while two writes were running
-    last = store.checkpoints("coalesce.ipynb")[-1]
-    assert store.manifest(last.id)["variables"]["step"]["repr"] == "3"  # but the final state is there
+    cells = [r.cell for r in store.checkpoints("queue.ipynb")]
+    assert cells[0] == 2 and cells[-2:] == [7, 8], cells  # in order, and the last two cells are there
+    k.ok("%checkpoint undo")
+    assert k.value("(step, marker)") == (4, "after big")  # undo goes back exactly one cell
 
 
 def test_a_write_that_outlives_its_killed_kernel_is_adopted(kernels: Any, store: Store) -> None:
     k = kernels("orphan.ipynb")
     k.ok("%load_ext jupyter_ckpt")
     k.ok(BIG)
-    os.kill(k.pid, signal.SIGKILL)  # the kernel dies; its writer goes on and finishes
+    k.ok("step = 1")
+    k.ok("step = 2")  # its child waits for a turn to write when the kernel dies
+    os.kill(k.pid, signal.SIGKILL)  # the kernel dies; its writers go on and finish
     deadline = time.time() + 60
-    while not list(store.tmp_dir.glob("result.*.json")) and time.time() < deadline:
+    while len(list(store.tmp_dir.glob("result.*.json"))) < 3 and time.time() < deadline:
         time.sleep(0.1)
     k.kill()
     revived = kernels("orphan.ipynb")
     revived.ok("%load_ext jupyter_ckpt")
+    assert [r.cell for r in store.checkpoints("orphan.ipynb")] == [2, 3, 4]  # adopted in the order taken
     assert revived.ok("%checkpoint restore latest").startswith("restored checkpoint")
-    assert revived.value("marker") == "after big"
+    assert revived.value("(marker, step)") == ("after big", 2)
     assert revived.value("big.shape") == (50_000_000,)

@@ -9,6 +9,7 @@ import types
 import numpy as np
 import pytest
 
+from jupyter_ckpt import checkpointer
 from jupyter_ckpt.capture import group
 from jupyter_ckpt.checkpointer import Checkpointer, parse_size
 from jupyter_ckpt.errors import BadArgument, IntegrityError, UnknownCheckpoint
@@ -228,3 +229,26 @@ def test_compressible_chunks_written_and_read_in_parallel_round_trip(store: Stor
         fresh = types.ModuleType("__main__")
         Checkpointer(store, "steps.ipynb", fresh).restore(cid)
         assert np.array_equal(fresh.__dict__["steps"], steps)
+
+
+def test_short_of_memory_a_cell_waits_for_the_write_in_progress(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    module = types.ModuleType("__main__")
+    module.__dict__["big"] = np.random.default_rng(0).random(50_000_000)  # 400 MB: its child writes a while
+    notes: list[str] = []
+    ckpt = Checkpointer(store, "memory.ipynb", module, notify=notes.append, background=True)
+    ckpt.record_cell(1, "big = ...", True, 1.0)
+    assert ckpt.save(trigger="cell", cell=1) is None  # forked
+
+    # Too little memory for a second child (a stand-in for /proc/meminfo): the cell's request is owed,
+    # not written inline in front of the child's, which would put the timeline out of order.
+    monkeypatch.setattr(checkpointer, "fork_unsafe_reason", lambda: "only 10 MiB of memory free")
+    module.__dict__["step"] = 1
+    ckpt.record_cell(2, "step = 1", True, 0.1)
+    assert ckpt.save(trigger="cell", cell=2) is None
+    module.__dict__["step"] = 2  # the owed checkpoint holds the state when it is taken
+
+    ckpt.wait()
+    records = ckpt.checkpoints()
+    assert [r.cell for r in records] == [1, 2]
+    assert store.manifest(records[-1].id)["variables"]["step"]["repr"] == "2"
+    assert notes == ["jupyter-ckpt: writing checkpoints in the kernel itself: only 10 MiB of memory free"]
