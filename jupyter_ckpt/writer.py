@@ -11,7 +11,8 @@ Every request forks at once, so each cell's state is taken at its own
 boundary; at most two children write at a time and the others wait for a
 go-ahead on a pipe (or its end, when the kernel is gone). When four are alive,
 a new request drops the oldest child that has not started: the newest states are
-the ones an undo needs.
+the ones an undo needs. A dropped child is killed and reaped later, so the cell
+does not wait for its exit. Children run at nice 19: the user's cells come first.
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ class ForkWriter:
         self._writing = writing
         self._alive = alive
         self._children: list[_Child] = []
+        self._dropped: list[int] = []  # killed children not yet reaped
         self._started = 0
 
     @property
@@ -132,6 +134,7 @@ class ForkWriter:
             code = 1
             try:
                 signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is for the user's cell
+                os.nice(19)  # the user's cells come first: writers take the CPU time the kernel leaves
                 gc.disable()  # a collection would touch (and so copy) every tracked object's page
                 for other in [gate] + [c.gate for c in self._children if c.gate is not None]:
                     os.close(other)  # so that the kernel's death ends this child's wait
@@ -165,16 +168,25 @@ class ForkWriter:
                 writing += 1
 
     def _drop(self, child: _Child) -> None:
-        """End a child that has not started writing: a newer state replaces it."""
+        """End a child that has not started writing: a newer state replaces it. It is reaped later."""
         os.kill(child.pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(child.pid, 0)
         if child.gate is not None:
             os.close(child.gate)
         self._children.remove(child)
+        self._dropped.append(child.pid)
+
+    def _reap_dropped(self) -> None:
+        for pid in list(self._dropped):
+            try:
+                done = os.waitpid(pid, os.WNOHANG)[0] != 0
+            except ChildProcessError:
+                done = True
+            if done:
+                self._dropped.remove(pid)
 
     def poll(self, block: bool = False) -> None:
         """Collect finished children, oldest first (or wait for all), handing each outcome to its ``done``."""
+        self._reap_dropped()
         while self._children:
             self._release()
             child = self._children[0]
