@@ -132,6 +132,8 @@ class Mode:
 
     name = "baseline"
     python = Path(sys.executable)
+    # The undo as a user types it, a cell of its own (so the tool's hooks see it), or a silent request.
+    undo_as_cell = False
 
     def __init__(self, tmp: Path, notebook: Path) -> None:
         self.tmp = tmp
@@ -171,6 +173,7 @@ class Again(Mode):
 
 class JupyterCkpt(Mode):
     name = "jupyter-ckpt"
+    undo_as_cell = True  # `%checkpoint undo` in a cell: it knows no code ran since the last cell
 
     def env(self) -> dict[str, str]:
         return {"JUPYTER_CKPT_DIR": str(self.store), "JPY_SESSION_NAME": str(self.notebook)}
@@ -310,7 +313,7 @@ def run_session(
         if undo is None:
             return out
         phase = "undo"
-        out["undo_s"] = kernel.run(undo, silent=True, timeout=cap).seconds
+        out["undo_s"] = kernel.run(undo, silent=not mode.undo_as_cell, timeout=cap).seconds
         out["undo_diffs"] = compare(reference["digest_before_last"], kernel.digest(timeout=600))
     except (TimeoutError, KernelError) as e:
         reason = f"timed out after {cap:.0f} s" if isinstance(e, TimeoutError) else f"error: {e}"
