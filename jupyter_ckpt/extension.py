@@ -51,8 +51,8 @@ def session_key() -> str:
         return f"ipython-{os.getpid()}"
 
 
-class Checkpoints(Configurable):
-    """Options of the jupyter-ckpt IPython extension (``c.Checkpoints.<name>``)."""
+class StoreOptions(Configurable):
+    """Where the store is: options the kernel's extension and the server extension share."""
 
     store_url = Unicode(
         "", help="Directory of the checkpoint store. Default: $JUPYTER_CKPT_DIR, else <jupyter data dir>/ckpt."
@@ -60,6 +60,14 @@ class Checkpoints(Configurable):
     secret_file = Unicode(
         "", help="File holding the HMAC secret that signs checkpoints. Default: <jupyter data dir>/ckpt/secret."
     ).tag(config=True)
+
+    def open_store(self) -> Store:
+        return open_store(self.store_url, self.secret_file)
+
+
+class Checkpoints(StoreOptions):
+    """Options of the jupyter-ckpt IPython extension (``c.Checkpoints.<name>``)."""
+
     restore_on_start = Bool(
         False, help="When a kernel starts on a notebook whose session has checkpoints, restore the last good one."
     ).tag(config=True)
@@ -199,7 +207,7 @@ def load(shell: InteractiveShell) -> None:
     from .magics import CheckpointMagics
 
     config = Checkpoints(parent=shell)
-    store = open_store(config.store_url, config.secret_file)
+    store = config.open_store()
     default = Policy(auto=config.auto, every=config.every, interval=config.interval or None)
     notices: list[str] = []
     ckpt = Checkpointer(

@@ -10,15 +10,15 @@ import os
 
 from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.utils import to_api_path
-from traitlets import Bool, Float, Unicode
+from traitlets import Bool, Float
 
-from .extension import open_store
+from .extension import StoreOptions
 from .handlers import default_handlers
 from .recovery import CrashRecovery, KernelConnection
 from .store import Store
 
 
-class CkptServerApp(ExtensionApp):
+class CkptServerApp(StoreOptions, ExtensionApp):
     """Checkpoints of the kernels this server runs: REST access and crash recovery."""
 
     name = "jupyter_ckpt"
@@ -40,18 +40,12 @@ class CkptServerApp(ExtensionApp):
     kernel_timeout = Float(
         60.0, help="Seconds to wait for a kernel to answer when taking or restoring a checkpoint in it."
     ).tag(config=True)
-    store_url = Unicode(
-        "", help="Directory of the checkpoint store. Default: $JUPYTER_CKPT_DIR, else <jupyter data dir>/ckpt."
-    ).tag(config=True)
-    secret_file = Unicode(
-        "", help="File holding the HMAC secret that signs checkpoints. Default: <jupyter data dir>/ckpt/secret."
-    ).tag(config=True)
 
     store: Store
     recovery: CrashRecovery
 
     def initialize_settings(self) -> None:
-        self.store = open_store(self.store_url, self.secret_file)
+        self.store = self.open_store()
         restarter = self.serverapp.config.KernelRestarter
         if self.kernel_poll_interval and "time_to_dead" not in restarter:
             restarter.time_to_dead = self.kernel_poll_interval
