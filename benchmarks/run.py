@@ -17,6 +17,7 @@ import os
 import platform
 import queue
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -164,6 +165,14 @@ class Mode:
         """Code, run in a new kernel, that restores the state after the last cell."""
         return None
 
+    def restore_full(self, info: dict[str, Any]) -> str | None:
+        """The same, reading every byte before it returns, if the tool's restore is lazy."""
+        return None
+
+    def read_restored(self, info: dict[str, Any]) -> float | None:
+        """Seconds to read the files of the state ``restore`` loads, one after the other, as ``cat`` would."""
+        return None
+
 
 class Again(Mode):
     """The baseline run a second time: its "added time" and pauses show the measurement's noise."""
@@ -193,6 +202,21 @@ class JupyterCkpt(Mode):
     def restore(self, info: dict[str, Any]) -> str:
         # `latest` before the undo: the undo itself put a restore entry on the timeline.
         return f"%load_ext jupyter_ckpt\n%checkpoint restore {info['last']}"
+
+    def restore_full(self, info: dict[str, Any]) -> str:
+        return "%config Checkpoints.lazy_restore = False\n" + self.restore(info)
+
+    def read_restored(self, info: dict[str, Any]) -> float:
+        db = sqlite3.connect(self.store / "catalog.sqlite")
+        keys = [k for (k,) in db.execute("SELECT blob FROM refs WHERE checkpoint_id=?", (info["last"],))]
+        db.close()
+        buf = bytearray(8 << 20)
+        start = time.monotonic()
+        for key in keys:
+            with open(self.store / "blobs" / key[:2] / key, "rb", buffering=0) as f:
+                while f.readinto(buf):
+                    pass
+        return time.monotonic() - start
 
 
 class Dill(Mode):
@@ -328,14 +352,19 @@ def run_session(
         kernel.stop()
     if "failed" in out:
         return out
-    fresh = Kernel(mode.python, env, log)
-    try:
-        out["restore_s"] = fresh.run(mode.restore(out), silent=True, timeout=cap).seconds
-        out["restore_diffs"] = compare(reference["digest"], fresh.digest(timeout=600))
-    except (TimeoutError, KernelError) as e:
-        out["restore_failed"] = (f"timed out after {cap:.0f} s" if isinstance(e, TimeoutError) else f"error: {e}")[:300]
-    finally:
-        fresh.stop()
+    out["read_s"] = mode.read_restored(out)
+    for key, code in (("restore", mode.restore(out)), ("full_restore", mode.restore_full(out))):
+        if code is None:
+            continue
+        fresh = Kernel(mode.python, env, log)
+        try:
+            out[f"{key}_s"] = fresh.run(code, silent=True, timeout=cap).seconds
+            out[f"{key}_diffs"] = compare(reference["digest"], fresh.digest(timeout=600))
+        except (TimeoutError, KernelError) as e:
+            failed = f"timed out after {cap:.0f} s" if isinstance(e, TimeoutError) else f"error: {e}"
+            out[f"{key}_failed"] = failed[:300]
+        finally:
+            fresh.stop()
     return out
 
 
@@ -436,31 +465,34 @@ def markdown(report: dict[str, Any]) -> str:
         "to the next cell done), minus the reference's, per cell. Reference = per cell, the faster of the two "
         "no-tool runs; the 'no tool, again' row is the noise floor. Added time = sum of cell times minus the "
         "reference's, as % of the reference run (> for a run that timed out: a lower bound). Drain = "
-        "`jupyter_ckpt.wait()` after the last cell (not in added time). Matched: run / undo / cold restore, "
+        "`jupyter_ckpt.wait()` after the last cell (not in added time). Cold restore = the tool's restore in a "
+        "new kernel, until the prompt is back (jupyter-ckpt maps large arrays and verifies them afterwards); "
+        "full restore = jupyter-ckpt with `lazy_restore` off, every byte read and verified first; read = reading "
+        "that checkpoint's files one after the other. Matched: run / undo / cold restore / full restore, "
         "variable digests against the baseline run "
         "(~ differs, - missing, + extra). See README.md.",
         "",
         "| notebook | tool | pause p50 ms | pause p95 ms | added time | drain s | checkpoints | bytes stored "
-        "| undo s | cold restore s | matched (run / undo / restore) |",
-        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|",
+        "| undo s | cold restore s | full restore s | read s | matched (run / undo / restore / full) |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
     ]
     ratios = []
     for nb, entry in report["notebooks"].items():
         runs = [entry["baseline"], entry["tools"].get(Again.name, {"failed": "not run"})]
         totals = " and ".join(f"{sum(r['cell_s']):.1f} s" for r in runs if "failed" not in r)
-        lines.append(f"| {nb} | no tool | | | runs of {totals} | | | | | | |")
+        lines.append(f"| {nb} | no tool | | | runs of {totals} | | | | | | | | |")
         for name, r in entry["tools"].items():
             s = r["summary"]
             failed = r.get("failed", "")
             added = (">" if s["lower_bound"] else "") + cell(s["added_pct"], "{:.1f}%")
             added += f" ({failed})" if failed else ""
-            matched = " / ".join(matches(r.get(k)) for k in ("run_diffs", "undo_diffs", "restore_diffs"))
-            undo = r.get("undo_failed") or cell(r.get("undo_s"), "{:.2f}")
-            restore = r.get("restore_failed") or cell(r.get("restore_s"), "{:.2f}")
+            kinds = ("run", "undo", "restore", "full_restore")
+            matched = " / ".join(matches(r.get(f"{k}_diffs")) for k in kinds)
+            undo, restore, full = (r.get(f"{k}_failed") or cell(r.get(f"{k}_s"), "{:.2f}") for k in kinds[1:])
             lines.append(
                 f"| {nb} | {name} | {cell(s.get('pause_p50_ms'))} | {cell(s.get('pause_p95_ms'))} | {added} "
                 f"| {cell(r.get('drain_s'), '{:.2f}')} | {r.get('checkpoints', '–')} | {human_bytes(r['bytes'])} "
-                f"| {undo} | {restore} | {matched} |"
+                f"| {undo} | {restore} | {full} | {cell(r.get('read_s'), '{:.2f}')} | {matched} |"
             )
         ours = entry["tools"].get("jupyter-ckpt")
         for peer in ("dill", "kishu"):

@@ -8,7 +8,9 @@ session key.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import threading
 import time
@@ -72,6 +74,7 @@ class Checkpointer:
         notify: Callable[[str], None] = lambda message: None,
         policy: Policy | None = None,
         background: bool = False,
+        lazy: bool = False,
     ) -> None:
         self.store = store
         self.session = session
@@ -94,6 +97,8 @@ class Checkpointer:
         self._lock = threading.RLock()
         self._sync = SyncWriter()
         self._fork = ForkWriter(store.tmp_dir, _encode, _decode) if background else None
+        self._lazy = lazy
+        self._verifier: threading.Thread | None = None
         self.adopt_orphans()
 
     # -- taking checkpoints ---------------------------------------------------
@@ -319,10 +324,38 @@ class Checkpointer:
                 hidden=self._hidden(),
                 exclude=self.policy.exclude,
                 cells_for=self._cells_for(manifest),
+                lazy=self._lazy,
             )
             if only is None:
                 self._record_restore(target, manifest, trigger)
+            if report.unverified:
+                self._verifier = threading.Thread(
+                    target=self._verify_mapped, args=(report,), name="jupyter-ckpt-verify", daemon=True
+                )
+                self._verifier.start()
             return report
+
+    def _verify_mapped(self, report: RestoreReport) -> None:
+        """Check the signatures of the chunks a lazy restore mapped; report the variables of any that fail."""
+        with contextlib.suppress(OSError):  # the user's cells first
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        failed: dict[str, str] = {}
+        for key in report.unverified:
+            try:
+                self.store.get_blob(key)
+            except CheckpointError as e:
+                failed[key] = str(e)
+        if failed:
+            self._notify(
+                f"jupyter-ckpt: {', '.join(report.lazy_names(failed))} as restored from checkpoint "
+                f"{report.checkpoint} may hold damaged values: {next(iter(failed.values()))}. "
+                "Restore them from another checkpoint, or recompute them."
+            )
+
+    def wait_verified(self) -> None:
+        """Block until the chunks mapped by the last lazy restore are verified (or reported)."""
+        if self._verifier is not None:
+            self._verifier.join()
 
     def _record_restore(self, target: CheckpointRecord, manifest: dict[str, Any], trigger: str) -> None:
         """Put the restore on the timeline: an entry with the target's content, so the next cell branches from it."""

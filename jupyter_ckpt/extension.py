@@ -86,6 +86,12 @@ class Checkpoints(StoreOptions):
         help="Write automatic checkpoints from a forked child so cells never wait for them "
         "(falls back to writing in the kernel where forking is unsafe: no fork(), a live CUDA context, low memory).",
     ).tag(config=True)
+    lazy_restore = Bool(
+        True,
+        help="Restore large arrays stored raw by mapping their chunk files instead of reading them: the prompt "
+        "is back at once, pages are read as they are touched, and the chunks are verified in the background "
+        "(a damaged one is reported at the next cell). False: read and verify everything before the restore returns.",
+    ).tag(config=True)
 
 
 class CellHooks:
@@ -218,6 +224,7 @@ def load(shell: InteractiveShell) -> None:
         notify=notices.append,
         policy=default,
         background=config.background,
+        lazy=config.lazy_restore,
     )
     _active = ckpt
     _hooks = CellHooks(shell, ckpt, config.idle_poll, notices)

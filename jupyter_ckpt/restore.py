@@ -2,6 +2,9 @@
 
 Everything is read, verified and unpickled before the namespace is touched, so
 a tampered or missing blob leaves the user's variables exactly as they were.
+The one exception is opt-out: the raw chunks of a large array may be mapped
+instead of read (``lazy``), which makes the array usable at once; those chunks
+hold plain numbers, never pickles, and are verified afterwards in the background.
 Groups whose variables still hold the very objects that were written with the
 same content are not read again: undoing a cell reads only what it changed.
 """
@@ -19,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import serialize
+from . import mapping, serialize
 from .capture import CHUNK, is_user_variable
 from .errors import BadArgument
 from .store import Store, content_key
@@ -49,6 +52,9 @@ class LiveIndex:
 
 Patch = tuple[memoryview, int, memoryview]
 
+# A lazy restore maps, rather than reads, out-of-band buffers at least this large whose chunks are raw.
+LAZY_MIN = 64 << 20
+
 
 @dataclass
 class RestoreReport:
@@ -59,6 +65,13 @@ class RestoreReport:
     removed: list[str] = field(default_factory=list)
     modules: list[str] = field(default_factory=list)
     not_restored: dict[str, str] = field(default_factory=dict)
+    # Chunks mapped by a lazy restore and not yet verified, each with the variables built on it.
+    unverified: dict[str, list[str]] = field(default_factory=dict)
+
+    def lazy_names(self, keys: Iterable[str] | None = None) -> list[str]:
+        """The variables built on the given unverified chunks (all of them by default)."""
+        chosen = self.unverified if keys is None else keys
+        return sorted({n for key in chosen for n in self.unverified[key]})
 
     def summary(self) -> str:
         parts = [f"restored checkpoint {self.checkpoint}: {len(self.loaded)} variable(s) read"]
@@ -66,6 +79,8 @@ class RestoreReport:
             parts.append(f"{len(self.patched)} changed in place")
         if self.kept:
             parts.append(f"{len(self.kept)} unchanged")
+        if self.unverified:
+            parts.append(f"{', '.join(self.lazy_names())} mapped (read as used, verified in the background)")
         if self.removed:
             parts.append("removed " + ", ".join(self.removed))
         line = "; ".join(parts)
@@ -89,13 +104,38 @@ def _read_buffer(store: Store, buffer: dict[str, Any]) -> memoryview:
     return out
 
 
-def read_group(store: Store, entry: dict[str, Any]) -> serialize.Packed:
-    """The verified bytes of one group (or of the random states)."""
-    return serialize.Packed(
-        entry.get("serializer", "pickle"),
-        bytes(store.get_blob(entry["key"])),
-        [_read_buffer(store, buffer) for buffer in entry["buffers"]],
-    )
+def _map_buffer(store: Store, buffer: dict[str, Any]) -> memoryview | None:
+    """A large buffer whose chunks are all raw, mapped from their files unverified; else None."""
+    if buffer["size"] < LAZY_MIN or not mapping.supported():
+        return None
+    pieces: list[mapping.Piece] = []
+    for index, key in enumerate(buffer["chunks"]):
+        extent = store.raw_extent(key)
+        if extent is None:
+            return None
+        pieces.append((index * CHUNK, *extent))
+    try:
+        return mapping.map_pieces(buffer["size"], pieces)
+    except OSError:
+        return None  # read it instead
+
+
+def read_group(store: Store, entry: dict[str, Any], unverified: dict[str, list[str]] | None = None) -> serialize.Packed:
+    """The verified bytes of one group (or of the random states).
+
+    With ``unverified``, large raw buffers are mapped instead of read, and their
+    chunks are added to it, for the caller to verify.
+    """
+    buffers = []
+    for buffer in entry["buffers"]:
+        mapped = _map_buffer(store, buffer) if unverified is not None else None
+        if mapped is None or unverified is None:
+            buffers.append(_read_buffer(store, buffer))
+            continue
+        buffers.append(mapped)
+        for key in buffer["chunks"]:
+            unverified.setdefault(key, []).extend(entry["names"])
+    return serialize.Packed(entry.get("serializer", "pickle"), bytes(store.get_blob(entry["key"])), buffers)
 
 
 def _patches(
@@ -142,8 +182,12 @@ def restore_namespace(
     hidden: Iterable[str] = (),
     exclude: Iterable[str] = (),
     cells_for: dict[str, str] | None = None,
+    lazy: bool = False,
 ) -> RestoreReport:
-    """Make ``module``'s namespace hold the checkpoint's state; returns what was done."""
+    """Make ``module``'s namespace hold the checkpoint's state; returns what was done.
+
+    With ``lazy``, large raw arrays are mapped and listed in ``unverified``.
+    """
     namespace = module.__dict__
     variables: dict[str, dict[str, Any]] = manifest["variables"]
     wanted = set(only) if only is not None else None
@@ -168,7 +212,7 @@ def restore_namespace(
             patches += plan
             report.patched.extend(names)
             continue
-        objs = serialize.loads(read_group(store, entry), module)
+        objs = serialize.loads(read_group(store, entry, report.unverified if lazy else None), module)
         incoming.update({n: objs[n] for n in names})
         report.loaded.extend(names)
     states: dict[str, Any] = {}

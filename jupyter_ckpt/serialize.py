@@ -6,7 +6,9 @@ other picklers are tried around it, and the one used is recorded per group:
 1. ``pickle`` (the C pickler, protocol 5) when the group holds nothing defined in
    the notebook itself. It is several times faster than dill on object graphs.
    Large buffers (numpy arrays and everything built on them) go out of band:
-   they are stored as raw page-aligned blobs and mapped back on restore.
+   they are stored as content-addressed chunks, and a lazy restore maps the raw
+   ones back instead of reading them. Views are stored as views of their root
+   array, and arrays are rebuilt directly on their buffer.
 2. ``dill`` for everything that mentions the notebook: functions, classes,
    lambdas and closures defined there are pickled by value, and their globals
    by reference to the notebook namespace, so a restored function sees the
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import copyreg
+import importlib
 import io
 import pickle
 import reprlib
@@ -75,20 +78,51 @@ def _in_notebook(obj: Any) -> bool:
     return isinstance(obj, (types.FunctionType, type)) and getattr(obj, "__module__", None) == "__main__"
 
 
+def _array_from(buffer: Any, dtype: Any, shape: tuple[int, ...], order: str) -> Any:
+    """Rebuild an array directly on its buffer, so views of it keep it as their base."""
+    numpy = sys.modules.get("numpy") or importlib.import_module("numpy")
+    return numpy.ndarray(shape, dtype, buffer=buffer, order=order)
+
+
 def _view_of(root: Any, dtype: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> Any:
     """Rebuild a numpy view on its (already rebuilt) base array."""
     return type(root)(shape, dtype, buffer=root, offset=offset, strides=strides)
 
 
-def _reduce_view(obj: Any) -> Any:
-    """Pickle a numpy view as a view of its base, which numpy itself would copy."""
+def _extent(a: Any) -> tuple[int, int]:
+    """The first and one-past-last byte addresses an array can reach."""
+    start = end = a.__array_interface__["data"][0]
+    if a.size == 0:
+        return start, start
+    for n, stride in zip(a.shape, a.strides, strict=True):
+        reach = (n - 1) * stride
+        start, end = (start + reach, end) if reach < 0 else (start, end + reach)
+    return start, end + a.itemsize
+
+
+def _reduce_array(obj: Any) -> Any:
+    """Pickle a numpy array so that arrays sharing memory still share it when rebuilt.
+
+    An array that owns its memory (or sits on a foreign buffer) is stored as its
+    buffer, out of band when large; a view is stored as a view of that root,
+    which numpy itself would copy. Rebuilt arrays sit directly on their buffer,
+    so a view taken after a restore still finds them as its base.
+    """
     numpy = sys.modules.get("numpy")
-    if numpy is None or type(obj) is not numpy.ndarray or not isinstance(obj.base, numpy.ndarray):
+    if numpy is None or type(obj) is not numpy.ndarray or obj.dtype.hasobject:
         return NotImplemented
-    root = obj.base
+    root = obj
     while isinstance(root.base, numpy.ndarray):
         root = root.base
-    if type(root) is not numpy.ndarray or root.base is not None or root.dtype.hasobject:
+    contiguous = root.flags.c_contiguous or root.flags.f_contiguous
+    if type(root) is not numpy.ndarray or root.dtype.hasobject or not contiguous:
+        return NotImplemented
+    if root is obj:
+        order = "C" if obj.flags.c_contiguous else "F"
+        return _array_from, (pickle.PickleBuffer(obj if order == "C" else obj.T), obj.dtype, obj.shape, order)
+    lo, hi = _extent(root)
+    start, end = _extent(obj)
+    if start < lo or end > hi:
         return NotImplemented
     offset = obj.__array_interface__["data"][0] - root.__array_interface__["data"][0]
     return _view_of, (root, obj.dtype, obj.shape, obj.strides, offset)
@@ -98,12 +132,12 @@ class _FastPickler(pickle.Pickler):
     def reducer_override(self, obj: Any) -> Any:
         if _in_notebook(obj) or isinstance(obj, types.ModuleType):
             raise _DefinedInNotebook
-        return _reduce_view(obj)
+        return _reduce_array(obj)
 
 
 class _DillPickler(dill.Pickler):  # type: ignore[misc]
     def reducer_override(self, obj: Any) -> Any:
-        return _reduce_view(obj)
+        return _reduce_array(obj)
 
 
 def _buffer_sink(buffers: list[memoryview]) -> Any:

@@ -27,6 +27,7 @@ import contextlib
 import errno
 import hashlib
 import hmac
+import io
 import json
 import mmap
 import os
@@ -299,29 +300,50 @@ class Store:
             raise
         return BlobInfo(key, len(view), header_size + len(payload), new=True)
 
+    def _header(self, key: str, f: io.BufferedReader) -> tuple[int, int, int, bytes]:
+        """Check a blob file's header against its size: returns codec, header size, payload size and MAC."""
+        head = f.read(_HEADER.size)
+        if len(head) < _HEADER.size:
+            raise IntegrityError(f"blob {key} is truncated")
+        magic, version, codec, _, header_size, length, mac = _HEADER.unpack(head)
+        if magic != MAGIC:
+            raise IntegrityError(f"blob {key} is not a jupyter-ckpt blob")
+        if version > FORMAT_VERSION:
+            raise StoreVersionError(f"blob {key} was written by a newer jupyter-ckpt (format {version})")
+        size = os.fstat(f.fileno()).st_size
+        if size != header_size + length:
+            raise IntegrityError(f"blob {key} is truncated ({size} of {header_size + length} bytes)")
+        if header_size not in (_SMALL_HEADER, _PAGE) or f.read(header_size - _HEADER.size).strip(b"\0"):
+            raise IntegrityError(f"blob {key} has a damaged header")
+        return codec, header_size, length, mac
+
+    def _open_blob(self, key: str) -> io.BufferedReader:
+        path = self._blob_path(_check_key(key))
+        try:
+            return open(path, "rb")
+        except FileNotFoundError:
+            raise IntegrityError(f"blob {key} is missing from the store") from None
+
+    def raw_extent(self, key: str) -> tuple[Path, int, int] | None:
+        """Where a raw blob's payload lies in its file (path, offset, length), if page-aligned; else None.
+
+        The header is checked, the signature is not: whoever maps the payload
+        verifies it with ``get_blob`` afterwards.
+        """
+        with self._open_blob(key) as f:
+            codec, header_size, length, _ = self._header(key, f)
+        if codec != CODEC_RAW or header_size != _PAGE:
+            return None
+        return self._blob_path(key), header_size, length
+
     def get_blob(self, key: str, into: memoryview | None = None) -> memoryview:
         """The verified content of a blob, read into ``into`` when given (raw blobs go straight there).
 
         Raises IntegrityError, naming the blob, if it is missing, truncated, damaged
         or fails its signature check; nothing is returned before the check.
         """
-        path = self._blob_path(_check_key(key))
-        if not path.exists():
-            raise IntegrityError(f"blob {key} is missing from the store")
-        with open(path, "rb") as f:
-            head = f.read(_HEADER.size)
-            if len(head) < _HEADER.size:
-                raise IntegrityError(f"blob {key} is truncated")
-            magic, version, codec, _, header_size, length, mac = _HEADER.unpack(head)
-            if magic != MAGIC:
-                raise IntegrityError(f"blob {key} is not a jupyter-ckpt blob")
-            if version > FORMAT_VERSION:
-                raise StoreVersionError(f"blob {key} was written by a newer jupyter-ckpt (format {version})")
-            size = os.fstat(f.fileno()).st_size
-            if size != header_size + length:
-                raise IntegrityError(f"blob {key} is truncated ({size} of {header_size + length} bytes)")
-            if header_size not in (_SMALL_HEADER, _PAGE) or f.read(header_size - _HEADER.size).strip(b"\0"):
-                raise IntegrityError(f"blob {key} has a damaged header")
+        with self._open_blob(key) as f:
+            codec, _, length, mac = self._header(key, f)
             raw = codec == CODEC_RAW and into is not None
             if raw and into is not None and into.nbytes != length:
                 raise IntegrityError(f"blob {key} holds {length} bytes where {into.nbytes} were expected")

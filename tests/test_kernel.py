@@ -242,3 +242,50 @@ def test_cells_run_before_the_server_loaded_the_extension_are_caught_up(kernels:
         (2, "y = 2\nraise ValueError('late')"),
     ]
     assert store.manifest(caught.id)["variables"]["y"]["repr"] == "2"
+
+
+def test_a_large_array_is_mapped_on_restore_and_its_bytes_checked_after(kernels: Any, store: Store) -> None:
+    first = kernels("lazy.ipynb")
+    first.ok("%load_ext jupyter_ckpt")
+    first.ok("import numpy as np\nbig = np.random.default_rng(0).random(12_000_000)\nview = big[10:20]\nsmall = [1]")
+    expected = first.value("float(big.sum())")
+    first.ok("import jupyter_ckpt; jupyter_ckpt.wait()")
+    first.kill()
+
+    second = kernels("lazy.ipynb")
+    second.ok("%load_ext jupyter_ckpt")
+    out = second.ok("%checkpoint restore latest")
+    assert "big, view mapped (read as used, verified in the background)" in out
+    assert second.value("float(big.sum())") == expected
+    assert second.value("bool(np.shares_memory(view, big)) and small == [1]")
+    # Writing to the mapped array changes the variable, never the stored checkpoint.
+    second.ok("big[:] = 0.0")
+    assert second.run("import jupyter_ckpt; jupyter_ckpt.wait()").stderr == ""  # verified: nothing to report
+    second.ok("%checkpoint restore -1")
+    assert second.value("float(big.sum())") == expected
+    second.ok("%checkpoint wait")
+
+    # A chunk damaged on disk is mapped as it is, and reported once the background check reaches it.
+    record = store.resolve("lazy.ipynb", "latest")
+    m = store.manifest(record.id)
+    chunk = m["groups"][m["variables"]["big"]["group"]]["buffers"][0]["chunks"][5]
+    path = store.root / "blobs" / chunk[:2] / chunk
+    with open(path, "r+b") as f:
+        f.seek(10_000)
+        byte = f.read(1)
+        f.seek(10_000)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    third = kernels("lazy.ipynb")
+    third.ok("%load_ext jupyter_ckpt")
+    assert "mapped" in third.ok("%checkpoint restore latest")
+    r = third.run("import jupyter_ckpt; jupyter_ckpt.wait()")
+    assert f"big, view as restored from checkpoint {record.id} may hold damaged values: blob {chunk} fails" in r.stderr
+    # Checkpoint 10 was taken after a restore: a view still shares memory with its array.
+    assert third.value("bool(np.shares_memory(view, big)) and small == [1]")
+
+    # Without lazy restore the same damage is refused before anything changes.
+    strict = kernels("lazy.ipynb")
+    strict.ok("%config Checkpoints.lazy_restore = False\n%load_ext jupyter_ckpt\nbig = 'untouched'")
+    r = strict.run("%checkpoint restore latest")
+    assert r.stderr.startswith(f"UsageError: blob {chunk} fails its signature check")
+    assert strict.value("big") == "untouched"

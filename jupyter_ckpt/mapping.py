@@ -1,0 +1,62 @@
+"""One writable buffer made of page-aligned pieces of files, read only as it is touched (Linux).
+
+A lazy restore gives a large array this buffer instead of reading its chunks:
+the array is usable at once, and each page is read from its chunk file the
+first time it is touched. The mapping is private (copy-on-write): writing to
+the array never changes a file, and a file removed later (``gc``) stays
+readable through the mapping.
+
+Python's ``mmap`` cannot place a mapping at a given address, so the pieces are
+mapped with libc's ``mmap(MAP_FIXED)`` over one anonymous region that Python
+owns: when the last view of the region goes, it is unmapped whole.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import mmap
+import os
+import sys
+from pathlib import Path
+
+_MAP_FIXED = 0x10  # the same on every Linux architecture
+
+if sys.platform == "linux":
+    _libc = ctypes.CDLL(None, use_errno=True)
+    _libc.mmap.restype = ctypes.c_void_p
+    _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+
+# (where in the buffer, file, offset in the file, length); where and offset are multiples of the page size.
+Piece = tuple[int, Path, int, int]
+
+
+def supported() -> bool:
+    return sys.platform == "linux"
+
+
+def map_pieces(size: int, pieces: list[Piece]) -> memoryview:
+    """A private, writable buffer of ``size`` bytes whose contents are the pieces' file bytes.
+
+    Raises OSError if a piece cannot be mapped; nothing stays mapped then.
+    """
+    region = mmap.mmap(-1, size)
+    anchor = ctypes.c_char.from_buffer(region)
+    base = ctypes.addressof(anchor)
+    del anchor  # release the export, so the region can be unmapped when its views go
+    try:
+        for start, path, offset, length in pieces:
+            if start % mmap.PAGESIZE or offset % mmap.PAGESIZE or start + length > size:
+                raise OSError(f"{path}: piece at {start}+{length} (file offset {offset}) cannot be mapped")
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                prot = mmap.PROT_READ | mmap.PROT_WRITE
+                got = _libc.mmap(base + start, length, prot, mmap.MAP_PRIVATE | _MAP_FIXED, fd, offset)
+            finally:
+                os.close(fd)
+            if got != base + start:
+                err = ctypes.get_errno()
+                raise OSError(err, f"mmap of {path}: {os.strerror(err)}")
+    except BaseException:
+        region.close()
+        raise
+    return memoryview(region)
