@@ -169,8 +169,8 @@ class Mode:
         """The same, reading every byte before it returns, if the tool's restore is lazy."""
         return None
 
-    def read_restored(self, info: dict[str, Any]) -> float | None:
-        """Seconds to read the files of the state ``restore`` loads, one after the other, as ``cat`` would."""
+    def read_restored(self, info: dict[str, Any]) -> tuple[float, int] | None:
+        """Seconds and bytes to read the files of the state ``restore`` loads, one after the other, as ``cat`` would."""
         return None
 
 
@@ -206,17 +206,18 @@ class JupyterCkpt(Mode):
     def restore_full(self, info: dict[str, Any]) -> str:
         return "%config Checkpoints.lazy_restore = False\n" + self.restore(info)
 
-    def read_restored(self, info: dict[str, Any]) -> float:
+    def read_restored(self, info: dict[str, Any]) -> tuple[float, int]:
         db = sqlite3.connect(self.store / "catalog.sqlite")
         keys = [k for (k,) in db.execute("SELECT blob FROM refs WHERE checkpoint_id=?", (info["last"],))]
         db.close()
         buf = bytearray(8 << 20)
+        read = 0
         start = time.monotonic()
         for key in keys:
             with open(self.store / "blobs" / key[:2] / key, "rb", buffering=0) as f:
-                while f.readinto(buf):
-                    pass
-        return time.monotonic() - start
+                while n := f.readinto(buf):
+                    read += n
+        return time.monotonic() - start, read
 
 
 class Dill(Mode):
@@ -352,7 +353,9 @@ def run_session(
         kernel.stop()
     if "failed" in out:
         return out
-    out["read_s"] = mode.read_restored(out)
+    read = mode.read_restored(out)
+    if read is not None:
+        out["read_s"], out["read_bytes"] = read
     for key, code in (("restore", mode.restore(out)), ("full_restore", mode.restore_full(out))):
         if code is None:
             continue
@@ -437,6 +440,12 @@ def cell(value: Any, fmt: str = "{:.0f}") -> str:
     return "–" if value is None else fmt.format(value)
 
 
+def read_cell(r: dict[str, Any]) -> str:
+    if "read_s" not in r:
+        return "–"
+    return f"{r['read_s']:.2f} ({human_bytes(r['read_bytes'])})"
+
+
 def matches(diffs: list[str] | None) -> str:
     if diffs is None:
         return "–"
@@ -468,7 +477,8 @@ def markdown(report: dict[str, Any]) -> str:
         "`jupyter_ckpt.wait()` after the last cell (not in added time). Cold restore = the tool's restore in a "
         "new kernel, until the prompt is back (jupyter-ckpt maps large arrays and verifies them afterwards); "
         "full restore = jupyter-ckpt with `lazy_restore` off, every byte read and verified first; read = reading "
-        "that checkpoint's files one after the other. Matched: run / undo / cold restore / full restore, "
+        "that checkpoint's files one after the other (how many bytes), from a warm page cache like the restores. "
+        "Matched: run / undo / cold restore / full restore, "
         "variable digests against the baseline run "
         "(~ differs, - missing, + extra). See README.md.",
         "",
@@ -492,7 +502,7 @@ def markdown(report: dict[str, Any]) -> str:
             lines.append(
                 f"| {nb} | {name} | {cell(s.get('pause_p50_ms'))} | {cell(s.get('pause_p95_ms'))} | {added} "
                 f"| {cell(r.get('drain_s'), '{:.2f}')} | {r.get('checkpoints', '–')} | {human_bytes(r['bytes'])} "
-                f"| {undo} | {restore} | {full} | {cell(r.get('read_s'), '{:.2f}')} | {matched} |"
+                f"| {undo} | {restore} | {full} | {read_cell(r)} | {matched} |"
             )
         ours = entry["tools"].get("jupyter-ckpt")
         for peer in ("dill", "kishu"):
