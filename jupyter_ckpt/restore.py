@@ -128,13 +128,12 @@ def read_group(store: Store, entry: dict[str, Any], unverified: dict[str, list[s
     """
     buffers = []
     for buffer in entry["buffers"]:
-        mapped = _map_buffer(store, buffer) if unverified is not None else None
-        if mapped is None or unverified is None:
+        if unverified is not None and (mapped := _map_buffer(store, buffer)) is not None:
+            buffers.append(mapped)
+            for key in buffer["chunks"]:
+                unverified.setdefault(key, []).extend(entry["names"])
+        else:
             buffers.append(_read_buffer(store, buffer))
-            continue
-        buffers.append(mapped)
-        for key in buffer["chunks"]:
-            unverified.setdefault(key, []).extend(entry["names"])
     return serialize.Packed(entry.get("serializer", "pickle"), bytes(store.get_blob(entry["key"])), buffers)
 
 
