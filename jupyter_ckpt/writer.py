@@ -12,7 +12,9 @@ boundary; at most two children write at a time and the others wait for a
 go-ahead on a pipe (or its end, when the kernel is gone). When four are alive,
 a new request drops the oldest child that has not started: the newest states are
 the ones an undo needs. A dropped child is killed and reaped later, so the cell
-does not wait for its exit. Children run at nice 19: the user's cells come first.
+does not wait for its exit. Children run as idle-class tasks (``SCHED_IDLE``, or nice 19
+where that class is missing): they get a core only when nothing else wants it, so the
+user's cells, the kernel's threads and the frontend come first.
 """
 
 from __future__ import annotations
@@ -81,6 +83,14 @@ def fork_unsafe_reason(min_free_ratio: float = 0.5) -> str | None:
     return None
 
 
+def _run_when_idle() -> None:
+    """Let this process (and the threads it starts) run only on a core nothing else wants."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):  # not Linux
+        os.nice(19)
+
+
 def _kib(text: str, field: str) -> int | None:
     for line in text.splitlines():
         if line.startswith(field):
@@ -134,7 +144,7 @@ class ForkWriter:
             code = 1
             try:
                 signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is for the user's cell
-                os.nice(19)  # the user's cells come first: writers take the CPU time the kernel leaves
+                _run_when_idle()
                 gc.disable()  # a collection would touch (and so copy) every tracked object's page
                 for other in [gate] + [c.gate for c in self._children if c.gate is not None]:
                     os.close(other)  # so that the kernel's death ends this child's wait

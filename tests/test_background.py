@@ -17,6 +17,9 @@ def test_the_next_cell_runs_while_a_big_checkpoint_is_written(kernels: Any, stor
     k.ok("%load_ext jupyter_ckpt")
     k.ok(BIG)
     assert "writing: yes" in k.ok("%checkpoint status")  # the write is still going on ...
+    writers = "open(f'/proc/self/task/{os.getpid()}/children').read().split()"
+    idle = f"{{os.sched_getscheduler(int(pid)) == os.SCHED_IDLE for pid in {writers}}}"
+    assert k.value(f"(lambda os: {idle})(__import__('os'))") == {True}  # ... in a child that yields every core ...
     assert k.value("marker") == "after big"  # ... and cells run meanwhile
     k.ok("%checkpoint wait")
     assert "writing: no" in k.ok("%checkpoint status")
