@@ -42,6 +42,7 @@ SHARED_PACKAGES = ("numpy", "pandas", "scikit-learn", "scipy", "dill", "ipykerne
 BASELINE_CAP = 1800.0  # the cap is for tools; the baseline only needs a safety net
 MARKS = {"marks": "__import__('benchkernel').marks()"}
 DIGEST = {"digest": "__import__('benchkernel').digest(get_ipython())"}
+THROUGHPUT_REPEAT = 3
 
 
 class KernelError(Exception):
@@ -518,6 +519,27 @@ def markdown(report: dict[str, Any]) -> str:
                 f"| {ratio(theirs.get('restore_s'), ours.get('restore_s'))} |"
                 + (" peer run incomplete |" if "failed" in theirs else " |")
             )
+    if "throughput" in report:
+        lines += [
+            "",
+            "Throughput on array data (benchmarks/throughput.py): four arrays, "
+            f"{human_bytes(report['throughput_bytes'])} in all, taken to durable files on the same disk by pickle 5 "
+            "with out-of-band buffers (one file, one fsync) and by a jupyter-ckpt checkpoint (chunks hashed, "
+            "signed, compressed where it pays, each fsynced); arrays' bytes ÷ median wall time of "
+            f"{report['throughput_repeat']} alternating runs.",
+            "",
+            "| data | write | pickle 5 GB/s | jupyter-ckpt GB/s | jupyter-ckpt ÷ pickle 5 "
+            "| bytes written (pickle 5 / ours) |",
+            "|---|---|--:|--:|--:|---|",
+        ]
+        for data, rows in report["throughput"].items():
+            for row in rows:
+                rate = row["gb_per_s"]
+                written = " / ".join(human_bytes(row["written"][k]) for k in ("pickle5", "jupyter-ckpt"))
+                lines.append(
+                    f"| {data} | {row['case']} | {rate['pickle5']:.2f} | {rate['jupyter-ckpt']:.2f} "
+                    f"| {row['ratio']:.2f}× | {written} |"
+                )
     if ratios:
         lines += [
             "",
@@ -598,6 +620,18 @@ def main() -> None:
             reference = fastest(entry["baseline"], entry["tools"][Again.name])
             for result in entry["tools"].values():
                 result["summary"] = summarize(result, reference)
+    os.sync()
+    print("throughput ...", end=" ", flush=True)
+    t0 = time.monotonic()
+    measured = subprocess.run(
+        [sys.executable, str(BENCH / "throughput.py"), "--scale", str(scale), "--repeat", str(THROUGHPUT_REPEAT)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    report.update(throughput=json.loads(measured.stdout), throughput_repeat=THROUGHPUT_REPEAT)
+    report["throughput_bytes"] = next(iter(report["throughput"].values()))[0]["bytes"]
+    print(f"{time.monotonic() - t0:.0f} s", flush=True)
     report["meta"]["wall_s"] = time.monotonic() - began
 
     for entry in report["notebooks"].values():  # digests were only needed for the comparisons
