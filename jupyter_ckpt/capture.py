@@ -195,8 +195,9 @@ def _put_buffer(put: Put, buf: memoryview, blobs: dict[str, BlobInfo]) -> dict[s
     view = buf.cast("B") if buf.format != "B" or buf.ndim != 1 else buf
     first = put(view[:CHUNK], True)
     compress = first.stored < min(view.nbytes, CHUNK) * 0.9 if first.new else first.stored < first.size
-    # Hashing, compressing, signing and writing release the GIL: chunks go through on every core.
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+    # Hashing, compressing, signing and writing release the GIL: chunks go through on every core, and
+    # twice as many threads as cores keep the cores busy while others wait for their fsync.
+    with ThreadPoolExecutor(max_workers=2 * (os.cpu_count() or 1)) as pool:
         rest = list(
             pool.map(lambda start: put(view[start : start + CHUNK], compress), range(CHUNK, view.nbytes, CHUNK))
         )
