@@ -520,10 +520,11 @@ def markdown(report: dict[str, Any]) -> str:
                 + (" peer run incomplete |" if "failed" in theirs else " |")
             )
     if "throughput" in report:
+        size = next(iter(report["throughput"].values()))[0]["bytes"]
         lines += [
             "",
             "Throughput on array data (benchmarks/throughput.py): four arrays, "
-            f"{human_bytes(report['throughput_bytes'])} in all, taken to durable files on the same disk by pickle 5 "
+            f"{human_bytes(size)} in all, taken to durable files on the same disk by pickle 5 "
             "with out-of-band buffers (one file, one fsync) and by a jupyter-ckpt checkpoint (chunks hashed, "
             "signed, compressed where it pays, each fsynced); arrays' bytes ÷ median wall time of "
             f"{report['throughput_repeat']} alternating runs.",
@@ -630,7 +631,6 @@ def main() -> None:
         check=True,
     )
     report.update(throughput=json.loads(measured.stdout), throughput_repeat=THROUGHPUT_REPEAT)
-    report["throughput_bytes"] = next(iter(report["throughput"].values()))[0]["bytes"]
     print(f"{time.monotonic() - t0:.0f} s", flush=True)
     report["meta"]["wall_s"] = time.monotonic() - began
 
