@@ -59,8 +59,7 @@ def list() -> list[CheckpointRecord]:  # noqa: A001 - the verb users know
 
 def wait() -> None:
     """Block until every checkpoint already requested is durable on disk, and the last restore is verified."""
-    _ckpt().wait()
-    _ckpt().wait_verified()
+    _ckpt().settle()
 
 
 def here() -> int | None:

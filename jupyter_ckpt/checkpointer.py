@@ -352,8 +352,10 @@ class Checkpointer:
                 "Restore them from another checkpoint, or recompute them."
             )
 
-    def wait_verified(self) -> None:
-        """Block until the chunks mapped by the last lazy restore are verified (or reported)."""
+    def settle(self) -> None:
+        """What ``jupyter_ckpt.wait()`` and ``%checkpoint wait`` promise: every checkpoint already requested
+        is durable, and the chunks mapped by the last lazy restore are verified (or reported)."""
+        self.wait()
         if self._verifier is not None:
             self._verifier.join()
 

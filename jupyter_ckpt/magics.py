@@ -247,7 +247,7 @@ class CheckpointMagics(Magics):
 
     def _wait(self, opts: Any) -> None:
         self._no_args(opts)
-        self.ckpt.wait()
+        self.ckpt.settle()
 
     def _tag(self, opts: Any) -> None:
         if not opts.tag:

@@ -279,7 +279,7 @@ def test_a_large_array_is_mapped_on_restore_and_its_bytes_checked_after(kernels:
     third = kernels("lazy.ipynb")
     third.ok("%load_ext jupyter_ckpt")
     assert "mapped" in third.ok("%checkpoint restore latest")
-    r = third.run("__import__('jupyter_ckpt').wait()")
+    r = third.run("%checkpoint wait")  # the same wait as jupyter_ckpt.wait(), used above
     assert f"big, view as restored from checkpoint {record.id} may hold damaged values: blob {chunk} fails" in r.stderr
     # Checkpoint 10 was taken after a restore: a view still shares memory with its array.
     assert third.value("bool(np.shares_memory(view, big)) and small == [1]")
