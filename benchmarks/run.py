@@ -621,7 +621,6 @@ def main() -> None:
             reference = fastest(entry["baseline"], entry["tools"][Again.name])
             for result in entry["tools"].values():
                 result["summary"] = summarize(result, reference)
-    os.sync()
     print("throughput ...", end=" ", flush=True)
     t0 = time.monotonic()
     measured = subprocess.run(
