@@ -119,7 +119,10 @@ def _reduce_array(obj: Any) -> Any:
         return NotImplemented
     if root is obj:
         order = "C" if obj.flags.c_contiguous else "F"
-        return _array_from, (pickle.PickleBuffer(obj if order == "C" else obj.T), obj.dtype, obj.shape, order)
+        data = obj if order == "C" else obj.T
+        if obj.dtype.kind in "mM":
+            data = data.reshape(-1).view(numpy.uint8)  # datetimes refuse the buffer protocol; their bytes do not
+        return _array_from, (pickle.PickleBuffer(data), obj.dtype, obj.shape, order)
     lo, hi = _extent(root)
     start, end = _extent(obj)
     if start < lo or end > hi:

@@ -219,6 +219,28 @@ def test_changing_a_few_rows_of_a_large_array_writes_one_chunk(store: Store) -> 
     assert module.__dict__["table"].flags.writeable
 
 
+def test_a_dataframe_with_dates_is_written_incrementally(store: Store) -> None:
+    pd = pytest.importorskip("pandas")
+    n = 2_000_000
+    frame = pd.DataFrame(
+        {
+            "at": pd.Timestamp("2024-01-01") + pd.to_timedelta(np.arange(n), unit="s"),  # 16 MB of datetime64
+            "took": pd.to_timedelta(np.arange(n) % 600, unit="s"),  # and of timedelta64
+            "price": np.random.default_rng(0).random(n),
+        }
+    )
+    module = types.ModuleType("__main__")
+    module.__dict__["frame"] = frame
+    ckpt = Checkpointer(store, "dates.ipynb", module)
+    ckpt.save()
+    frame.loc[7, "price"] = -1.0
+    second = ckpt.save()
+    assert store.get(second).new_bytes < 5 << 20  # the chunk that changed, not the dates again
+    fresh = types.ModuleType("__main__")
+    Checkpointer(store, "dates.ipynb", fresh).restore(second)
+    pd.testing.assert_frame_equal(fresh.__dict__["frame"], frame)
+
+
 def test_compressible_chunks_written_and_read_in_parallel_round_trip(store: Store) -> None:
     module = types.ModuleType("__main__")
     steps = np.repeat(np.arange(40_000, dtype=float), 100)  # 32 MB in eight distinct, compressible chunks
