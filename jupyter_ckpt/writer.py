@@ -15,6 +15,11 @@ the ones an undo needs. A dropped child is killed and reaped later, so the cell
 does not wait for its exit. Children run as idle-class tasks (``SCHED_IDLE``, or nice 19
 where that class is missing): they get a core only when nothing else wants it, so the
 user's cells, the kernel's threads and the frontend come first.
+
+While any child is alive, the objects the kernel held when it forked are kept out of its
+cyclic garbage collector (``gc.freeze``): a full collection writes to the header of every
+tracked object, which would copy nearly every page of the heap shared with the child.
+They are handed back (``gc.unfreeze``) as soon as no child is left.
 """
 
 from __future__ import annotations
@@ -139,6 +144,7 @@ class ForkWriter:
         self._started += 1
         result = self._tmp / f"result.{os.getpid()}.{self._started}.json"
         wait_on, gate = os.pipe()
+        gc.freeze()
         pid = os.fork()
         if pid == 0:  # the child: no streams, no logging, no sockets, and never return
             code = 1
@@ -208,6 +214,7 @@ class ForkWriter:
                 return  # the oldest is still writing; younger ones wait their turn
             self._children.pop(0)
             self._collect(child)
+        gc.unfreeze()  # no child shares the heap any more
 
     def _collect(self, child: _Child) -> None:
         try:

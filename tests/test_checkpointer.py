@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import random
+import resource
 import textwrap
 import types
+import weakref
 
 import numpy as np
 import pytest
@@ -274,3 +277,37 @@ def test_short_of_memory_a_cell_waits_for_the_write_in_progress(store: Store, mo
     assert [r.cell for r in records] == [1, 2]
     assert store.manifest(records[-1].id)["variables"]["step"]["repr"] == "2"
     assert notes == ["jupyter-ckpt: writing checkpoints in the kernel itself: only 10 MiB of memory free"]
+
+
+class Node:
+    """A cycle's member that a weak reference can watch."""
+
+    me: Node
+
+
+def test_a_garbage_collection_during_a_write_copies_none_of_the_heap(store: Store) -> None:
+    module = types.ModuleType("__main__")
+    module.__dict__["records"] = [{"id": i, "tags": [i]} for i in range(300_000)]  # 600,000 tracked objects
+    module.__dict__["big"] = np.random.default_rng(0).random(30_000_000)  # 240 MB: its child writes a while
+    ckpt = Checkpointer(store, "gc.ipynb", module, background=True)
+    gc.disable()  # so that no automatic collection frees the cycle before the fork
+    try:
+        cycle = Node()
+        cycle.me = cycle
+        garbage = weakref.ref(cycle)
+        del cycle
+        ckpt.record_cell(1, "records = ...", True, 1.0)
+        assert ckpt.save(trigger="cell", cell=1) is None  # forked
+    finally:
+        gc.enable()
+
+    before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+    gc.collect()
+    copied = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before
+    assert ckpt.status()["writing"]  # the child shared the heap all through the collection
+    assert copied < 1_000  # pages copied; touching every object's header copies about 14,000 here
+    assert garbage() is not None  # what was garbage at the fork waits for the write ...
+
+    ckpt.wait()
+    gc.collect()
+    assert garbage() is None  # ... and is collected after it
