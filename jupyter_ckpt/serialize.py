@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import copyreg
+import gc
 import importlib
 import io
 import pickle
@@ -208,9 +209,26 @@ def dump_with(serializer: str, objs: dict[str, Any], module: types.ModuleType) -
         return _DUMPERS[serializer](objs, module)
 
 
+@contextlib.contextmanager
+def _no_collection() -> Iterator[None]:
+    """Keep the cyclic garbage collector out of an unpickling.
+
+    Every object an unpickler makes is kept, but each 700 allocations start a
+    collection that traverses them, and the older ones again and again: in a
+    restore of 2M small objects the collector took 1.1 s of 1.7.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def loads(packed: Packed, module: types.ModuleType) -> dict[str, Any]:
     """Rebuild a group. Callers verify the bytes before they get here."""
-    with as_main(module):
+    with as_main(module), _no_collection():
         if packed.serializer == "dill":
             unpickler = dill.Unpickler(io.BytesIO(packed.payload), buffers=packed.buffers)
             unpickler._main = module

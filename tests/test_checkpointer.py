@@ -279,6 +279,27 @@ def test_short_of_memory_a_cell_waits_for_the_write_in_progress(store: Store, mo
     assert notes == ["jupyter-ckpt: writing checkpoints in the kernel itself: only 10 MiB of memory free"]
 
 
+def test_no_garbage_collection_runs_while_a_checkpoint_is_unpickled(store: Store) -> None:
+    module = types.ModuleType("__main__")
+    module.__dict__["users"] = [{"id": i, "tags": [i]} for i in range(200_000)]  # 400,000 objects to rebuild
+    cid = Checkpointer(store, "objs.ipynb", module).save()
+    fresh = types.ModuleType("__main__")
+    restorer = Checkpointer(store, "objs.ipynb", fresh)
+    collections: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        restorer.restore(cid)
+    finally:
+        gc.callbacks.remove(count)
+    assert fresh.__dict__["users"] == module.__dict__["users"]
+    assert len(collections) < 10  # about one per 700 objects made (~570 here) when the collector runs along
+
+
 class Node:
     """A cycle's member that a weak reference can watch."""
 
