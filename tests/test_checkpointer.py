@@ -10,6 +10,7 @@ import types
 import weakref
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from jupyter_ckpt import checkpointer
@@ -223,7 +224,6 @@ def test_changing_a_few_rows_of_a_large_array_writes_one_chunk(store: Store) -> 
 
 
 def test_a_dataframe_with_dates_is_written_incrementally(store: Store) -> None:
-    pd = pytest.importorskip("pandas")
     n = 2_000_000
     frame = pd.DataFrame(
         {
