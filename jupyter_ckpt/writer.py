@@ -16,10 +16,10 @@ does not wait for its exit. Children run as idle-class tasks (``SCHED_IDLE``, or
 where that class is missing): they get a core only when nothing else wants it, so the
 user's cells, the kernel's threads and the frontend come first.
 
-While any child is alive, the objects the kernel held when it forked are kept out of its
-cyclic garbage collector (``gc.freeze``): a full collection writes to the header of every
-tracked object, which would copy nearly every page of the heap shared with the child.
-They are handed back (``gc.unfreeze``) as soon as no child is left.
+While any child is alive, the kernel's automatic full garbage collections wait: a full
+collection writes to the header of every tracked object, which would copy nearly every page
+of the heap shared with the child. Young generations are collected as usual, and so is
+everything on an explicit ``gc.collect()``.
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ from typing import Any
 
 Job = Callable[[], Any]
 Done = Callable[[Any, BaseException | None], None]
+# A threshold for the oldest generation that is never reached.
+_NEVER = 2**31 - 1
 
 
 class WriterFailed(Exception):
@@ -130,6 +132,7 @@ class ForkWriter:
         self._children: list[_Child] = []
         self._dropped: list[int] = []  # killed children not yet reaped
         self._started = 0
+        self._full_threshold: int | None = None  # the oldest generation's threshold, while it is held back
 
     @property
     def busy(self) -> bool:
@@ -144,7 +147,7 @@ class ForkWriter:
         self._started += 1
         result = self._tmp / f"result.{os.getpid()}.{self._started}.json"
         wait_on, gate = os.pipe()
-        gc.freeze()
+        self._hold_full_collections()
         pid = os.fork()
         if pid == 0:  # the child: no streams, no logging, no sockets, and never return
             code = 1
@@ -214,7 +217,21 @@ class ForkWriter:
                 return  # the oldest is still writing; younger ones wait their turn
             self._children.pop(0)
             self._collect(child)
-        gc.unfreeze()  # no child shares the heap any more
+        self._resume_full_collections()
+
+    def _hold_full_collections(self) -> None:
+        """Keep automatic full collections from copying the heap a child shares."""
+        if self._full_threshold is None:
+            young, middle, self._full_threshold = gc.get_threshold()
+            gc.set_threshold(young, middle, _NEVER)
+
+    def _resume_full_collections(self) -> None:
+        """No child shares the heap any more: give the oldest generation its threshold back."""
+        if self._full_threshold is not None:
+            young, middle, oldest = gc.get_threshold()
+            if oldest == _NEVER:  # unless someone set a threshold of their own meanwhile
+                gc.set_threshold(young, middle, self._full_threshold)
+            self._full_threshold = None
 
     def _collect(self, child: _Child) -> None:
         try:
