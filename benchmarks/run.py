@@ -4,7 +4,7 @@ Every notebook in benchmarks/notebooks runs cell by cell in a real kernel (jupyt
 once per mode, in this order: no tool (the baseline), no tool again (the noise floor),
 jupyter-ckpt, dill, kishu. See benchmarks/README.md for what each number means.
 
-    python benchmarks/run.py             # full run, about 13 minutes on 2 cores
+    python benchmarks/run.py             # full run, about 15 minutes on 2 cores
     python benchmarks/run.py --quick     # smoke run at 2% of the sizes
 """
 
