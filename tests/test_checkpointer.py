@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import random
+import sys
 import textwrap
 import types
 
@@ -298,6 +299,7 @@ def test_no_garbage_collection_runs_while_a_checkpoint_is_unpickled(store: Store
     assert len(collections) < 10  # about one per 700 objects made (~570 here) when the collector runs along
 
 
+@pytest.mark.skipif(sys.version_info[:2] == (3, 14), reason="3.14's incremental collector has no full collections")
 def test_no_automatic_full_collection_runs_while_a_write_shares_the_heap(store: Store) -> None:
     module = types.ModuleType("__main__")
     module.__dict__["records"] = [{"id": i, "tags": [i]} for i in range(300_000)]  # 600,000 tracked objects
