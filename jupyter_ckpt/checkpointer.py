@@ -137,11 +137,16 @@ class Checkpointer:
             return "cell"
         return None
 
-    def idle_tick(self) -> int | None:
-        """Called while the kernel is idle: finish a background write, take an owed or periodic checkpoint."""
+    def commit_finished(self) -> None:
+        """Commit the background writes that have finished; safe while a cell runs, as it takes no state."""
         with self._lock:
             if self._fork is not None:
                 self._fork.poll()
+
+    def idle_tick(self) -> int | None:
+        """Called while the kernel is idle: commit finished writes, take an owed or periodic checkpoint."""
+        with self._lock:
+            self.commit_finished()
             if self._owed is not None:
                 trigger, status, cell = self._owed
                 return self.save(trigger=trigger, status=status, cell=cell)
@@ -194,7 +199,8 @@ class Checkpointer:
             self._owed = None
             self._cells_since = 0
             self._last_time = meta.at  # the policy counts from when the state was taken
-            writer.poll(block=wait)
+            if wait:
+                writer.poll(block=True)
             return outcome.get("id")
 
     def _writer_for(self, wait: bool) -> SyncWriter | ForkWriter | None:

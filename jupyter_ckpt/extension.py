@@ -79,7 +79,9 @@ class Checkpoints(StoreOptions):
         config=True
     )
     idle_poll = Float(
-        1.0, help="Seconds between idle checks: finish a background write, take a periodic or postponed checkpoint."
+        1.0,
+        help="Seconds between the idle thread's checks: commit finished background writes (also while a cell "
+        "runs) and, while the kernel is idle, take a periodic or postponed checkpoint.",
     ).tag(config=True)
     background = Bool(
         True,
@@ -170,10 +172,11 @@ class CellHooks:
     def _idle_loop(self) -> None:
         while not self._stop.wait(self._idle_poll):
             with self.ckpt._lock:
-                if self._executing:
-                    continue
                 try:
-                    self.ckpt.idle_tick()
+                    if self._executing:  # mid-cell, the namespace is in flux: only commit what is written
+                        self.ckpt.commit_finished()
+                    else:
+                        self.ckpt.idle_tick()
                 except Exception as e:  # the kernel must outlive any failed periodic checkpoint
                     self.notice(f"jupyter-ckpt: periodic checkpoint failed: {e}")
 

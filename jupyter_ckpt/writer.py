@@ -12,9 +12,11 @@ boundary; at most two children write at a time and the others wait for a
 go-ahead on a pipe (or its end, when the kernel is gone). When four are alive,
 a new request drops the oldest child that has not started: the newest states are
 the ones an undo needs. A dropped child is killed and reaped later, so the cell
-does not wait for its exit. Children run as idle-class tasks (``SCHED_IDLE``, or nice 19
-where that class is missing): they get a core only when nothing else wants it, so the
-user's cells, the kernel's threads and the frontend come first.
+does not wait for its exit. A request only reaps: finished children are committed
+by ``poll``, which the kernel's idle thread calls, so no cell waits for the catalog.
+Children run as idle-class tasks (``SCHED_IDLE``, or nice 19 where that class is
+missing): they get a core only when nothing else wants it, so the user's cells, the
+kernel's threads and the frontend come first.
 
 While any child is alive, the kernel's automatic full garbage collections wait: a full
 collection writes to the header of every tracked object, which would copy nearly every page
@@ -69,6 +71,7 @@ class _Child:
     result: Path
     done: Done
     gate: int | None  # the pipe on which the child waits for its go-ahead; None once it may write
+    exited: bool = False  # reaped; its result waits to be collected
 
 
 def fork_unsafe_reason(min_free_ratio: float = 0.5) -> str | None:
@@ -140,10 +143,14 @@ class ForkWriter:
         return bool(self._children)
 
     def submit(self, job: Job, done: Done) -> None:
-        """Fork a child holding this moment's state; with ``alive`` children, the oldest waiting one gives way."""
-        self.poll()
-        if len(self._children) >= self._alive:
-            self._drop(next(c for c in self._children if c.gate is not None))
+        """Fork a child holding this moment's state; with ``alive`` children, the oldest waiting one gives way.
+
+        Finished children are reaped but not collected here: committing them is ``poll``'s work.
+        """
+        self._reap()
+        living = [c for c in self._children if not c.exited]
+        if len(living) >= self._alive:  # fewer than ``alive`` may write, so one of them waits
+            self._drop(next(c for c in living if c.gate is not None))
         self._started += 1
         result = self._tmp / f"result.{os.getpid()}.{self._started}.json"
         wait_on, gate = os.pipe()
@@ -175,7 +182,7 @@ class ForkWriter:
 
     def _release(self) -> None:
         """Let the oldest waiting children write, up to ``writing`` at once."""
-        writing = sum(c.gate is None for c in self._children)
+        writing = sum(c.gate is None and not c.exited for c in self._children)
         for child in self._children:
             if writing >= self._writing:
                 return
@@ -194,30 +201,39 @@ class ForkWriter:
         self._children.remove(child)
         self._dropped.append(child.pid)
 
-    def _reap_dropped(self) -> None:
+    def _reap(self) -> None:
+        """Note which children have exited (and free their turn to write) without collecting them."""
         for pid in list(self._dropped):
-            try:
-                done = os.waitpid(pid, os.WNOHANG)[0] != 0
-            except ChildProcessError:
-                done = True
-            if done:
-                self._dropped.remove(pid)
+            with contextlib.suppress(ChildProcessError):
+                if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                    continue
+            self._dropped.remove(pid)
+        for child in self._children:
+            if not child.exited:
+                self._wait(child, block=False)
+        self._release()
+        if all(c.exited for c in self._children):
+            self._resume_full_collections()
+
+    @staticmethod
+    def _wait(child: _Child, block: bool) -> None:
+        try:
+            child.exited = os.waitpid(child.pid, 0 if block else os.WNOHANG)[0] != 0
+        except ChildProcessError:  # someone else reaped it: the result file is the truth
+            child.exited = True
 
     def poll(self, block: bool = False) -> None:
         """Collect finished children, oldest first (or wait for all), handing each outcome to its ``done``."""
-        self._reap_dropped()
+        self._reap()
         while self._children:
-            self._release()
             child = self._children[0]
-            try:
-                pid, _ = os.waitpid(child.pid, 0 if block else os.WNOHANG)
-            except ChildProcessError:  # someone else reaped it: the result file is the truth
-                pid = child.pid
-            if pid == 0:
-                return  # the oldest is still writing; younger ones wait their turn
+            if not child.exited:
+                if not block:
+                    return  # the oldest is still writing; younger ones wait their turn
+                self._wait(child, block=True)
+                self._reap()
             self._children.pop(0)
             self._collect(child)
-        self._resume_full_collections()
 
     def _hold_full_collections(self) -> None:
         """Keep automatic full collections from copying the heap a child shares."""

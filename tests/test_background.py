@@ -69,3 +69,19 @@ def test_a_write_that_outlives_its_killed_kernel_is_adopted(kernels: Any, store:
     assert revived.ok("%checkpoint restore latest").startswith("restored checkpoint")
     assert revived.value("(marker, step)") == ("after big", 2)
     assert revived.value("big.shape") == (50_000_000,)
+
+
+def test_a_finished_write_is_committed_while_the_next_cell_still_runs(kernels: Any, store: Store) -> None:
+    k = kernels("long.ipynb")
+    k.ok("%load_ext jupyter_ckpt")
+    k.ok("x = 41")  # cell 2: its child finishes within a second
+    long_cell = k.kc.execute("import time\ntime.sleep(8)\ny = 1")  # cell 3, still running below
+    deadline = time.time() + 6
+    while not store.checkpoints("long.ipynb") and time.time() < deadline:
+        time.sleep(0.1)
+    assert [r.cell for r in store.checkpoints("long.ipynb")] == [2]  # on the timeline before cell 3 ends
+    while k.kc.get_shell_msg(timeout=30)["parent_header"].get("msg_id") != long_cell:
+        pass
+    k.ok("%checkpoint wait")
+    assert [r.cell for r in store.checkpoints("long.ipynb")] == [2, 3]
+    assert k.value("(x, y)") == (41, 1)
