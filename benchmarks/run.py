@@ -303,7 +303,7 @@ def run_session(
     mode: Mode, cells: list[str], env: dict[str, str], cap: float, reference: dict[str, Any] | None, log: Path
 ) -> dict[str, Any]:
     """Run the notebook under one mode; then undo in the live kernel and restore in a new one."""
-    out: dict[str, Any] = {"cell_s": [], "pause_s": []}
+    out: dict[str, Any] = {"cell_s": [], "pause_s": [], "fork_s": []}
     env = {**env, **mode.env()}
     kernel = Kernel(mode.python, env, log)
     started = time.monotonic()
@@ -325,6 +325,7 @@ def run_session(
             marks = json.loads(probe.values["marks"])
             # The tool's pre_run_cell hooks, plus end of this cell's code to a trivial next cell done.
             out["pause_s"].append((marks["pre_last"] - marks["pre_first"]) + (probe.end - marks["post_first"]))
+            out["fork_s"].append(marks["fork_s"])  # part of the pause
             out["cell_s"].append(cell.seconds)
             mode.after_cell()
             if reference is None and i == len(cells) - 2:
@@ -426,6 +427,9 @@ def summarize(result: dict[str, Any], ref: dict[str, list[float]]) -> dict[str, 
     summary["lower_bound"] = lower_bound
     if pauses:
         summary.update(pause_p50_ms=1000 * percentile(pauses, 50), pause_p95_ms=1000 * percentile(pauses, 95))
+    if any(result["fork_s"]):
+        forks = result["fork_s"]
+        summary.update(fork_p50_ms=1000 * percentile(forks, 50), fork_p95_ms=1000 * percentile(forks, 95))
     return summary
 
 
@@ -479,19 +483,20 @@ def markdown(report: dict[str, Any]) -> str:
         "new kernel, until the prompt is back (jupyter-ckpt maps large arrays and verifies them afterwards); "
         "full restore = jupyter-ckpt with `lazy_restore` off, every byte read and verified first; read = reading "
         "that checkpoint's files one after the other (how many bytes), from a warm page cache like the restores. "
+        "Fork = the kernel's time in `os.fork` per cell, part of the pause. "
         "Matched: run / undo / cold restore / full restore, "
         "variable digests against the baseline run "
         "(~ differs, - missing, + extra). See README.md.",
         "",
-        "| notebook | tool | pause p50 ms | pause p95 ms | added time | drain s | checkpoints | bytes stored "
-        "| undo s | cold restore s | full restore s | read s | matched (run / undo / restore / full) |",
-        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
+        "| notebook | tool | pause p50 ms | pause p95 ms | fork p50/p95 ms | added time | drain s | checkpoints "
+        "| bytes stored | undo s | cold restore s | full restore s | read s | matched (run / undo / restore / full) |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
     ]
     ratios = []
     for nb, entry in report["notebooks"].items():
         runs = [entry["baseline"], entry["tools"].get(Again.name, {"failed": "not run"})]
         totals = " and ".join(f"{sum(r['cell_s']):.1f} s" for r in runs if "failed" not in r)
-        lines.append(f"| {nb} | no tool | | | runs of {totals} | | | | | | | | |")
+        lines.append(f"| {nb} | no tool | | | | runs of {totals} | | | | | | | | |")
         for name, r in entry["tools"].items():
             s = r["summary"]
             failed = r.get("failed", "")
@@ -500,8 +505,9 @@ def markdown(report: dict[str, Any]) -> str:
             kinds = ("run", "undo", "restore", "full_restore")
             matched = " / ".join(matches(r.get(f"{k}_diffs")) for k in kinds)
             undo, restore, full = (r.get(f"{k}_failed") or cell(r.get(f"{k}_s"), "{:.2f}") for k in kinds[1:])
+            forks = f"{s['fork_p50_ms']:.0f}/{s['fork_p95_ms']:.0f}" if "fork_p50_ms" in s else "–"
             lines.append(
-                f"| {nb} | {name} | {cell(s.get('pause_p50_ms'))} | {cell(s.get('pause_p95_ms'))} | {added} "
+                f"| {nb} | {name} | {cell(s.get('pause_p50_ms'))} | {cell(s.get('pause_p95_ms'))} | {forks} | {added} "
                 f"| {cell(r.get('drain_s'), '{:.2f}')} | {r.get('checkpoints', '–')} | {human_bytes(r['bytes'])} "
                 f"| {undo} | {restore} | {full} | {read_cell(r)} | {matched} |"
             )
