@@ -3,7 +3,7 @@
 ``ForkWriter`` forks the kernel. The child sees a frozen copy of the namespace
 (copy-on-write: the fork costs page tables, not data), serializes it, writes the
 blobs and leaves the manifest in a result file; the parent commits the catalog
-row when it next looks (a cell boundary, an idle tick, ``wait()``). The child
+row when it next looks (an idle tick, also mid-cell, or ``wait()``). The child
 never touches a stream, a logger, a socket or the catalog, and always ends in
 ``os._exit``. The parent reaps exactly its own children's pids.
 
@@ -13,7 +13,7 @@ go-ahead on a pipe (or its end, when the kernel is gone). When four are alive,
 a new request drops the oldest child that has not started: the newest states are
 the ones an undo needs. A dropped child is killed and reaped later, so the cell
 does not wait for its exit. A request only reaps: finished children are committed
-by ``poll``, which the kernel's idle thread calls, so no cell waits for the catalog.
+by ``poll``, which the kernel's idle thread calls, so a cell boundary commits nothing.
 Children run as idle-class tasks (``SCHED_IDLE``, or nice 19 where that class is
 missing): they get a core only when nothing else wants it, so the user's cells, the
 kernel's threads and the frontend come first.
@@ -191,7 +191,7 @@ class ForkWriter:
                     os.write(child.gate, b"1")
                 os.close(child.gate)
                 child.gate = None
-                writing += 1
+                writing += not child.exited
 
     def _drop(self, child: _Child) -> None:
         """End a child that has not started writing: a newer state replaces it. It is reaped later."""
