@@ -44,6 +44,7 @@ KERNEL_READY = """async (path) => {
 def open_notebook(page: Page, lab: Lab, name: str) -> None:
     """Open a notebook alone, in a workspace of its own."""
     page.goto(f"{lab.url}/lab/workspaces/{name.removesuffix('.ipynb')}/tree/{name}?token={lab.token}")
+    page.wait_for_function("() => window.jupyterapp !== undefined")  # set once Lab has started, after the page loads
     page.evaluate(KERNEL_READY, name)
 
 
