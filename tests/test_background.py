@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from jupyter_ckpt.store import Store
+from jupyter_ckpt.writer import ForkWriter
 
 BIG = "import numpy as np\nbig = np.random.default_rng(0).random(50_000_000)  # 400 MB\nmarker = 'after big'"
 
@@ -85,3 +88,16 @@ def test_a_finished_write_is_committed_while_the_next_cell_still_runs(kernels: A
     k.ok("%checkpoint wait")
     assert [r.cell for r in store.checkpoints("long.ipynb")] == [2, 3]
     assert k.value("(x, y)") == (41, 1)
+
+
+def test_a_waiting_write_gets_its_turn_once_the_writes_before_it_finish(tmp_path: Path) -> None:
+    writer = ForkWriter(tmp_path, encode=lambda x: x, decode=lambda x: x)
+    outcomes: list[Any] = []
+    for i in range(3):  # two write at once, the third waits for a turn
+        writer.submit(lambda i=i: i, lambda outcome, error: outcomes.append(outcome if error is None else error))
+    time.sleep(1)  # the first two have finished, and nothing has committed them yet
+    waiting = threading.Thread(target=writer.poll, kwargs={"block": True}, daemon=True)  # what wait() does
+    waiting.start()
+    waiting.join(timeout=30)
+    assert not waiting.is_alive(), "the wait never returned: the third write did not get its turn"
+    assert outcomes == [0, 1, 2]
