@@ -101,6 +101,14 @@ def _run_when_idle() -> None:
         os.nice(19)
 
 
+def _reaped(pid: int, block: bool = False) -> bool:
+    """Whether our child ``pid`` has exited, reaping it; ``block`` waits for it."""
+    try:
+        return os.waitpid(pid, 0 if block else os.WNOHANG)[0] != 0
+    except ChildProcessError:  # someone else reaped it: the result file is the truth
+        return True
+
+
 def _kib(text: str, field: str) -> int | None:
     for line in text.splitlines():
         if line.startswith(field):
@@ -203,24 +211,12 @@ class ForkWriter:
 
     def _reap(self) -> None:
         """Note which children have exited (and free their turn to write) without collecting them."""
-        for pid in list(self._dropped):
-            with contextlib.suppress(ChildProcessError):
-                if os.waitpid(pid, os.WNOHANG)[0] == 0:
-                    continue
-            self._dropped.remove(pid)
+        self._dropped = [pid for pid in self._dropped if not _reaped(pid)]
         for child in self._children:
-            if not child.exited:
-                self._wait(child, block=False)
+            child.exited = child.exited or _reaped(child.pid)
         self._release()
         if all(c.exited for c in self._children):
             self._resume_full_collections()
-
-    @staticmethod
-    def _wait(child: _Child, block: bool) -> None:
-        try:
-            child.exited = os.waitpid(child.pid, 0 if block else os.WNOHANG)[0] != 0
-        except ChildProcessError:  # someone else reaped it: the result file is the truth
-            child.exited = True
 
     def poll(self, block: bool = False) -> None:
         """Collect finished children, oldest first (or wait for all), handing each outcome to its ``done``."""
@@ -230,7 +226,7 @@ class ForkWriter:
             if not child.exited:
                 if not block:
                     return  # the oldest is still writing; younger ones wait their turn
-                self._wait(child, block=True)
+                child.exited = _reaped(child.pid, block=True)
                 self._reap()
             self._children.pop(0)
             self._collect(child)
