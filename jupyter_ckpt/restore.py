@@ -163,10 +163,10 @@ def _patches(
     plan: list[Patch] = []
     for view, now, then in zip(packed.buffers, current["buffers"], target["buffers"], strict=True):
         flat = view.cast("B") if view.format != "B" or view.ndim != 1 else view
-        if flat.readonly:
-            return None
-        pairs = enumerate(zip(now["chunks"], then["chunks"], strict=True))
-        plan += [(flat, i * CHUNK, store.get_blob(t)) for i, (n, t) in pairs if n != t]
+        changed = [(i, t) for i, (n, t) in enumerate(zip(now["chunks"], then["chunks"], strict=True)) if n != t]
+        if changed and flat.readonly:
+            return None  # a text column's buffer, or a read-only array: rebuild the group
+        plan += [(flat, i * CHUNK, store.get_blob(t)) for i, t in changed]
     return plan
 
 

@@ -8,7 +8,9 @@ other picklers are tried around it, and the one used is recorded per group:
    Large buffers (numpy arrays and everything built on them) go out of band:
    they are stored as content-addressed chunks, and a lazy restore maps the raw
    ones back instead of reading them. Views are stored as views of their root
-   array, and arrays are rebuilt directly on their buffer.
+   array, and arrays are rebuilt directly on their buffer. Large arrays of
+   strings (pandas' string and object columns) are stored as one text, out of
+   band too, not as one pickled object per element.
 2. ``dill`` for everything that mentions the notebook: functions, classes,
    lambdas and closures defined there are pickled by value, and their globals
    by reference to the notebook namespace, so a restored function sees the
@@ -24,12 +26,14 @@ import copyreg
 import gc
 import importlib
 import io
+import operator
 import pickle
 import reprlib
 import sys
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 import cloudpickle
@@ -38,6 +42,11 @@ import dill
 # Buffers smaller than this stay inside the pickle stream: a separate file would cost more than it saves.
 OUT_OF_BAND_MIN = 64 * 1024
 REPR_MAX = 200
+# Object arrays of at least this many elements, mostly strings, are stored as text.
+TEXT_MIN = 4096
+_SEPARATOR = "\x00"
+# Elements looked at to tell whether an array's strings repeat (then each distinct one is stored once).
+_SAMPLE = 1000
 
 
 class NotSerializable(Exception):
@@ -101,6 +110,65 @@ def _extent(a: Any) -> tuple[int, int]:
     return start, end + a.itemsize
 
 
+def _text_array(text: Any, shape: tuple[int, ...], order: str, codes: Any, others: Any, values: list[Any]) -> Any:
+    """Rebuild an object array stored by ``_reduce_text``."""
+    numpy = sys.modules.get("numpy") or importlib.import_module("numpy")
+    pieces = str(text, "utf-8", "surrogatepass").split(_SEPARATOR)
+    strings = numpy.empty(len(pieces), dtype=object)
+    strings[:] = pieces
+    flat = strings if codes is None else strings.take(codes)
+    for i, value in zip(others.tolist(), values, strict=True):
+        flat[i] = value
+    return flat.reshape(shape, order=order)
+
+
+def _reduce_text(obj: Any, numpy: Any) -> Any:
+    """Pickle a large object array of (mostly) strings as one UTF-8 text, out of band.
+
+    The C pickler spends 240-260 ns on each string: 0.47-0.53 s for a column of 2M.
+    Joined into one text the column takes about 0.1 s, or 0.2-0.3 s when its
+    values repeat (below), and the text is chunked and content-addressed like an
+    array's buffer, so an unchanged column writes nothing and one changed string
+    writes one chunk. Elements that are not exact ``str`` (NaN, None, ``pd.NA``)
+    are pickled by themselves, with their positions. Arrays whose strings contain
+    the separator are left to the pickler.
+
+    When a sample shows values repeating (5 regions, or 5,000 product codes in 2M
+    rows), the text holds each distinct string once, with an array of codes: a
+    restore then builds the column in 20 ms, not 0.2 s, with one object per
+    distinct string. Which equal strings were one object is not kept.
+    """
+    if obj.size < TEXT_MIN:
+        return NotImplemented
+    order = "F" if obj.flags.f_contiguous and not obj.flags.c_contiguous else "C"
+    items = obj.ravel(order).tolist()
+    kinds = set(map(type, items))
+    if str not in kinds:
+        return NotImplemented
+    others = numpy.zeros(0, dtype=numpy.intp)
+    if len(kinds) > 1:
+        mask = numpy.fromiter(map(operator.is_not, map(type, items), repeat(str)), dtype=bool, count=len(items))
+        others = numpy.flatnonzero(mask)
+        if len(others) > len(items) // 2:
+            return NotImplemented
+    sample = [x for x in items[:: max(1, len(items) // _SAMPLE)] if type(x) is str]
+    values = [items[i] for i in others.tolist()]
+    for i in others.tolist():
+        items[i] = ""
+    codes = None
+    if len(set(sample)) < 0.99 * len(sample):
+        strings = list(dict.fromkeys(items))
+        lookup = {s: i for i, s in enumerate(strings)}
+        dtype = numpy.min_scalar_type(len(strings))
+        codes = numpy.fromiter(map(lookup.__getitem__, items), dtype=dtype, count=len(items))
+        items = strings
+    text = _SEPARATOR.join(items)
+    if text.count(_SEPARATOR) != len(items) - 1:
+        return NotImplemented
+    data = pickle.PickleBuffer(text.encode("utf-8", "surrogatepass"))
+    return _text_array, (data, obj.shape, order, codes, others, values)
+
+
 def _reduce_array(obj: Any) -> Any:
     """Pickle a numpy array so that arrays sharing memory still share it when rebuilt.
 
@@ -110,7 +178,11 @@ def _reduce_array(obj: Any) -> Any:
     so a view taken after a restore still finds them as its base.
     """
     numpy = sys.modules.get("numpy")
-    if numpy is None or type(obj) is not numpy.ndarray or obj.dtype.hasobject:
+    if numpy is None or type(obj) is not numpy.ndarray:
+        return NotImplemented
+    if obj.dtype == object:
+        return _reduce_text(obj, numpy)
+    if obj.dtype.hasobject:
         return NotImplemented
     root = obj
     while isinstance(root.base, numpy.ndarray):

@@ -243,6 +243,39 @@ def test_a_dataframe_with_dates_is_written_incrementally(store: Store) -> None:
     pd.testing.assert_frame_equal(fresh.__dict__["frame"], frame)
 
 
+def test_string_columns_are_stored_as_text_and_written_incrementally(store: Store) -> None:
+    n = 2_000_000
+    skus = np.array([f"SKU-{i:05d}" for i in range(5000)])
+    frame = pd.DataFrame(
+        {
+            "product": pd.array(skus[np.arange(n) % 5000], dtype="string"),  # pandas' own string column
+            "note": pd.Series([None if i % 9 == 0 else f"n{i}" for i in range(n)], dtype=object),  # with gaps
+            "price": np.random.default_rng(0).random(n),
+        }
+    )
+    labels = np.array(["cat", "dog"] * 50_000, dtype=object)  # two strings, each held 50,000 times
+    module = types.ModuleType("__main__")
+    grid = np.asfortranarray(np.array([[f"r{i}", f"s{i}\u00e9"] for i in range(5000)], dtype=object))
+    module.__dict__.update(frame=frame, labels=labels, grid=grid, raw=np.array(["a\x00b"] * 5000, dtype=object))
+    ckpt = Checkpointer(store, "text.ipynb", module)
+    first = ckpt.save()
+    frame.loc[1_234_567, "product"] = "SKU-renamed"
+    second = ckpt.save()
+    # The text of one column is 20 MB in five chunks: one changed string writes one of them, compressed.
+    assert store.get(second).new_bytes < store.get(first).new_bytes / 10
+    frame.loc[3, "price"] = -1.0
+    ckpt.save()
+    report = ckpt.undo(at_cell_boundary=True)
+    assert report.patched == ["frame"] and frame.loc[3, "price"] != -1.0  # the text was not read again
+    fresh = types.ModuleType("__main__")
+    Checkpointer(store, "text.ipynb", fresh).restore(second)
+    pd.testing.assert_frame_equal(fresh.__dict__["frame"], frame)
+    assert fresh.__dict__["frame"]["note"].iloc[9] is None
+    assert list(fresh.__dict__["labels"]) == list(labels) and len(set(map(id, fresh.__dict__["labels"]))) == 2
+    assert list(fresh.__dict__["raw"]) == ["a\x00b"] * 5000  # a separator inside a string: pickled as before
+    assert fresh.__dict__["grid"].flags.f_contiguous and (fresh.__dict__["grid"] == grid).all()
+
+
 def test_compressible_chunks_written_and_read_in_parallel_round_trip(store: Store) -> None:
     module = types.ModuleType("__main__")
     steps = np.repeat(np.arange(40_000, dtype=float), 100)  # 32 MB in eight distinct, compressible chunks
