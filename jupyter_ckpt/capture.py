@@ -33,6 +33,9 @@ MACHINERY = frozenset(
 )
 _NUMBERED = re.compile(r"^_i?\d+$")
 _ATOMIC = (int, float, complex, str, bytes, bool, type(None), range)
+# Whether a type is atomic, filled in as types are met: one lookup per object, not an isinstance with
+# eight types. It keeps the types it has met alive (a few classes a notebook redefined, at most).
+_ATOMIC_TYPES: dict[type, bool] = dict.fromkeys(_ATOMIC, True)
 # Past this many objects reached from one variable, it is grouped with the other oversized ones.
 REACH_BUDGET = 2_000_000
 # Large buffers are stored in chunks of this size, each content-addressed.
@@ -75,19 +78,42 @@ class _Overflow(Exception):
     pass
 
 
-def _reach(obj: Any, budget: int) -> set[int]:
-    """Ids of the mutable objects a variable holds, to find what variables share."""
+def _claim(owner: dict[int, str], i: int, name: str, met: set[str]) -> bool:
+    """Record object ``i`` as held by ``name``; False (noting who) if another variable held it first."""
+    other = owner.setdefault(i, name)
+    if other != name:
+        met.add(other)
+    return other == name
+
+
+def _reach(obj: Any, name: str, owner: dict[int, str], budget: int) -> set[str]:
+    """Record in ``owner`` the mutable objects variable ``name`` holds; returns the variables that held one first.
+
+    The walk stops at an object another variable holds: whatever that object
+    holds is the other variable's already, and the two share a group anyway. So
+    ``users`` and a ``by_name`` index of the same 300,000 dicts are walked once.
+    """
     numpy = sys.modules.get("numpy")
-    seen: set[int] = set()
+    met: set[str] = set()
+    fresh = 0
     stack = [obj]
     while stack:
         o = stack.pop()
-        if isinstance(o, _ATOMIC) or id(o) in seen:
-            continue
-        seen.add(id(o))
-        if len(seen) > budget:
-            raise _Overflow
         t = type(o)
+        atomic = _ATOMIC_TYPES.get(t)
+        if atomic is None:
+            atomic = _ATOMIC_TYPES[t] = issubclass(t, _ATOMIC)
+        if atomic:
+            continue
+        i = id(o)
+        if i in owner:
+            if owner[i] != name:
+                met.add(owner[i])
+            continue
+        owner[i] = name
+        fresh += 1
+        if fresh > budget:
+            raise _Overflow
         if t in (list, tuple, set, frozenset):
             stack.extend(o)
         elif t is dict:
@@ -96,22 +122,22 @@ def _reach(obj: Any, budget: int) -> set[int]:
             base = o
             while isinstance(base.base, numpy.ndarray):
                 base = base.base
-            seen.add(id(base))
+            _claim(owner, id(base), name, met)
             if o.dtype.hasobject:
                 stack.extend(o.ravel().tolist())
         elif isinstance(o, types.FunctionType):
             stack.extend(o.__defaults__ or ())
             for cell in o.__closure__ or ():
-                seen.add(id(cell))
+                _claim(owner, id(cell), name, met)
         elif isinstance(o, (type, types.ModuleType)):
             continue
         else:
             if getattr(t, "__module__", None) == "__main__":
-                seen.add(id(t))  # an instance travels with its notebook-defined class
+                _claim(owner, id(t), name, met)  # an instance travels with its notebook-defined class
             state = getattr(o, "__dict__", None)
             if isinstance(state, dict):
                 stack.extend(state.values())
-    return seen
+    return met
 
 
 def group(variables: dict[str, Any], budget: int = REACH_BUDGET) -> list[list[str]]:
@@ -128,17 +154,15 @@ def group(variables: dict[str, Any], budget: int = REACH_BUDGET) -> list[list[st
     oversized: str | None = None
     for name in sorted(variables):
         try:
-            reached = _reach(variables[name], budget)
+            met = _reach(variables[name], name, owner, budget)
         except _Overflow:
             # Too big to trace: keep all such variables together, which is always correct.
             if oversized is not None:
                 parent[root(name)] = root(oversized)
             oversized = name
             continue
-        for i in reached:
-            other = owner.setdefault(i, name)
-            if other != name:
-                parent[root(name)] = root(other)
+        for other in met:
+            parent[root(name)] = root(other)
     groups: dict[str, list[str]] = {}
     for name in sorted(variables):
         groups.setdefault(root(name), []).append(name)

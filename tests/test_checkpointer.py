@@ -92,6 +92,25 @@ def test_groups_follow_shared_objects_only(nb: tuple[types.ModuleType, Checkpoin
     assert ("base", "view") in groups
     assert ("Point", "p") in groups
     assert ("scale",) in groups
+    # Sharing found deep inside, through an object another variable reached first, and chains of it.
+    rows = [{"id": i, "tags": [str(i)]} for i in range(1000)]
+    tag = rows[500]["tags"]
+    chained = {"a": [rows[3]], "b": {"rows": rows[7:9]}, "c": ([tag],), "d": np.array([rows[1]], dtype=object)}
+    alone = {"e": [{"id": 1, "tags": ["1"]}], "f": (1, "x", 2.0, True), "g": np.arange(3)}
+    assert sorted(group({**chained, **alone, "rows": rows})) == [["a", "b", "c", "d", "rows"], ["e"], ["f"], ["g"]]
+
+
+def test_the_timeline_shows_large_dict_subclasses_abbreviated(store: Store) -> None:
+    from collections import Counter, defaultdict
+
+    module = types.ModuleType("__main__")
+    module.__dict__["followers"] = defaultdict(list, {i: [i] for i in range(300_000)})
+    module.__dict__["counts"] = Counter({"b": 2, "a": 1})
+    cid = Checkpointer(store, "dicts.ipynb", module).save()
+    variables = store.manifest(cid)["variables"]
+    # reprlib's short form, complete, not the first 200 characters of a 300,000-entry repr.
+    assert variables["followers"]["repr"] == "defaultdict({0: [0], 1: [1], 2: [2], 3: [3], ...})"
+    assert variables["counts"]["repr"] == "Counter({'a': 1, 'b': 2})"
 
 
 def test_restore_is_exact_and_reads_only_what_changed(nb: tuple[types.ModuleType, Checkpointer]) -> None:
