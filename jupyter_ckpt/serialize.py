@@ -227,30 +227,76 @@ def _buffer_sink(buffers: list[memoryview]) -> Any:
     return keep
 
 
-def _dump_pickle(objs: dict[str, Any], module: types.ModuleType) -> Packed:
+SERIALIZERS = ("pickle", "dill", "cloudpickle")
+_CONTAINERS = (list, tuple, dict, set, frozenset)
+
+
+def _pickler(serializer: str, out: io.BytesIO, buffers: list[memoryview], module: types.ModuleType) -> Any:
+    sink = _buffer_sink(buffers)
+    if serializer == "pickle":
+        return _FastPickler(out, protocol=5, buffer_callback=sink)
+    if serializer == "dill":
+        pickler = _DillPickler(out, protocol=5, buffer_callback=sink)
+        pickler._main = module
+        return pickler
+    return cloudpickle.Pickler(out, protocol=5, buffer_callback=sink)
+
+
+def _unpickler(serializer: str, stream: io.BytesIO, buffers: Any, module: types.ModuleType) -> Any:
+    if serializer == "dill":
+        unpickler = dill.Unpickler(stream, buffers=buffers)
+        unpickler._main = module
+        return unpickler
+    if serializer in ("pickle", "cloudpickle"):
+        return pickle.Unpickler(stream, buffers=buffers)
+    raise ValueError(f"unknown serializer {serializer!r}")
+
+
+class _Segments:
+    """Several variables as one pickle stream each, all sharing the pickler's memo.
+
+    Identity across them survives (the unpickler reads the streams in order with
+    one memo), and each stream is stored as a buffer of its own, chunked and
+    content-addressed: when a loop variable of a notebook (``for u in users``)
+    points at another record, its stream changes and the 19 MB stream of
+    ``users`` beside it is not written again.
+    """
+
+    def __init__(self, serializer: str, names: list[str], segments: list[memoryview], buffers: list[memoryview]):
+        self.serializer, self.names, self.segments, self.buffers = serializer, names, segments, buffers
+
+    def __reduce__(self) -> Any:
+        pieces = [[pickle.PickleBuffer(view) for view in views] for views in (self.segments, self.buffers)]
+        return _join, (self.serializer, self.names, *pieces)
+
+
+def _join(serializer: str, names: list[str], segments: list[Any], buffers: list[Any]) -> dict[str, Any]:
+    """Read the streams of ``_Segments`` back, in order, through one unpickler (``loads`` set ``__main__``)."""
+    unpickler = _unpickler(serializer, io.BytesIO(b"".join(segments)), buffers, sys.modules["__main__"])
+    return {name: unpickler.load() for name in names}
+
+
+def _dump(serializer: str, objs: dict[str, Any], module: types.ModuleType) -> Packed:
     buffers: list[memoryview] = []
     out = io.BytesIO()
-    _FastPickler(out, protocol=5, buffer_callback=_buffer_sink(buffers)).dump(objs)
-    return Packed("pickle", out.getvalue(), buffers)
-
-
-def _dump_dill(objs: dict[str, Any], module: types.ModuleType) -> Packed:
-    buffers: list[memoryview] = []
-    out = io.BytesIO()
-    pickler = _DillPickler(out, protocol=5, buffer_callback=_buffer_sink(buffers))
-    pickler._main = module
-    pickler.dump(objs)
-    return Packed("dill", out.getvalue(), buffers)
-
-
-def _dump_cloudpickle(objs: dict[str, Any], module: types.ModuleType) -> Packed:
-    buffers: list[memoryview] = []
-    out = io.BytesIO()
-    cloudpickle.Pickler(out, protocol=5, buffer_callback=_buffer_sink(buffers)).dump(objs)
-    return Packed("cloudpickle", out.getvalue(), buffers)
-
-
-_DUMPERS = {"pickle": _dump_pickle, "dill": _dump_dill, "cloudpickle": _dump_cloudpickle}
+    pickler = _pickler(serializer, out, buffers, module)
+    if len(objs) == 1:
+        pickler.dump(objs)
+        return Packed(serializer, out.getvalue(), buffers)
+    # The largest containers first: a record that a loop variable also points at is then pickled inside
+    # its list, and the loop variable's own stream is a reference to it that changes alone.
+    names = sorted(objs, key=lambda n: -len(objs[n]) if isinstance(objs[n], _CONTAINERS) else 0)
+    ends = []
+    for name in names:
+        pickler.dump(objs[name])
+        ends.append(out.tell())
+    stream = out.getbuffer()
+    segments = [stream[start:end] for start, end in zip([0, *ends], ends, strict=False)]
+    outer_buffers: list[memoryview] = []
+    outer = io.BytesIO()
+    wrapper = _Segments(serializer, names, segments, buffers)
+    pickle.Pickler(outer, protocol=5, buffer_callback=_buffer_sink(outer_buffers)).dump(wrapper)
+    return Packed(serializer, outer.getvalue(), outer_buffers)
 
 
 def dumps(objs: dict[str, Any], module: types.ModuleType) -> Packed:
@@ -263,9 +309,9 @@ def dumps(objs: dict[str, Any], module: types.ModuleType) -> Packed:
             # which would make the first checkpoint's bytes differ from every later one.
             copyreg._slotnames(cls)  # type: ignore[attr-defined]
     with as_main(module):
-        for name, dump in _DUMPERS.items():
+        for name in SERIALIZERS:
             try:
-                return dump(objs, module)
+                return _dump(name, objs, module)
             except _DefinedInNotebook:
                 continue
             except RecursionError:
@@ -278,7 +324,7 @@ def dumps(objs: dict[str, Any], module: types.ModuleType) -> Packed:
 def dump_with(serializer: str, objs: dict[str, Any], module: types.ModuleType) -> Packed:
     """Serialize with one named pickler, as a checkpoint recorded it was done."""
     with as_main(module):
-        return _DUMPERS[serializer](objs, module)
+        return _dump(serializer, objs, module)
 
 
 @contextlib.contextmanager
@@ -301,14 +347,7 @@ def _no_collection() -> Iterator[None]:
 def loads(packed: Packed, module: types.ModuleType) -> dict[str, Any]:
     """Rebuild a group. Callers verify the bytes before they get here."""
     with as_main(module), _no_collection():
-        if packed.serializer == "dill":
-            unpickler = dill.Unpickler(io.BytesIO(packed.payload), buffers=packed.buffers)
-            unpickler._main = module
-            objs = unpickler.load()
-        elif packed.serializer in ("pickle", "cloudpickle"):
-            objs = pickle.loads(packed.payload, buffers=packed.buffers)
-        else:
-            raise ValueError(f"unknown serializer {packed.serializer!r}")
+        objs = _unpickler(packed.serializer, io.BytesIO(packed.payload), packed.buffers, module).load()
     return dict(objs)
 
 

@@ -100,6 +100,20 @@ def test_groups_follow_shared_objects_only(nb: tuple[types.ModuleType, Checkpoin
     assert sorted(group({**chained, **alone, "rows": rows})) == [["a", "b", "c", "d", "rows"], ["e"], ["f"], ["g"]]
 
 
+def test_a_loop_variable_moving_along_a_list_does_not_rewrite_the_list(store: Store) -> None:
+    module = types.ModuleType("__main__")
+    users = [{"id": i, "name": f"user{i:06d}", "tags": ["new"]} for i in range(200_000)]
+    module.__dict__.update(users=users, u=users[5])  # one group: u is one of the list's dicts
+    ckpt = Checkpointer(store, "loop.ipynb", module)
+    first = ckpt.save()
+    module.__dict__["u"] = users[199_999]  # what `for u in users: ...` leaves behind
+    second = ckpt.save()
+    assert store.get(second).new_bytes < store.get(first).new_bytes / 50
+    fresh = types.ModuleType("__main__")
+    Checkpointer(store, "loop.ipynb", fresh).restore(second)
+    assert fresh.__dict__["users"] == users and fresh.__dict__["u"] is fresh.__dict__["users"][199_999]
+
+
 def test_the_timeline_shows_large_dict_subclasses_abbreviated(store: Store) -> None:
     from collections import Counter, defaultdict
 
