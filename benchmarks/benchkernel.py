@@ -36,7 +36,8 @@ def _mark(name: str) -> Any:
     return hook
 
 
-_pre_first, _pre_last, _post_first = _mark("pre_first"), _mark("pre_last"), _mark("post_first")
+_pre_first, _pre_last = _mark("pre_first"), _mark("pre_last")
+_post_first, _post_last = _mark("post_first"), _mark("post_last")
 
 
 def _timed(fork: Any) -> Any:
@@ -61,13 +62,18 @@ def install(ip: Any) -> None:
 
 
 def reorder(ip: Any) -> None:
-    """After a tool loaded: move the user-code start mark behind the tool's pre_run_cell hooks."""
+    """After a tool loaded: move the user-code start mark behind the tool's pre_run_cell hooks, and mark
+    the end of its post_run_cell hooks."""
     ip.events.unregister("pre_run_cell", _pre_last)
     ip.events.register("pre_run_cell", _pre_last)
+    ip.events.register("post_run_cell", _post_last)
 
 
 def marks() -> str:
-    """The last cell's marks: JSON ``{pre_first, pre_last, post_first, fork_s}``; ``fork_s`` starts again at 0."""
+    """The last cell's marks: JSON ``{pre_first, pre_last, post_first, post_last, fork_s}``.
+
+    ``fork_s`` starts again at 0.
+    """
     out = json.dumps({"fork_s": 0.0, **_marks})
     _marks.pop("fork_s", None)
     return out
