@@ -78,12 +78,11 @@ class _Overflow(Exception):
     pass
 
 
-def _claim(owner: dict[int, str], i: int, name: str, met: set[str]) -> bool:
-    """Record object ``i`` as held by ``name``; False (noting who) if another variable held it first."""
+def _claim(owner: dict[int, str], i: int, name: str, met: set[str]) -> None:
+    """Record object ``i`` as held by ``name``, or add to ``met`` the variable that held it first."""
     other = owner.setdefault(i, name)
     if other != name:
         met.add(other)
-    return other == name
 
 
 def _reach(obj: Any, name: str, owner: dict[int, str], budget: int) -> set[str]:
