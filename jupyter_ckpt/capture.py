@@ -105,9 +105,8 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int) -> set[str]:
         if atomic:
             continue
         i = id(o)
-        if i in owner:
-            if owner[i] != name:
-                met.add(owner[i])
+        if i in owner:  # met before, in this walk or another variable's
+            _claim(owner, i, name, met)
             continue
         owner[i] = name
         fresh += 1
