@@ -429,7 +429,7 @@ def summarize(result: dict[str, Any], ref: dict[str, list[float]]) -> dict[str, 
     if pauses:
         summary.update(pause_p50_ms=1000 * percentile(pauses, 50), pause_p95_ms=1000 * percentile(pauses, 95))
     for key in ("hooks", "fork"):
-        values = result.get(f"{key}_s", [])  # runs recorded before the hooks were timed have none
+        values = result[f"{key}_s"]
         if any(values):
             summary.update({f"{key}_p{q}_ms": 1000 * percentile(values, q) for q in (50, 95)})
     return summary
