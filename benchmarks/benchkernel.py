@@ -89,6 +89,23 @@ def dump_every_cell(ip: Any, directory: str) -> None:
     ip.events.register("post_run_cell", dump_module)
 
 
+def fork_every_cell(ip: Any) -> None:
+    """The floor of any fork-per-cell tool: after every cell, fork a child that exits at once.
+
+    The parent reaps the previous child without waiting, as a writer would.
+    """
+    children: list[int] = []
+
+    def fork_only(result: Any) -> None:
+        children[:] = [pid for pid in children if os.waitpid(pid, os.WNOHANG)[0] == 0]
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        children.append(pid)
+
+    ip.events.register("post_run_cell", fork_only)
+
+
 class _Canonical(pickle.Pickler):
     """Pickle bytes as a digest, with the parts whose bytes are not stable across a round trip made canonical.
 

@@ -221,6 +221,16 @@ class JupyterCkpt(Mode):
         return time.monotonic() - start, read
 
 
+class ForkOnly(Mode):
+    """Not a tool: a fork after every cell, the child exiting at once. Its pause and added time are
+    the least any tool that forks the kernel per cell pays on this machine."""
+
+    name = "fork only"
+
+    def attach(self, kernel: Kernel, timeout: float) -> None:
+        kernel.run("__import__('benchkernel').fork_every_cell(get_ipython())", silent=True, timeout=timeout)
+
+
 class Dill(Mode):
     name = "dill"
 
@@ -290,7 +300,7 @@ class Kishu(Mode):
         return f"from kishu import init_kishu\ninit_kishu()\n_kishu.checkout({info['head']!r})"
 
 
-MODES: tuple[type[Mode], ...] = (Mode, Again, JupyterCkpt, Dill, Kishu)
+MODES: tuple[type[Mode], ...] = (Mode, Again, ForkOnly, JupyterCkpt, Dill, Kishu)
 
 
 def compare(expected: dict[str, str], got: dict[str, str]) -> list[str]:
