@@ -2,7 +2,8 @@
 
 Every notebook in benchmarks/notebooks runs cell by cell in a real kernel (jupyter_client)
 once per mode, in this order: no tool (the baseline), no tool again (the noise floor),
-jupyter-ckpt, dill, kishu. See benchmarks/README.md for what each number means.
+fork only (a bare fork per cell: the floor of a forking tool), jupyter-ckpt, dill, kishu.
+See benchmarks/README.md for what each number means.
 
     python benchmarks/run.py             # full run, about 15 minutes on 2 cores
     python benchmarks/run.py --quick     # smoke run at 2% of the sizes
@@ -489,8 +490,9 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         "Pause = extra wait before a trivial next cell completes (tool's pre-cell hooks + end of the cell's code "
         "to the next cell done), minus the reference's, per cell. Reference = per cell, the faster of the two "
-        "no-tool runs; the 'no tool, again' row is the noise floor. Added time = sum of cell times minus the "
-        "reference's, as % of the reference run (> for a run that timed out: a lower bound). Drain = "
+        "no-tool runs; the 'no tool, again' row is the noise floor, and 'fork only' (a fork after every cell, the "
+        "child exiting at once) what any tool that forks the kernel per cell pays. Added time = sum of cell "
+        "times minus the reference's, as % of the reference run (> for a run that timed out: a lower bound). Drain = "
         "`jupyter_ckpt.wait()` after the last cell (not in added time). Cold restore = the tool's restore in a "
         "new kernel, until the prompt is back (jupyter-ckpt maps large arrays and verifies them afterwards); "
         "full restore = jupyter-ckpt with `lazy_restore` off, every byte read and verified first; read = reading "
@@ -587,7 +589,7 @@ def main() -> None:
         "--cap", type=float, default=8.0, help="a tool's run may take this many times the baseline run, at least 60 s"
     )
     parser.add_argument("--notebooks", help="comma-separated subset, e.g. ml,smallobjs")
-    parser.add_argument("--tools", help="comma-separated subset of jupyter-ckpt,dill,kishu")
+    parser.add_argument("--tools", help="comma-separated subset of 'fork only',jupyter-ckpt,dill,kishu")
     args = parser.parse_args()
     scale = args.scale or float(os.environ.get("BENCH_SCALE") or (0.02 if args.quick else 1))
     min_cap = 10.0 if args.quick else 60.0
