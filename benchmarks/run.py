@@ -224,7 +224,7 @@ class JupyterCkpt(Mode):
 
 class ForkOnly(Mode):
     """Not a tool: a fork after every cell, the child exiting at once. Its pause and added time are
-    the least any tool that forks the kernel per cell pays on this machine."""
+    what any tool that forks the kernel per cell pays on this machine before it does any work."""
 
     name = "fork only"
 
