@@ -228,6 +228,7 @@ class Checkpointer:
         try:
             if error is not None:
                 raise error
+            self._recover_head()
             manifest = capture.link(result[0], self.head, self._head_manifest)
             cid = self.store.commit(self.session, manifest, result[1])
         except Exception as e:
@@ -262,6 +263,19 @@ class Checkpointer:
             path.unlink(missing_ok=True)
         return adopted
 
+    def _recover_head(self) -> None:
+        """If the head was deleted elsewhere (the server's API, a ``gc``), move it back as the store moves the
+        deleted one's children: to its parent, or to the session's newest checkpoint if that is gone too."""
+        if self.head is None or self.store.exists(self.head):
+            return
+        parent = self._head_manifest["parent"] if self._head_manifest else None
+        if parent is None or not self.store.exists(parent):
+            newest = self.checkpoints_committed()
+            parent = newest[-1].id if newest else None
+        self.head = parent
+        self._head_manifest = self.store.manifest(parent) if parent is not None else None
+        self._live = None
+
     def _committed(self, cid: int, manifest: dict[str, Any], cap: capture.Capture) -> None:
         self.head = cid
         self._head_manifest = manifest
@@ -292,6 +306,7 @@ class Checkpointer:
             if self._owed is not None:
                 trigger, status, cell = self._owed
                 self.save(trigger=trigger, status=status, cell=cell, wait=True)
+            self._recover_head()
 
     # -- going back -----------------------------------------------------------
 
@@ -478,9 +493,7 @@ class Checkpointer:
             self.wait()
             target = self.resolve(ref)
             self.store.delete([target.id])
-            if self.head == target.id:
-                self.head = target.parent
-                self._live = None
+            self._recover_head()
             return target
 
     def gc(self, keep_last: int = 20, max_size: int | None = None) -> dict[str, int]:

@@ -432,10 +432,19 @@ class Store:
         mac = hmac.new(self._secret, text.encode(), hashlib.sha256).hexdigest()
         with self._transaction() as db:
             sid = self._session_id(db, session, create=True)
-            cur = db.execute(
-                "INSERT INTO checkpoints (session_id, parent, time, cell, last_cell, trigger, status, tag, message, "
-                "new_bytes, total_bytes, changed, manifest, mac) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            # Ids are never reused: SQLite would hand a deleted newest checkpoint's id to the next one, and
+            # a URL, a sidebar or a kernel still naming the deleted one would then find another.
+            (highest,) = db.execute(
+                "SELECT MAX(COALESCE((SELECT MAX(id) FROM checkpoints), 0),"
+                " COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key='last_checkpoint'), 0))"
+            ).fetchone()
+            cid = int(highest) + 1
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('last_checkpoint', ?)", (str(cid),))
+            db.execute(
+                "INSERT INTO checkpoints (id, session_id, parent, time, cell, last_cell, trigger, status, tag, "
+                "message, new_bytes, total_bytes, changed, manifest, mac) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
+                    cid,
                     sid,
                     manifest["parent"],
                     manifest["time"],
@@ -452,7 +461,6 @@ class Store:
                     mac,
                 ),
             )
-            cid = int(cur.lastrowid or 0)
             db.executemany("INSERT OR IGNORE INTO refs VALUES (?, ?)", [(cid, k) for k in blobs])
             db.executemany(
                 "INSERT OR IGNORE INTO blobs VALUES (?, ?, ?)", [(b.key, b.size, b.stored) for b in blobs.values()]
@@ -504,6 +512,9 @@ class Store:
         if not rows:
             raise UnknownCheckpoint(f"no checkpoint {checkpoint_id}")
         return self._record(rows[0])
+
+    def exists(self, checkpoint_id: int) -> bool:
+        return bool(self._query("SELECT 1 FROM checkpoints WHERE id=?", (checkpoint_id,)))
 
     def last_cell(self, checkpoint_id: int) -> int | None:
         rows = self._query("SELECT last_cell FROM checkpoints WHERE id=?", (checkpoint_id,))

@@ -7,6 +7,7 @@ import random
 import sys
 import textwrap
 import types
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,7 +17,7 @@ from jupyter_ckpt import checkpointer
 from jupyter_ckpt.capture import group
 from jupyter_ckpt.checkpointer import Checkpointer, parse_size
 from jupyter_ckpt.errors import BadArgument, IntegrityError, UnknownCheckpoint
-from jupyter_ckpt.store import Store
+from jupyter_ckpt.store import Store, load_secret
 
 NOTEBOOK = """
 import numpy as np
@@ -163,6 +164,27 @@ def test_branching_keeps_both_futures(nb: tuple[types.ModuleType, Checkpointer])
     assert ns["route"] == "a"
     ckpt.restore(b)
     assert ns["route"] == "b"
+
+
+def test_a_head_deleted_by_the_server_leaves_the_timeline_and_undo_working(
+    nb: tuple[types.ModuleType, Checkpointer], store: Store, jupyter_dirs: Path
+) -> None:
+    module, ckpt = nb
+    ns = module.__dict__
+    first = ckpt.save()
+    ns["scale"] = 4
+    second = ckpt.save()
+    server = Store(store.root, load_secret(jupyter_dirs / "data" / "ckpt" / "secret"))
+    server.delete([second])  # what DELETE /api/ckpt/checkpoints/<id> does, from the server's process
+    ns["scale"] = 5
+    third = ckpt.save()
+    records = {r.id: r for r in ckpt.checkpoints()}
+    assert second not in records
+    assert records[third].parent == first
+    assert records[third].changed == ["scale"]  # against the first checkpoint, where scale was 3
+    assert ckpt.diff().changed == {}
+    ckpt.undo()
+    assert ns["scale"] == 3
 
 
 def test_unserializable_variables_are_skipped_reported_once_and_kept(store: Store) -> None:
