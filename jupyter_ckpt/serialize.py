@@ -153,8 +153,9 @@ def _reduce_text(obj: Any, numpy: Any) -> Any:
         if len(others) > len(items) // 2:
             return NotImplemented
     sample = [x for x in items[:: max(1, len(items) // _SAMPLE)] if type(x) is str]
-    values = [items[i] for i in others.tolist()]
-    for i in others.tolist():
+    positions = others.tolist()
+    values = [items[i] for i in positions]
+    for i in positions:
         items[i] = ""
     codes = None
     if len(set(sample)) < 0.99 * len(sample):
