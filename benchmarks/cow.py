@@ -13,6 +13,7 @@ No tool is loaded: the difference between the two rows is what sharing the heap 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -21,6 +22,7 @@ import statistics
 import sys
 import time
 import types
+from collections.abc import Iterator
 from pathlib import Path
 
 HERE = Path(__file__).parent
@@ -31,27 +33,31 @@ def cells(notebook: str) -> list[str]:
     return ["".join(c["source"]) for c in doc["cells"] if c["cell_type"] == "code"]
 
 
+@contextlib.contextmanager
+def sleeping_child() -> Iterator[None]:
+    """A forked child that shares every page of this process and does nothing, for the ``with`` block."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
+            time.sleep(3600)
+        finally:
+            os._exit(0)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+
+
 def run(module: types.ModuleType, sources: list[str], with_child: bool) -> tuple[float, int]:
     """Run ``sources`` in ``module``; returns seconds and minor faults, with a sleeping child alive or not."""
-    pid = 0
-    if with_child:
-        pid = os.fork()
-        if pid == 0:
-            try:
-                signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
-                time.sleep(3600)
-            finally:
-                os._exit(0)
-    try:
+    with sleeping_child() if with_child else contextlib.nullcontext():
         faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         start = time.perf_counter()
         for source in sources:
             exec(compile(source, "<cell>", "exec"), module.__dict__)
         return time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
-    finally:
-        if pid:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
 
 
 def main() -> None:

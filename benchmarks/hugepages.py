@@ -13,12 +13,13 @@ every later fork copies a page-table entry for each of them.
 
 from __future__ import annotations
 
+import contextlib
 import os
-import signal
 import time
 from pathlib import Path
 
 import numpy as np
+from cow import sleeping_child  # this script's directory is on sys.path
 
 GIB = 1 << 30
 
@@ -49,19 +50,9 @@ def main() -> None:
     print("|---|--:|--:|")
     print(f"| 4 GiB of arrays | {huge_mib()} MiB | {fork_ms():.1f} ms |")
     for shared in (False, True):
-        child = 0
-        if shared:
-            child = os.fork()
-            if child == 0:
-                try:
-                    time.sleep(3600)
-                finally:
-                    os._exit(0)
-        for a in arrays:
-            a[:: (8 << 20) // a.itemsize] += 1  # one small page in every fourth huge page
-        if child:
-            os.kill(child, signal.SIGKILL)
-            os.waitpid(child, 0)
+        with sleeping_child() if shared else contextlib.nullcontext():
+            for a in arrays:
+                a[:: (8 << 20) // a.itemsize] += 1  # one small page in every fourth huge page
         label = "after writes beside a sleeping child" if shared else "after writes alone"
         print(f"| {label} | {huge_mib()} MiB | {fork_ms():.1f} ms |")
 
