@@ -21,7 +21,7 @@ from typing import Any
 
 from . import capture
 from .errors import BadArgument, CheckpointError, UnknownCheckpoint, UnknownSession
-from .restore import Diff, LiveIndex, RestoreReport, diff_manifests, restore_namespace
+from .restore import Diff, RestoreReport, diff_manifests, restore_namespace
 from .store import BlobInfo, CheckpointRecord, Store, writer_alive
 from .writer import ForkWriter, SyncWriter, fork_unsafe_reason
 
@@ -85,8 +85,8 @@ class Checkpointer:
         self.policy = (Policy(**saved) if saved else policy or Policy()).validate()
         self.head: int | None = None
         self.last_cell: int | None = None
-        self._live: LiveIndex | None = None
-        self._live_cell: int | None = None
+        # The ids of the objects each variable was bound to at the last checkpoint or restore (see restore).
+        self._held: dict[str, int] | None = None
         self._cells_since = 0
         self._last_time = 0.0
         self._reported: set[tuple[str, str]] = set()
@@ -103,19 +103,10 @@ class Checkpointer:
 
     # -- taking checkpoints ---------------------------------------------------
 
-    def record_cell(
-        self, count: int | None, source: str, ok: bool, duration: float, *, unchanged: bool = False
-    ) -> None:
-        """Add a finished cell to the session's history.
-
-        ``unchanged`` says the cell ended with a checkpoint or a restore, so the
-        namespace still matches ``head`` and the next undo can rely on that.
-        """
-        fresh = self._live_cell == self.last_cell
+    def record_cell(self, count: int | None, source: str, ok: bool, duration: float) -> None:
+        """Add a finished cell to the session's history."""
         status = "ok" if ok else "error"
         self.last_cell = self.store.add_cell(self.session, self.last_cell, count, source, status, duration)
-        if unchanged and fresh:
-            self._live_cell = self.last_cell
 
     def after_cell(self, count: int | None, source: str, ok: bool, duration: float) -> int | None:
         """Record a finished cell and take the checkpoint the policy asks for, if any."""
@@ -274,13 +265,11 @@ class Checkpointer:
             parent = newest[-1].id if newest else None
         self.head = parent
         self._head_manifest = self.store.manifest(parent) if parent is not None else None
-        self._live = None
 
     def _committed(self, cid: int, manifest: dict[str, Any], cap: capture.Capture) -> None:
         self.head = cid
         self._head_manifest = manifest
-        self._live = LiveIndex(manifest, cap.ids)
-        self._live_cell = manifest["last_cell"]  # a write committed late holds an older cell's state
+        self._held = cap.ids
         self._skipped = manifest["skipped"]
         fresh = [
             f"{name} ({info['type']}: {info['reason']})"
@@ -321,26 +310,18 @@ class Checkpointer:
         *,
         only: Iterable[str] | None = None,
         trigger: str = "restore",
-        at_cell_boundary: bool = False,
     ) -> RestoreReport:
-        """Make the namespace what it was at ``ref``; returns what was read, kept and removed.
-
-        ``at_cell_boundary`` says no code has run since the last cell ended (the
-        caller is a cell holding only ``%checkpoint`` lines), so variables still
-        bound to the objects of the last checkpoint hold what it saved, and those
-        are not read again. Otherwise every variable is read.
-        """
+        """Make the namespace what it was at ``ref``; returns what was read, patched, kept and removed."""
         with self._lock:
             self.wait()
             target = self.resolve(ref)
             manifest = self.store.manifest(target.id)
-            live = self._live if at_cell_boundary and self._live_cell == self.last_cell else None
             report = restore_namespace(
                 self.store,
                 self.module,
                 target.id,
                 manifest,
-                live=live,
+                held=self._held,
                 only=only,
                 hidden=self._hidden(),
                 exclude=self.policy.exclude,
@@ -401,9 +382,9 @@ class Checkpointer:
                     found[name] = f"cell [{cell['count']}]"
         return found
 
-    def undo(self, *, at_cell_boundary: bool = False) -> RestoreReport:
+    def undo(self) -> RestoreReport:
         """Back to the state before the last cell."""
-        return self.restore("-1", at_cell_boundary=at_cell_boundary)
+        return self.restore("-1")
 
     # -- looking ----------------------------------------------------------------
 

@@ -127,7 +127,7 @@ class CellHooks:
         self.skip_cell = False
         try:
             if skip:
-                self.ckpt.record_cell(result.execution_count, source, result.success, duration, unchanged=True)
+                self.ckpt.record_cell(result.execution_count, source, result.success, duration)
             else:
                 self.ckpt.after_cell(result.execution_count, source, result.success, duration)
         except CheckpointError as e:

@@ -138,11 +138,6 @@ class CheckpointMagics(Magics):
     def ckpt(self) -> Any:
         return extension.active()
 
-    def _only_magics(self) -> bool:
-        """Whether the running cell holds nothing but %checkpoint lines: then no code ran before this one."""
-        raw = self.shell.history_manager.input_hist_raw
-        return bool(raw) and extension.only_checkpoint_magics(raw[-1])
-
     def _no_args(self, opts: Any) -> None:
         if opts.args:
             raise UsageError(f"%checkpoint {opts.command} takes no arguments, got {' '.join(opts.args)!r}")
@@ -169,13 +164,13 @@ class CheckpointMagics(Magics):
         only = [n.strip() for n in opts.only.split(",") if n.strip()] if opts.only else None
         if opts.only is not None and not only:
             raise UsageError("--only needs at least one variable name")
-        report = self.ckpt.restore(ref, only=only, at_cell_boundary=self._only_magics())
+        report = self.ckpt.restore(ref, only=only)
         self._hooks.skip_cell = only is None
         print(report.summary())
 
     def _undo(self, opts: Any) -> None:
         self._no_args(opts)
-        report = self.ckpt.undo(at_cell_boundary=self._only_magics())
+        report = self.ckpt.undo()
         self._hooks.skip_cell = True
         print(report.summary())
 

@@ -34,12 +34,22 @@ def supported() -> bool:
     return sys.platform == "linux"
 
 
+def private_memory(size: int) -> mmap.mmap:
+    """``size`` bytes of zeroed anonymous memory that a fork copies on write.
+
+    ``mmap.mmap(-1, size)`` alone is a *shared* mapping: parent and forked child
+    see each other's writes, so a child writing a checkpoint would read the
+    cells that ran after its snapshot and store a state that never existed.
+    """
+    return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+
+
 def map_pieces(size: int, pieces: list[Piece]) -> memoryview:
     """A private, writable buffer of ``size`` bytes whose contents are the pieces' file bytes.
 
     Raises OSError if a piece cannot be mapped; nothing stays mapped then.
     """
-    region = mmap.mmap(-1, size)
+    region = private_memory(size)
     anchor = ctypes.c_char.from_buffer(region)
     base = ctypes.addressof(anchor)
     del anchor  # release the export, so the region can be unmapped when its views go

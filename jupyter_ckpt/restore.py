@@ -12,7 +12,6 @@ same content are not read again: undoing a cell reads only what it changed.
 from __future__ import annotations
 
 import importlib
-import mmap
 import os
 import random
 import sys
@@ -22,33 +21,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import mapping, serialize
+from . import capture, mapping, serialize
 from .capture import CHUNK, is_user_variable
 from .errors import BadArgument
 from .store import Store, content_key
-
-
-@dataclass
-class LiveIndex:
-    """What the namespace held at the last checkpoint or restore: its manifest and the objects' ids."""
-
-    manifest: dict[str, Any]
-    ids: dict[str, int]
-
-    def holds(self, name: str, gkey: str, namespace: dict[str, Any]) -> bool:
-        """Whether ``name`` is still bound to the object that was saved with content ``gkey``."""
-        info = self.manifest["variables"].get(name)
-        return (
-            info is not None
-            and info["gkey"] == gkey
-            and name in namespace
-            and id(namespace[name]) == self.ids.get(name)
-        )
-
-    def group_of(self, name: str) -> dict[str, Any] | None:
-        info = self.manifest["variables"].get(name)
-        return None if info is None else dict(self.manifest["groups"][info["group"]])
-
 
 Patch = tuple[memoryview, int, memoryview]
 
@@ -93,7 +69,7 @@ def _read_buffer(store: Store, buffer: dict[str, Any]) -> memoryview:
     """One out-of-band buffer, its chunks read straight into place and verified, on every core."""
     size = buffer["size"]
     # Anonymous memory: the kernel hands out zero pages as they are written, with no upfront memset.
-    out = memoryview(mmap.mmap(-1, size)) if size else memoryview(bytearray())
+    out = memoryview(mapping.private_memory(size)) if size else memoryview(bytearray())
 
     def fill(index: int, key: str) -> None:
         store.get_blob(key, into=out[index * CHUNK : min(size, (index + 1) * CHUNK)])
@@ -137,37 +113,53 @@ def read_group(store: Store, entry: dict[str, Any], unverified: dict[str, list[s
     return serialize.Packed(entry.get("serializer", "pickle"), bytes(store.get_blob(entry["key"])), buffers)
 
 
-def _patches(
-    store: Store, module: types.ModuleType, target: dict[str, Any], namespace: dict[str, Any], live: LiveIndex
-) -> list[Patch] | None:
-    """The chunks to copy into live arrays to turn them into the target's, or None if that cannot be done.
+def _chunk_keys(flat: memoryview) -> list[str]:
+    """The content key of every chunk of a live buffer, hashed on every core (xxhash releases the GIL)."""
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        return list(pool.map(lambda start: content_key(flat[start : start + CHUNK]), range(0, flat.nbytes, CHUNK)))
 
-    Possible when the group is the same objects as at the last checkpoint and only
-    buffer contents differ (the pickle streams are equal): then the chunks that
-    differ are verified and copied in place, and nothing else is read.
+
+def _patches(
+    store: Store, module: types.ModuleType, target: dict[str, Any], namespace: dict[str, Any]
+) -> list[Patch] | None:
+    """The chunks to copy into the live objects of a group to give them the target's content, or None.
+
+    The live objects are pickled again with the target's pickler: their stream
+    must be the target's, byte for byte, and their buffers the same sizes. Every
+    chunk of those buffers is then hashed, and the chunks that differ from the
+    target's are read (verified) to be copied in. An empty list means the live
+    objects hold the target's content already. None means the group must be read.
     """
-    names = target["names"]
-    current = live.group_of(names[0])
-    if current is None or current["names"] != names or current["key"] != target["key"]:
-        return None
-    if [b["size"] for b in current["buffers"]] != [b["size"] for b in target["buffers"]]:
-        return None
-    if not all(live.holds(n, live.manifest["variables"][n]["gkey"], namespace) for n in names):
-        return None
+    # Interned, as the namespace's own keys are: pickle memoizes strings by identity, so a function whose
+    # name is the variable's name pickles to other bytes under an equal string that is another object.
+    names = [sys.intern(n) for n in target["names"]]
     try:
         packed = serialize.dump_with(target["serializer"], {n: namespace[n] for n in names}, module)
     except Exception:  # whatever a live object's __reduce__ raises: read the group instead
         return None
-    if content_key(packed.payload) != current["key"] or len(packed.buffers) != len(target["buffers"]):
+    if content_key(packed.payload) != target["key"] or len(packed.buffers) != len(target["buffers"]):
         return None
     plan: list[Patch] = []
-    for view, now, then in zip(packed.buffers, current["buffers"], target["buffers"], strict=True):
+    for view, then in zip(packed.buffers, target["buffers"], strict=True):
         flat = view.cast("B") if view.format != "B" or view.ndim != 1 else view
-        changed = [(i, t) for i, (n, t) in enumerate(zip(now["chunks"], then["chunks"], strict=True)) if n != t]
+        if flat.nbytes != then["size"]:
+            return None
+        changed = [(i, t) for i, (n, t) in enumerate(zip(_chunk_keys(flat), then["chunks"], strict=True)) if n != t]
         if changed and flat.readonly:
             return None  # a text column's buffer, or a read-only array: rebuild the group
         plan += [(flat, i * CHUNK, store.get_blob(t)) for i, t in changed]
     return plan
+
+
+def _shared_across(groups: dict[int, list[str]], namespace: dict[str, Any]) -> set[int]:
+    """The groups (by index) whose live variables share an object with another of them."""
+    of = {n: index for index, names in groups.items() for n in names}
+    shared: set[int] = set()
+    for names in capture.group({n: namespace[n] for n in of}):
+        indices = {of[n] for n in names}
+        if len(indices) > 1:
+            shared |= indices
+    return shared
 
 
 def restore_namespace(
@@ -176,7 +168,7 @@ def restore_namespace(
     checkpoint: int,
     manifest: dict[str, Any],
     *,
-    live: LiveIndex | None,
+    held: dict[str, int] | None = None,
     only: Iterable[str] | None = None,
     hidden: Iterable[str] = (),
     exclude: Iterable[str] = (),
@@ -185,7 +177,11 @@ def restore_namespace(
 ) -> RestoreReport:
     """Make ``module``'s namespace hold the checkpoint's state; returns what was done.
 
-    With ``lazy``, large raw arrays are mapped and listed in ``unverified``.
+    ``held`` maps names to the ids of the objects they were bound to at the
+    last checkpoint or restore: only groups whose variables are still bound to
+    those objects are compared with the target (a hint that saves pickling
+    what was rebound; the comparison reads the bytes). With ``lazy``, large raw
+    arrays are mapped and listed in ``unverified``.
     """
     namespace = module.__dict__
     variables: dict[str, dict[str, Any]] = manifest["variables"]
@@ -197,19 +193,26 @@ def restore_namespace(
     report = RestoreReport(checkpoint)
 
     # 1. Read, verify and unpickle everything needed, touching nothing yet.
+    plans: dict[int, list[Patch]] = {}
+    for index, entry in enumerate(manifest["groups"]):
+        names = entry["names"]
+        if held is None or any(wanted is not None and n not in wanted for n in names):
+            continue
+        if all(n in namespace and id(namespace[n]) == held.get(n) for n in names):
+            plan = _patches(store, module, entry, namespace)
+            if plan is not None:
+                plans[index] = plan
+    for index in _shared_across({i: manifest["groups"][i]["names"] for i in plans}, namespace):
+        del plans[index]
     incoming: dict[str, Any] = {}
     patches: list[Patch] = []
-    for entry in manifest["groups"]:
+    for index, entry in enumerate(manifest["groups"]):
         names = [n for n in entry["names"] if wanted is None or n in wanted]
         if not names:
             continue
-        if live is not None and all(live.holds(n, variables[n]["gkey"], namespace) for n in entry["names"]):
-            report.kept.extend(names)
-            continue
-        plan = _patches(store, module, entry, namespace, live) if live is not None and names == entry["names"] else None
-        if plan is not None:
-            patches += plan
-            report.patched.extend(names)
+        if index in plans:
+            patches += plans[index]
+            (report.patched if plans[index] else report.kept).extend(names)
             continue
         objs = serialize.loads(read_group(store, entry, report.unverified if lazy else None), module)
         incoming.update({n: objs[n] for n in names})

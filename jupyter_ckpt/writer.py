@@ -81,6 +81,9 @@ def fork_unsafe_reason(min_free_ratio: float = 0.5) -> str | None:
     torch = sys.modules.get("torch")
     if torch is not None and getattr(torch, "cuda", None) is not None and torch.cuda.is_initialized():
         return "a CUDA context is live (a forked child cannot use it)"
+    shared = shared_writable_mapping()
+    if shared is not None:
+        return f"{shared} is mapped shared and writable, so a forked child would not see a frozen copy of it"
     try:
         meminfo = Path("/proc/meminfo").read_text()
         status = Path("/proc/self/status").read_text()
@@ -90,6 +93,29 @@ def fork_unsafe_reason(min_free_ratio: float = 0.5) -> str | None:
     rss = _kib(status, "VmRSS:")
     if available is not None and rss is not None and available < min_free_ratio * rss:
         return f"only {available >> 10} MiB of memory free for a child of a {rss >> 10} MiB kernel"
+    return None
+
+
+def shared_writable_mapping() -> str | None:
+    """A memory mapping of this process that is shared and writable, and may hold a variable's data, or None.
+
+    A fork copies private memory on write, which is what makes the child's view a
+    snapshot; a shared mapping (``numpy.memmap`` in ``r+`` mode, ``mmap``,
+    ``multiprocessing.shared_memory``) is not copied, so a child would read what
+    the cells after its snapshot write there. SQLite's WAL index (``-shm``) and
+    POSIX semaphores are shared too, and never hold a Python buffer.
+    """
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return None
+    for line in maps.splitlines():
+        fields = line.split(maxsplit=5)
+        if len(fields) < 2 or fields[1][1] != "w" or fields[1][3] != "s":
+            continue
+        path = fields[5].strip() if len(fields) > 5 else "anonymous shared memory"
+        if not (path.endswith("-shm") or path.startswith("/dev/shm/sem.")):
+            return path
     return None
 
 

@@ -139,7 +139,7 @@ def test_restore_is_exact_and_reads_only_what_changed(nb: tuple[types.ModuleType
     assert ckpt.diff(first, second).as_dict()["added"].keys() == {"later"}
     assert set(ckpt.diff(first, second).changed) == {"shared", "holder", "alias"}
 
-    report = ckpt.undo(at_cell_boundary=True)
+    report = ckpt.undo()
     assert report.checkpoint == first
     assert "later" not in ns and ns["shared"] == [1, 2]
     assert sorted(report.loaded) == ["alias", "holder", "shared"]
@@ -216,7 +216,7 @@ def test_a_tampered_blob_changes_nothing(nb: tuple[types.ModuleType, Checkpointe
     data[-1] ^= 0xFF
     path.write_bytes(bytes(data))
     before = dict(module.__dict__)
-    ckpt._live = None  # force a full read
+    ckpt._held = None  # no variable is compared with the checkpoint: every group is read
     with pytest.raises(IntegrityError, match="signature"):
         ckpt.restore(cid)
     assert module.__dict__ == before
@@ -267,7 +267,7 @@ def test_changing_a_few_rows_of_a_large_array_writes_one_chunk(store: Store) -> 
     new = ckpt.store.get(second).new_bytes
     assert 4 << 20 <= new < 5 << 20  # one 4 MiB chunk and a small stream, not 24 MB
     table = module.__dict__["table"]
-    report = ckpt.undo(at_cell_boundary=True)
+    report = ckpt.undo()
     assert report.patched == ["table"] and report.loaded == []  # one chunk copied back, nothing else read
     assert module.__dict__["table"] is table and table[5, 0] != -1.0
     assert np.array_equal(table, np.random.default_rng(0).random((3_000, 1_000)))
@@ -320,7 +320,7 @@ def test_string_columns_are_stored_as_text_and_written_incrementally(store: Stor
     assert store.get(second).new_bytes < store.get(first).new_bytes / 10
     frame.loc[3, "price"] = -1.0
     ckpt.save()
-    report = ckpt.undo(at_cell_boundary=True)
+    report = ckpt.undo()
     assert report.patched == ["frame"] and frame.loc[3, "price"] != -1.0  # the text was not read again
     fresh = types.ModuleType("__main__")
     Checkpointer(store, "text.ipynb", fresh).restore(second)
@@ -415,3 +415,29 @@ def test_no_automatic_full_collection_runs_while_a_write_shares_the_heap(store: 
     assert held == 0  # with the heap shared, one full collection copied ~14,000 of its pages here
     assert len(full) > held  # and they run again once the write is done
     assert gc.get_threshold() == thresholds
+
+
+def test_a_change_made_between_cells_is_undone(store: Store) -> None:
+    module = types.ModuleType("__main__")
+    module.__dict__.update(table=np.random.default_rng(0).random((3_000, 1_000)), small=[1, 2])
+    ckpt = Checkpointer(store, "between.ipynb", module)
+    first = ckpt.save()
+    # As a widget callback or a thread would: no cell ran, no checkpoint saw it, the objects are the same.
+    module.__dict__["table"][7, :] = -1.0
+    module.__dict__["small"].append(3)
+    report = ckpt.restore(first)
+    assert report.patched == ["table"] and report.loaded == ["small"]
+    assert np.array_equal(module.__dict__["table"], np.random.default_rng(0).random((3_000, 1_000)))
+    assert module.__dict__["small"] == [1, 2]
+
+
+def test_groups_a_restore_keeps_do_not_share_what_they_did_not_share(store: Store) -> None:
+    module = types.ModuleType("__main__")
+    module.__dict__.update(a=[[1]], b=[[1]])
+    ckpt = Checkpointer(store, "alias.ipynb", module)
+    first = ckpt.save()
+    module.__dict__["b"][0] = module.__dict__["a"][0]  # each pickles as before, but now they share a list
+    ckpt.restore(first)
+    a, b = module.__dict__["a"], module.__dict__["b"]
+    a[0].append(2)
+    assert b == [[1]]
