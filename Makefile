@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test install lint unit ui ui-deps bench
+.PHONY: lab test install lint unit ui ui-deps bench faults
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -39,3 +39,7 @@ test: lint unit ui
 
 bench: install
 	$(PY) benchmarks/run.py
+
+# 200 cycles of restore, mutate and SIGKILL (tests/faults.py); the result goes to benchmarks/results/faults.json.
+faults: install
+	$(PY) tests/faults.py --cycles 200

@@ -94,6 +94,7 @@ class Checkpointer:
         self._head_manifest: dict[str, Any] | None = None
         self._owed: tuple[str, str, int | None] | None = None
         self._fork_refused: str | None = None
+        self._failing: str | None = None  # why automatic checkpoints fail, said once until one succeeds
         self._lock = threading.RLock()
         self._sync = SyncWriter()
         self._fork = ForkWriter(store.tmp_dir, _encode, _decode) if background else None
@@ -225,7 +226,9 @@ class Checkpointer:
         except Exception as e:
             if raise_errors:
                 raise e if isinstance(e, CheckpointError) else CheckpointError(f"checkpoint failed: {e}") from e
-            self._notify(f"jupyter-ckpt: checkpoint failed: {e}")
+            if str(e) != self._failing:  # once, not at every cell of a full disk
+                self._notify(f"jupyter-ckpt: checkpoint failed: {e}")
+            self._failing = str(e)
             return None
         self._committed(cid, manifest, cap)
         return cid
@@ -267,6 +270,9 @@ class Checkpointer:
         self._head_manifest = self.store.manifest(parent) if parent is not None else None
 
     def _committed(self, cid: int, manifest: dict[str, Any], cap: capture.Capture) -> None:
+        if self._failing is not None:
+            self._notify(f"jupyter-ckpt: checkpoints are written again (checkpoint {cid})")
+            self._failing = None
         self.head = cid
         self._head_manifest = manifest
         self._held = cap.ids

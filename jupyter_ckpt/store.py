@@ -200,6 +200,7 @@ class Store:
             path = self.root / "catalog.sqlite"
             try:
                 conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+                self._refuse_newer(conn)  # before anything is written: a newer store is left as it is
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.executescript(_SCHEMA)
@@ -240,17 +241,22 @@ class Store:
             except sqlite3.DatabaseError as e:
                 raise IntegrityError(f"the catalog is unreadable: {e}") from e
 
+    def _refuse_newer(self, conn: sqlite3.Connection) -> None:
+        """Raise StoreVersionError if the catalog says it was written in a format this version cannot read."""
+        has_meta = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+        row = conn.execute("SELECT value FROM meta WHERE key='format'").fetchone() if has_meta else None
+        if row is None or str(row[0]) == str(FORMAT_VERSION):
+            return
+        conn.close()
+        raise StoreVersionError(
+            f"the store {self.root} was written by a newer jupyter-ckpt (format {row[0]}, "
+            f"this version reads {FORMAT_VERSION}); upgrade jupyter-ckpt to use it. Nothing was changed."
+        )
+
     def _check_version(self) -> None:
+        """Open the catalog (which refuses a newer format) and record this version's format in a new one."""
         with self._transaction() as db:
-            row = db.execute("SELECT value FROM meta WHERE key='format'").fetchone()
-            if row is None:
-                db.execute("INSERT INTO meta VALUES ('format', ?)", (str(FORMAT_VERSION),))
-                return
-        if int(row[0]) > FORMAT_VERSION:
-            raise StoreVersionError(
-                f"the store {self.root} was written by a newer jupyter-ckpt (format {row[0]}, "
-                f"this version reads {FORMAT_VERSION}); upgrade jupyter-ckpt to use it"
-            )
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (str(FORMAT_VERSION),))
 
     # -- blobs ----------------------------------------------------------------
 

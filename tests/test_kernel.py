@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import time
@@ -122,12 +123,24 @@ def test_bad_input_gets_one_line_and_changes_nothing(kernels: Any, store: Store)
 def test_a_store_from_a_newer_version_is_refused(kernels: Any, store: Store, jupyter_dirs: Path) -> None:
     db = sqlite3.connect(store.root / "catalog.sqlite")
     db.execute("UPDATE meta SET value='7' WHERE key='format'")
+    db.execute("DROP INDEX refs_blob")  # a newer format may have dropped what this one would create
     db.commit()
     db.close()
+    catalog = store.root / "catalog.sqlite"
+
+    def schema() -> list[Any]:
+        with contextlib.closing(sqlite3.connect(catalog)) as db:
+            return list(db.execute("SELECT name, sql FROM sqlite_master"))
+
+    before = schema()
     k = kernels("newer.ipynb")
     r = k.run("%load_ext jupyter_ckpt")
     assert "newer jupyter-ckpt (format 7" in (r.error or "") + r.stderr
     assert k.value("1 + 1") == 2
+    listed = cli("list")
+    assert listed.returncode != 0 and "newer jupyter-ckpt (format 7" in listed.stderr
+    assert "Traceback" not in listed.stderr
+    assert schema() == before  # refused, and left as it was: nothing was created in it
 
 
 def test_unserializable_values_never_disturb_the_cell(kernels: Any) -> None:

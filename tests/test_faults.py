@@ -1,0 +1,155 @@
+"""Faults: random kills (a short run of ``faults.py``; ``make faults`` runs the full one), a full disk,
+two kernels on one notebook, and a server killed while a kernel writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import types
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import cli
+from faults import HERE, KILLS, SETUP, mutating_cell, restores_outside_a_kernel, run, sealed
+
+from jupyter_ckpt.restore import restore_namespace
+from jupyter_ckpt.store import Store, load_secret
+
+
+def test_random_kills_never_tear_lose_or_break_a_checkpoint(store: Store) -> None:
+    tally = run(store, cycles=12, seed=20261124)
+    assert tally.problems == []
+    assert tally.bad() == 0
+    assert all(tally.kills[mode] == 4 for mode in KILLS)
+    assert tally.committed == 12 and 0 < tally.back_to_back < 12
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 48 MiB filesystem of its own (tmpfs), so that it can be filled without filling the machine's."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(mount)]).returncode:
+        pytest.skip("mounting a small filesystem needs root")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+def test_a_full_disk_is_said_once_loses_nothing_and_checkpoints_resume(
+    kernels: Any, small_disk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JUPYTER_CKPT_DIR", str(small_disk / "store"))
+    k = kernels("full.ipynb")
+    k.ok("%load_ext jupyter_ckpt")
+    k.ok("import numpy as np\nsmall = list(range(100))")
+    k.ok("%checkpoint wait")
+    filler = small_disk / "filler"
+    filler.write_bytes(os.urandom(30 << 20))  # about 18 MiB left
+    said = []
+    for i in range(5):  # 32 MB of random doubles cannot fit: every cell still runs
+        r = k.run(f"big = np.random.default_rng({i}).random(4_000_000)\nsmall.append({i})")
+        assert r.error is None
+        said.append(r.stderr)
+        time.sleep(1.5)  # the writer fails, and the next cell boundary says so
+    said.append(k.run("%checkpoint wait").stderr)
+    assert sum("is full" in text for text in said) == 1, said
+    assert k.value("small[-5:]") == [0, 1, 2, 3, 4]
+    assert cli("verify").returncode == 0
+    store = Store(small_disk / "store", load_secret(Path(os.environ["JUPYTER_DATA_DIR"]) / "ckpt" / "secret"))
+    first = store.checkpoints("full.ipynb")[0].id
+    module = types.ModuleType("__main__")
+    restore_namespace(store, module, first, store.manifest(first))
+    assert module.__dict__["small"] == list(range(100))  # the checkpoint before the disk filled is whole
+
+    filler.unlink()  # space comes back
+    again = k.run("resumed = True").stderr + k.run("%checkpoint wait").stderr
+    assert "written again" in again
+    newest = store.checkpoints("full.ipynb")[-1]
+    assert {"big", "resumed"} <= set(store.manifest(newest.id)["variables"])
+    assert cli("verify").returncode == 0
+
+
+def test_two_kernels_on_one_notebook_keep_every_checkpoint_whole(kernels: Any, store: Store) -> None:
+    pick = random.Random(3)
+    pair = [kernels("both.ipynb", PYTHONPATH=str(HERE)) for _ in range(2)]
+    for k in pair:
+        k.ok("%load_ext jupyter_ckpt")
+        k.ok(SETUP)
+    for _ in range(6):  # interleaved, each kernel's requests back to back
+        for k in pair:
+            k.kc.execute(mutating_cell(pick))
+    for k in pair:
+        k.ok("%checkpoint wait")
+    assert cli("verify").returncode == 0
+    records = store.checkpoints("both.ipynb")
+    assert len(records) >= 8
+    for record in records:
+        assert restores_outside_a_kernel(store, record.id), f"checkpoint {record.id} is torn"
+    for k in pair:
+        k.ok("%checkpoint restore last-good")
+        assert sealed(k)
+
+
+def api(port: int, token: str, path: str) -> Any:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"token {token}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def serve(tmp_path: Path) -> tuple[subprocess.Popen[bytes], int, str]:
+    """A jupyter_server with jupyter_ckpt, in a process of its own, once it answers."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    token = secrets.token_hex(16)
+    command = [sys.executable, "-m", "jupyter_server", "--no-browser", "--ip=127.0.0.1", f"--port={port}"]
+    command += [f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={tmp_path}"]
+    command += ["--allow-root"] if os.getuid() == 0 else []
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
+    deadline = time.time() + 60
+    while True:
+        try:
+            api(port, token, "/api/ckpt/sessions")
+            return server, port, token
+        except OSError:
+            assert server.poll() is None and time.time() < deadline, "the server did not start"
+            time.sleep(0.2)
+
+
+def test_a_server_killed_while_a_kernel_writes_leaves_the_store_whole(
+    kernels: Any, store: Store, tmp_path: Path
+) -> None:
+    pick = random.Random(4)
+    k = kernels("served.ipynb", PYTHONPATH=str(HERE))
+    k.ok("%load_ext jupyter_ckpt")
+    k.ok(SETUP)
+    for _ in range(2):
+        server, port, token = serve(tmp_path)
+        for _ in range(4):
+            k.kc.execute(mutating_cell(pick))
+        deadline = time.time() + pick.uniform(0.2, 1.5)
+        while time.time() < deadline:  # the server reads the catalog while the kernel writes it
+            api(port, token, "/api/ckpt/checkpoints?session=served.ipynb")
+        server.kill()
+        server.wait()
+    k.ok("%checkpoint wait")
+    server, port, token = serve(tmp_path)
+    try:
+        listed = api(port, token, "/api/ckpt/checkpoints?session=served.ipynb")["checkpoints"]
+    finally:
+        server.kill()
+        server.wait()
+    assert [c["id"] for c in listed] == [r.id for r in store.checkpoints("served.ipynb")]
+    assert len(listed) >= 5
+    assert cli("verify").returncode == 0
+    for record in listed:
+        assert restores_outside_a_kernel(store, record["id"])
