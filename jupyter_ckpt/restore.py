@@ -205,6 +205,7 @@ def restore_namespace(
     for index in _shared_across({i: manifest["groups"][i]["names"] for i in plans}, namespace):
         del plans[index]
     incoming: dict[str, Any] = {}
+    failed: dict[str, str] = {}
     patches: list[Patch] = []
     for index, entry in enumerate(manifest["groups"]):
         names = [n for n in entry["names"] if wanted is None or n in wanted]
@@ -214,12 +215,21 @@ def restore_namespace(
             patches += plans[index]
             (report.patched if plans[index] else report.kept).extend(names)
             continue
-        objs = serialize.loads(read_group(store, entry, report.unverified if lazy else None), module)
+        packed = read_group(store, entry, report.unverified if lazy else None)  # a bad signature refuses all
+        try:
+            objs = serialize.loads(packed, module)
+        except Exception as e:  # a module gone, a class changed: this group stays out, the others come back
+            failed.update(dict.fromkeys(names, f"{type(e).__name__}: {e}"))
+            continue
         incoming.update({n: objs[n] for n in names})
         report.loaded.extend(names)
     states: dict[str, Any] = {}
     if wanted is None:
-        states = serialize.loads(read_group(store, manifest["random"]), module)
+        packed = read_group(store, manifest["random"])
+        try:
+            states = serialize.loads(packed, module)
+        except Exception as e:
+            report.not_restored["random states"] = f"{type(e).__name__}: {e}"
 
     # 2. Apply.
     if wanted is None:
@@ -245,6 +255,9 @@ def restore_namespace(
     if "numpy" in states:
         numpy = sys.modules.get("numpy") or importlib.import_module("numpy")
         numpy.random.set_state(states["numpy"])
+    for name, why in failed.items():
+        state = "kept its current value" if name in namespace else "absent"
+        report.not_restored[name] = f"could not be loaded ({why}); {state}"
     for name, info in manifest["skipped"].items():
         if wanted is not None and name not in wanted:
             continue

@@ -16,21 +16,32 @@ other picklers are tried around it, and the one used is recorded per group:
    by reference to the notebook namespace, so a restored function sees the
    restored variables.
 3. ``cloudpickle`` where dill fails (a torch model together with its optimizer,
-   for one).
+   for one), or where dill would save a notebook object as a reference to its
+   name (a class whose instances it holds itself): a fresh kernel could not
+   resolve that name while loading, so dill's warning counts as a failure.
+
+Notebook functions wrapped in ``functools.lru_cache`` / ``cache`` are saved as
+the function and the cache's parameters; their cached results are not kept.
+Open files are saved as path, mode and position and reopened on restore; one
+opened for writing is reopened for appending, never truncated.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copyreg
+import errno
+import functools
 import gc
 import importlib
 import io
 import operator
+import os
 import pickle
 import reprlib
 import sys
 import types
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -48,6 +59,8 @@ TEXT_MIN = 4096
 _SEPARATOR = "\x00"
 # Elements looked at to tell whether an array's strings repeat (then each distinct one is stored once).
 _SAMPLE = 1000
+_LRU_WRAPPER = type(functools.lru_cache(maxsize=None)(len))
+_FILE_TYPES = frozenset({io.TextIOWrapper, io.BufferedReader, io.BufferedWriter, io.BufferedRandom, io.FileIO})
 
 
 class NotSerializable(Exception):
@@ -86,7 +99,7 @@ def as_main(module: types.ModuleType) -> Iterator[None]:
 
 
 def _in_notebook(obj: Any) -> bool:
-    return isinstance(obj, (types.FunctionType, type)) and getattr(obj, "__module__", None) == "__main__"
+    return isinstance(obj, (types.FunctionType, type, _LRU_WRAPPER)) and getattr(obj, "__module__", None) == "__main__"
 
 
 def _array_from(buffer: Any, dtype: Any, shape: tuple[int, ...], order: str) -> Any:
@@ -206,16 +219,89 @@ def _reduce_array(obj: Any) -> Any:
     return _view_of, (root, obj.dtype, obj.shape, obj.strides, offset)
 
 
+def _reopen(path: str, mode: str, position: int | None, encoding: str | None, errors: str | None) -> Any:
+    """Open a file saved by ``_reduce_file`` again, where it was."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(errno.ENOENT, "the file an open handle pointed at is gone", path)
+    f = open(path, mode) if "b" in mode else open(path, mode, encoding=encoding, errors=errors)  # noqa: SIM115
+    if position is not None:
+        f.seek(position)
+    return f
+
+
+def _reduce_file(f: Any) -> Any:
+    """An open file is saved as its path, mode and position, and reopened there on restore.
+
+    One opened for writing is reopened for appending (``w``, ``x`` and ``r+``
+    become ``a`` or ``a+``): a restore never truncates a file. Its position is
+    not asked for: ``tell`` flushes the buffer, and a forked writer would write
+    the cell's pending data to the file a second time.
+    """
+    name, mode = getattr(f, "name", None), getattr(f, "mode", None)
+    if not isinstance(name, str) or not isinstance(mode, str) or f.closed:
+        return NotImplemented
+    binary = "b" in mode
+    if f.writable():
+        mode, position = "a" + ("+" if "+" in mode else "") + ("b" if binary else ""), None
+    else:
+        position = f.tell()
+    text = isinstance(f, io.TextIOWrapper)
+    return _reopen, (os.path.abspath(name), mode, position, f.encoding if text else None, f.errors if text else None)
+
+
+def _reduce(obj: Any) -> Any:
+    """The reductions every pickler here applies before its own: open files, cache wrappers, arrays."""
+    t = type(obj)
+    if t in _FILE_TYPES:
+        return _reduce_file(obj)
+    if t is _LRU_WRAPPER:
+        return _reduce_notebook_wrapper(obj)
+    return _reduce_array(obj)
+
+
 class _FastPickler(pickle.Pickler):
     def reducer_override(self, obj: Any) -> Any:
         if _in_notebook(obj) or isinstance(obj, types.ModuleType):
             raise _DefinedInNotebook
-        return _reduce_array(obj)
+        return _reduce(obj)
+
+
+def _rewrap_cache(function: Any, maxsize: int | None, typed: bool) -> Any:
+    """Rebuild a ``functools.lru_cache`` / ``cache`` wrapper around its (restored) function, with an empty cache."""
+    return functools.lru_cache(maxsize=maxsize, typed=typed)(function)
+
+
+def _reduce_notebook_wrapper(obj: Any) -> Any:
+    """Save a notebook function's cache wrapper by value, not as a name the next kernel cannot find.
+
+    An ``lru_cache`` wrapper pickles itself as a reference to its qualified name
+    (``__main__.slow_sq``): a fresh kernel has no such name when the group is
+    loaded. It is saved as its wrapped function and its cache parameters
+    instead; the cached results are dropped.
+    """
+    if getattr(obj, "__module__", None) == "__main__":
+        params = obj.cache_parameters()
+        return _rewrap_cache, (obj.__wrapped__, params["maxsize"], params["typed"])
+    return NotImplemented
 
 
 class _DillPickler(dill.Pickler):  # type: ignore[misc]
     def reducer_override(self, obj: Any) -> Any:
-        return _reduce_array(obj)
+        return _reduce(obj)
+
+    def save_global(self, obj: Any, name: str | None = None) -> None:
+        """Refuse to save a notebook object as a reference: a fresh kernel could not resolve it when loading."""
+        if getattr(obj, "__module__", None) == "__main__":
+            raise pickle.PicklingError(
+                f"{name or getattr(obj, '__qualname__', obj)!r} would be saved as a reference to the notebook"
+            )
+        super().save_global(obj, name)
+
+
+class _CloudPickler(cloudpickle.Pickler):  # type: ignore[misc]
+    def reducer_override(self, obj: Any) -> Any:
+        reduced = _reduce(obj)
+        return super().reducer_override(obj) if reduced is NotImplemented else reduced
 
 
 def _buffer_sink(buffers: list[memoryview]) -> Any:
@@ -240,7 +326,7 @@ def _pickler(serializer: str, out: io.BytesIO, buffers: list[memoryview], module
         pickler = _DillPickler(out, protocol=5, buffer_callback=sink)
         pickler._main = module
         return pickler
-    return cloudpickle.Pickler(out, protocol=5, buffer_callback=sink)
+    return _CloudPickler(out, protocol=5, buffer_callback=sink)
 
 
 def _unpickler(serializer: str, stream: io.BytesIO, buffers: Any, module: types.ModuleType) -> Any:
@@ -309,7 +395,10 @@ def dumps(objs: dict[str, Any], module: types.ModuleType) -> Packed:
             # copyreg caches __slotnames__ on a class the first time it pickles an instance,
             # which would make the first checkpoint's bytes differ from every later one.
             copyreg._slotnames(cls)  # type: ignore[attr-defined]
-    with as_main(module):
+    with as_main(module), warnings.catch_warnings():
+        # dill warns where it falls back to saving a notebook class by reference ("recursive
+        # self-references", "Cannot locate reference"): a failure, so the next pickler is tried.
+        warnings.simplefilter("error", dill.PicklingWarning)
         for name in SERIALIZERS:
             try:
                 return _dump(name, objs, module)

@@ -303,3 +303,42 @@ def test_a_large_array_is_mapped_on_restore_and_its_bytes_checked_after(kernels:
     r = strict.run(f"%checkpoint restore {record.id}")  # later checkpoints hold the mapped values as they were
     assert r.stderr.startswith(f"UsageError: blob {chunk} fails its signature check")
     assert strict.value("big") == "untouched"
+
+
+def test_a_variable_that_cannot_be_loaded_leaves_every_other_one_restored(kernels: Any, tmp_path: Path) -> None:
+    helper = tmp_path / "helper_mod.py"
+    helper.write_text("class Box:\n    def __init__(self, v):\n        self.v = v\n")
+    k = kernels("helper.ipynb", PYTHONPATH=str(tmp_path))
+    k.ok("%load_ext jupyter_ckpt")
+    k.ok("import helper_mod\nfrom helper_mod import Box\nbox = Box(3)\nrows = [1, 2]\nconfig = {'a': rows}")
+    k.ok("%checkpoint wait")
+    k.close()
+    helper.rename(tmp_path / "helper_renamed.py")  # the notebook's helper file is renamed
+
+    fresh = kernels("helper.ipynb", PYTHONPATH=str(tmp_path))
+    fresh.ok("%load_ext jupyter_ckpt")
+    out = fresh.ok("%checkpoint restore latest")
+    for name in ("box", "Box", "helper_mod"):
+        assert f"not restored: {name} (" in out and "No module named 'helper_mod'" in out
+    assert fresh.value("config") == {"a": [1, 2]} and fresh.value("config['a'] is rows") is True
+    assert fresh.value("[n in dir() for n in ('box', 'Box', 'helper_mod')]") == [False, False, False]
+
+
+def test_open_files_come_back_where_they_were_and_written_ones_are_never_truncated(
+    kernels: Any, tmp_path: Path
+) -> None:
+    log, data = tmp_path / "run.log", tmp_path / "input.txt"
+    data.write_text("line 1\nline 2\nline 3\n")
+    k = kernels("files.ipynb")
+    k.ok("%load_ext jupyter_ckpt")
+    k.ok(f"out = open({str(log)!r}, 'w')\nout.write('first\\n')\nsrc = open({str(data)!r})\nhead = src.readline()")
+    k.ok("%checkpoint save")
+    k.ok("out.write('second\\n')\nout.flush()")
+    k.kill()
+
+    fresh = kernels("files.ipynb")
+    fresh.ok("%load_ext jupyter_ckpt")
+    fresh.ok("%checkpoint restore latest")
+    assert fresh.value("(out.mode, src.readline(), out.closed)") == ("a", "line 2\n", False)
+    fresh.ok("out.write('after restore\\n')\nout.flush()")
+    assert log.read_text() == "first\nsecond\nafter restore\n"  # appended to, never truncated
