@@ -37,9 +37,18 @@ def save(message: str | None = None, tag: str | None = None) -> int:
     return int(_ckpt().save(trigger="manual", message=message, tag=tag))
 
 
-def restore(ref: str | int = "latest", only: list[str] | None = None) -> RestoreReport:
-    """Roll the namespace back to ``ref`` (id, tag, ``latest``, ``last-good``, ``-1``)."""
-    return _ckpt().restore(ref, only=only)  # type: ignore[no-any-return]
+def restore(ref: str | int = "latest", only: list[str] | None = None, replay: str | None = None) -> RestoreReport:
+    """Roll the namespace back to ``ref`` (id, tag, ``latest``, ``last-good``, ``-1``).
+
+    ``replay`` (``ask``, ``auto``, ``never``; default: the ``replay`` option) says what to do with the
+    variables the checkpoint could not hold: offer to run their cells again, run them, or only name them.
+    """
+    return _ckpt().restore(ref, only=only, replay_mode=replay)  # type: ignore[no-any-return]
+
+
+def replay() -> dict[str, str]:
+    """Run the cells that rebuild what the last restore could not bring back; returns what each variable got."""
+    return _ckpt().replay()  # type: ignore[no-any-return]
 
 
 def undo() -> RestoreReport:

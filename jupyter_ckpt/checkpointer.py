@@ -21,6 +21,7 @@ from typing import Any
 
 from . import capture
 from .errors import BadArgument, CheckpointError, UnknownCheckpoint, UnknownSession
+from .replay import MODES, Recipe, RunCell, exec_cell, plan, run_recipe
 from .restore import Diff, RestoreReport, diff_manifests, restore_namespace
 from .store import BlobInfo, CheckpointRecord, Store, writer_alive
 from .writer import ForkWriter, SyncWriter, fork_unsafe_reason
@@ -75,6 +76,8 @@ class Checkpointer:
         policy: Policy | None = None,
         background: bool = False,
         lazy: bool = False,
+        replay_mode: str = "ask",
+        run_cell: RunCell = exec_cell,
     ) -> None:
         self.store = store
         self.session = session
@@ -99,6 +102,11 @@ class Checkpointer:
         self._sync = SyncWriter()
         self._fork = ForkWriter(store.tmp_dir, _encode, _decode) if background else None
         self._lazy = lazy
+        if replay_mode not in MODES:
+            raise BadArgument(f"replay must be one of {', '.join(MODES)}, not {replay_mode!r}")
+        self.replay_mode = replay_mode
+        self._run_cell = run_cell
+        self._pending: Recipe | None = None  # what the last restore could not bring back, to replay
         self._verifier: threading.Thread | None = None
         self.adopt_orphans()
 
@@ -316,8 +324,17 @@ class Checkpointer:
         *,
         only: Iterable[str] | None = None,
         trigger: str = "restore",
+        replay_mode: str | None = None,
     ) -> RestoreReport:
-        """Make the namespace what it was at ``ref``; returns what was read, patched, kept and removed."""
+        """Make the namespace what it was at ``ref``; returns what was read, patched, kept and removed.
+
+        Variables the checkpoint could not hold are rebuilt by running their cells
+        again (``replay_mode`` ``auto``), offered for ``replay()`` (``ask``), or
+        only listed (``never``); the default is the Checkpointer's mode.
+        """
+        mode = self.replay_mode if replay_mode is None else replay_mode
+        if mode not in MODES:
+            raise BadArgument(f"replay must be one of {', '.join(MODES)}, not {mode!r}")
         with self._lock:
             self.wait()
             target = self.resolve(ref)
@@ -331,11 +348,11 @@ class Checkpointer:
                 only=only,
                 hidden=self._hidden(),
                 exclude=self.policy.exclude,
-                cells_for=self._cells_for(manifest),
                 lazy=self._lazy,
             )
             if only is None:
                 self._record_restore(target, manifest, trigger)
+            self._offer_replay(report, manifest, mode)
             if report.unverified:
                 self._verifier = threading.Thread(
                     target=self._verify_mapped, args=(report,), name="jupyter-ckpt-verify", daemon=True
@@ -377,16 +394,27 @@ class Checkpointer:
         ids = {n: id(self.module.__dict__[n]) for n in manifest["variables"] if n in self.module.__dict__}
         self._committed(cid, entry, capture.Capture({}, {}, ids))
 
-    def _cells_for(self, manifest: dict[str, Any]) -> dict[str, str]:
-        """For each skipped variable, the cell that last assigned it, to re-run."""
-        if not manifest["skipped"]:
-            return {}
-        found: dict[str, str] = {}
-        for cell in reversed(self.store.cells(manifest["last_cell"])):
-            for name in manifest["skipped"]:
-                if name not in found and re.search(rf"\b{re.escape(name)}\b\s*[:=]", cell["source"]):
-                    found[name] = f"cell [{cell['count']}]"
-        return found
+    def _offer_replay(self, report: RestoreReport, manifest: dict[str, Any], mode: str) -> None:
+        """Plan how to rebuild the skipped variables the restore left absent, and replay now or offer it."""
+        missing = [n for n in report.not_restored if n in manifest["skipped"] and n not in self.module.__dict__]
+        self._pending = None
+        if not missing or mode == "never":
+            return
+        recipe = plan(missing, self.store.cells(manifest["last_cell"]))
+        report.replay = dict(recipe.problems)
+        if mode == "auto":
+            report.replay = run_recipe(recipe, self.module.__dict__, self._run_cell)
+        elif recipe.runnable:
+            self._pending = recipe
+            report.replayable = recipe.describe()
+
+    def replay(self) -> dict[str, str]:
+        """Run the cells that rebuild what the last restore could not bring back; returns what each gave."""
+        with self._lock:
+            if self._pending is None:
+                raise BadArgument("nothing to replay: the last restore brought back every variable it could rebuild")
+            recipe, self._pending = self._pending, None
+            return run_recipe(recipe, self.module.__dict__, self._run_cell)
 
     def undo(self) -> RestoreReport:
         """Back to the state before the last cell."""

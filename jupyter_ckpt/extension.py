@@ -17,7 +17,7 @@ from typing import Any
 
 from IPython.core.interactiveshell import InteractiveShell
 from jupyter_core.paths import jupyter_data_dir
-from traitlets import Bool, Float, Int, Unicode
+from traitlets import Bool, Enum, Float, Int, Unicode
 from traitlets.config import Configurable
 
 from .checkpointer import Checkpointer, Policy
@@ -93,6 +93,13 @@ class Checkpoints(StoreOptions):
         help="Restore large arrays stored raw by mapping their chunk files instead of reading them: the prompt "
         "is back at once, pages are read as they are touched, and the chunks are verified in the background "
         "(a damaged one is reported at the next cell). False: read and verify everything before the restore returns.",
+    ).tag(config=True)
+    replay = Enum(
+        ["ask", "auto", "never"],
+        "ask",
+        help="What a restore does with variables the checkpoint could not hold (a generator, a connection): "
+        "'ask' names them and the cells that would rebuild them (%checkpoint replay runs those), 'auto' runs "
+        "them at once, 'never' only names them. Replay runs code again, with its side effects.",
     ).tag(config=True)
 
 
@@ -228,6 +235,8 @@ def load(shell: InteractiveShell) -> None:
         policy=default,
         background=config.background,
         lazy=config.lazy_restore,
+        replay_mode=config.replay,
+        run_cell=lambda source, namespace: exec(compile(shell.transform_cell(source), "<replay>", "exec"), namespace),
     )
     _active = ckpt
     _hooks = CellHooks(shell, ckpt, config.idle_poll, notices)

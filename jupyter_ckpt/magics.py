@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 COMMANDS = (
     "save", "list", "restore", "undo", "diff", "auto", "status", "exclude", "include",
-    "history", "timeline", "delete", "gc", "wait", "tag",
+    "history", "timeline", "delete", "gc", "wait", "tag", "replay",
 )  # fmt: skip
 
 
@@ -95,7 +95,7 @@ class CheckpointMagics(Magics):
         nargs="?",
         default="save",
         help="save (default), list, restore, undo, diff, auto, status, exclude, include, history, "
-        "timeline, delete, gc, wait, tag",
+        "timeline, delete, gc, wait, tag, replay",
     )
     @argument(
         "args", nargs="*", help="REF(s) for restore/diff/history/delete/tag, on|off for auto, NAMEs for exclude/include"
@@ -105,6 +105,11 @@ class CheckpointMagics(Magics):
     @argument("-n", type=int, default=20, help="list: show the last N checkpoints (default 20)")
     @argument("--all", action="store_true", help="list: show every checkpoint of the session")
     @argument("--only", help="restore: only these comma-separated variables")
+    @argument(
+        "--replay",
+        action="store_true",
+        help="restore: also rebuild the variables the checkpoint could not hold by running their cells again",
+    )
     @argument("--every", type=int, help="auto: checkpoint after every Nth cell")
     @argument("--interval", type=float, help="auto: checkpoint once this many seconds have passed")
     @argument("--keep-last", type=int, default=20, help="gc: always keep the newest N checkpoints (default 20)")
@@ -122,6 +127,7 @@ class CheckpointMagics(Magics):
             %checkpoint list                 # the timeline
             %checkpoint restore baseline     # roll back to it
             %checkpoint undo                 # back to before the last cell
+            %checkpoint replay               # rebuild what the last restore could not, from its cells
             %checkpoint diff                 # what changed since the last checkpoint
             %checkpoint auto on --every 5    # checkpoint after every 5th cell
             %checkpoint auto on --interval 600
@@ -164,9 +170,14 @@ class CheckpointMagics(Magics):
         only = [n.strip() for n in opts.only.split(",") if n.strip()] if opts.only else None
         if opts.only is not None and not only:
             raise UsageError("--only needs at least one variable name")
-        report = self.ckpt.restore(ref, only=only)
+        report = self.ckpt.restore(ref, only=only, replay_mode="auto" if opts.replay else None)
         self._hooks.skip_cell = only is None
         print(report.summary())
+
+    def _replay(self, opts: Any) -> None:
+        self._no_args(opts)
+        for name, outcome in sorted(self.ckpt.replay().items()):
+            print(f"{name}: {outcome}")
 
     def _undo(self, opts: Any) -> None:
         self._no_args(opts)

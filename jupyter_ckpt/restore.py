@@ -43,6 +43,10 @@ class RestoreReport:
     not_restored: dict[str, str] = field(default_factory=dict)
     # Chunks mapped by a lazy restore and not yet verified, each with the variables built on it.
     unverified: dict[str, list[str]] = field(default_factory=dict)
+    # What replay did or could not do for each variable the checkpoint could not hold.
+    replay: dict[str, str] = field(default_factory=dict)
+    # The variables ``%checkpoint replay`` would rebuild and the cells it would run, if asked.
+    replayable: str = ""
 
     def lazy_names(self, keys: Iterable[str] | None = None) -> list[str]:
         """The variables built on the given unverified chunks (all of them by default)."""
@@ -61,7 +65,13 @@ class RestoreReport:
             parts.append("removed " + ", ".join(self.removed))
         line = "; ".join(parts)
         for name, why in sorted(self.not_restored.items()):
-            line += f"\n  not restored: {name} ({why})"
+            if self.replay.get(name) == "replayed":
+                line += f"\n  rebuilt by running its cells again: {name}"
+            else:
+                extra = f"; {self.replay[name]}" if name in self.replay else ""
+                line += f"\n  not restored: {name} ({why}{extra})"
+        if self.replayable:
+            line += f"\n  %checkpoint replay would rebuild {self.replayable} by running them again"
         return line
 
 
@@ -172,7 +182,6 @@ def restore_namespace(
     only: Iterable[str] | None = None,
     hidden: Iterable[str] = (),
     exclude: Iterable[str] = (),
-    cells_for: dict[str, str] | None = None,
     lazy: bool = False,
 ) -> RestoreReport:
     """Make ``module``'s namespace hold the checkpoint's state; returns what was done.
@@ -261,10 +270,8 @@ def restore_namespace(
     for name, info in manifest["skipped"].items():
         if wanted is not None and name not in wanted:
             continue
-        where = (cells_for or {}).get(name)
         state = "kept its current value" if name in namespace else "absent"
-        hint = f"; re-run {where} to rebuild it" if where else ""
-        report.not_restored[name] = f"{info['type']} could not be serialized: {info['reason']}; {state}{hint}"
+        report.not_restored[name] = f"{info['type']} could not be serialized: {info['reason']}; {state}"
     report.removed.sort()
     return report
 

@@ -342,3 +342,22 @@ def test_open_files_come_back_where_they_were_and_written_ones_are_never_truncat
     assert fresh.value("(out.mode, src.readline(), out.closed)") == ("a", "line 2\n", False)
     fresh.ok("out.write('after restore\\n')\nout.flush()")
     assert log.read_text() == "first\nsecond\nafter restore\n"  # appended to, never truncated
+
+
+def test_a_connection_is_rebuilt_by_replaying_its_cells_after_a_crash(kernels: Any, tmp_path: Path) -> None:
+    k = kernels("replay.ipynb")
+    k.ok("%load_ext jupyter_ckpt")
+    k.ok(f"import sqlite3\nconn = sqlite3.connect({str(tmp_path / 'd.sqlite')!r})")
+    k.ok("conn.execute('create table if not exists t (x)')\nconn.commit()")
+    k.ok("total = 41")
+    assert k.run("ratio = total / 0").error is not None  # a failed cell, which replay must not need
+    k.ok("%checkpoint wait")
+    k.kill()
+
+    fresh = kernels("replay.ipynb")
+    fresh.ok("%load_ext jupyter_ckpt")
+    out = fresh.ok("%checkpoint restore last-good")
+    assert "not restored: conn" in out and "%checkpoint replay would rebuild conn (cells [" in out
+    assert fresh.value("'conn' in dir()") is False  # asked first: nothing ran yet
+    assert fresh.ok("%checkpoint replay").strip() == "conn: replayed"
+    assert fresh.value("(conn.execute('select count(*) from t').fetchone()[0], total)") == (0, 41)
