@@ -126,7 +126,7 @@ def restores_outside_a_kernel(store: Store, cid: int) -> bool:
 def cycle(store: Store, pick: random.Random, tally: Tally, forced: dict[int, str], checked: set[int]) -> None:
     mode = KILLS[tally.cycles % len(KILLS)]
     tally.cycles += 1
-    k = Kernel(SESSION, {"PYTHONPATH": str(HERE)})
+    k = Kernel(SESSION, {"PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))})
     try:
         k.ok("%load_ext jupyter_ckpt")
         if forced:
