@@ -21,7 +21,7 @@ from typing import Any
 
 from . import capture
 from .errors import BadArgument, CheckpointError, UnknownCheckpoint, UnknownSession
-from .replay import MODES, Recipe, RunCell, exec_cell, plan, run_recipe
+from .recipes import MODES, Recipe, RunCell, exec_cell, plan, run_recipe
 from .restore import Diff, RestoreReport, diff_manifests, restore_namespace
 from .store import BlobInfo, CheckpointRecord, Store, writer_alive
 from .writer import ForkWriter, SyncWriter, fork_unsafe_reason

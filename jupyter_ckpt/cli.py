@@ -113,7 +113,7 @@ def _cmd_export(store: Store, args: argparse.Namespace) -> None:
     record = _resolve(store, args.ref, args.session)
     manifest = store.manifest(record.id)
     module = types.ModuleType("__main__")
-    report = restore_namespace(store, module, record.id, manifest, live=None)
+    report = restore_namespace(store, module, record.id, manifest)
     with open(args.file, "wb") as f, as_main(module):
         dill.dump_module(f, module="__main__", refimported=True)
     missing = f"; not included: {', '.join(sorted(report.not_restored))}" if report.not_restored else ""

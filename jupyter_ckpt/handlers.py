@@ -22,7 +22,8 @@ from jupyter_server.utils import url_path_join
 from tornado.web import HTTPError
 
 from .errors import BadArgument, CheckpointError, UnknownSession
-from .recovery import ACTIVE
+from .recipes import MODES
+from .recovery import ACTIVE, restored
 from .timeline import details
 
 if TYPE_CHECKING:
@@ -166,9 +167,23 @@ class RestoreHandler(CkptHandler):
     async def post(self, ref: str) -> None:
         cid = self.ckpt.store.get(checkpoint_id(ref)).id
         body = self.json_body("kernel_id")
+        replay = _optional_text(body, "replay")
+        if replay not in (None, *MODES):
+            raise BadArgument(f"'replay' must be one of {', '.join(MODES)}")
         async with self.ckpt.kernel(body["kernel_id"]) as kernel:
-            summary = await kernel.evaluate(f"__import__('jupyter_ckpt').restore({cid}).summary()")
-        self.reply({"checkpoint": cid, "summary": summary})
+            result = await kernel.evaluate(restored(f"__import__('jupyter_ckpt').restore({cid}, replay={replay!r})"))
+        self.reply({"checkpoint": cid, **result})
+
+
+class ReplayHandler(CkptHandler):
+    @tornado.web.authenticated
+    @authorized
+    @http_errors
+    async def post(self) -> None:
+        body = self.json_body("kernel_id")
+        async with self.ckpt.kernel(body["kernel_id"]) as kernel:
+            outcome = await kernel.evaluate("__import__('jupyter_ckpt').replay()")
+        self.reply({"variables": outcome})
 
 
 class EventsHandler(CkptHandler):
@@ -191,5 +206,6 @@ default_handlers = [
     (r"/api/ckpt/checkpoints", CheckpointsHandler),
     (r"/api/ckpt/checkpoints/([^/]+)", CheckpointHandler),
     (r"/api/ckpt/checkpoints/([^/]+)/restore", RestoreHandler),
+    (r"/api/ckpt/replay", ReplayHandler),
     (r"/api/ckpt/events", EventsHandler),
 ]

@@ -48,6 +48,10 @@ CRASH_SCHEMA = {
         "tried": {"type": "array", "items": {"type": "integer"}, "title": "checkpoints restored since a cell last ran"},
         "time": {"type": "number", "title": "seconds since the epoch"},
         "message": {"type": "string", "title": "what to tell the user"},
+        "replayable": {
+            "type": "string",
+            "title": "variables the checkpoint could not hold that running their cells again would rebuild, if any",
+        },
     },
 }
 # Silent code run before every call: load the extension (a no-op when it is loaded).
@@ -56,6 +60,13 @@ LOAD = "get_ipython().extension_manager.load_extension('jupyter_ckpt')"
 LOAD_AFTER_CRASH = "get_ipython().config.Checkpoints.restore_on_start = False\n" + LOAD
 # The kernel's Checkpointer, as an expression that leaves no name behind in the user's namespace.
 ACTIVE = "__import__('jupyter_ckpt').extension.active()"
+
+
+def restored(call: str) -> str:
+    """An expression that runs a restore in the kernel and gives its summary and what it could replay."""
+    return f"(lambda report: {{'summary': report.summary(), 'replayable': report.replayable}})({call})"
+
+
 # Checkpoints the cells a frontend ran before the server's load request reached the kernel.
 CATCH_UP = "__import__('jupyter_ckpt').extension.hooks().catch_up()"
 # A session whose kernel keeps dying gets this many states restored, then none until a cell completes.
@@ -269,14 +280,21 @@ class CrashRecovery:
             # Counted before the attempt: a state that kills the kernel while it loads is not tried twice.
             loop.tried.append(target)
             try:
-                summary = await kernel.evaluate(f"{ACTIVE}.restore({target}, trigger='crash-restore').summary()")
+                result = await kernel.evaluate(restored(f"{ACTIVE}.restore({target}, trigger='crash-restore')"))
             except CheckpointError as e:
                 self._publish("crash-restore-failed", session, kernel_id, target, loop.tried, str(e))
                 return
-        self._publish("crash-restore", session, kernel_id, target, loop.tried, summary)
+        self._publish("crash-restore", session, kernel_id, target, loop.tried, result["summary"], result["replayable"])
 
     def _publish(
-        self, kind: str, session: str, kernel_id: str, checkpoint: int | None, tried: list[int], message: str
+        self,
+        kind: str,
+        session: str,
+        kernel_id: str,
+        checkpoint: int | None,
+        tried: list[int],
+        message: str,
+        replayable: str = "",
     ) -> None:
         event = {
             "type": kind,
@@ -287,6 +305,7 @@ class CrashRecovery:
             "tried": list(tried),
             "time": time.time(),
             "message": message,
+            "replayable": replayable,
         }
         self.events.append(event)
         self.app.log.warning("jupyter-ckpt: %s of %s: %s", kind, session, message)

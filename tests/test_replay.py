@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_ckpt.replay import cell_names, exec_cell, plan, run_recipe
+from jupyter_ckpt.recipes import cell_names, exec_cell, plan, run_recipe
 
 
 def cells(*sources: str, failed: tuple[int, ...] = ()) -> list[dict[str, Any]]:

@@ -234,3 +234,23 @@ async def test_checkpoint_and_restore_a_live_kernel(api: Any, notebook: Any, jp_
     assert triggers == ["cell", "cell", "manual", "cell", "cell", "restore", "cell"]
     details = await api("GET", location.removeprefix(jp_base_url))
     assert details["id"] == record["id"] and details["variables"]["n"]["repr"] == "2"
+
+
+async def test_a_restore_offers_replay_and_the_replay_endpoint_runs_it(api: Any, notebook: Any) -> None:
+    nb = await notebook("work/gen.ipynb")
+    await nb.ok("gen = (i * i for i in range(5))\nfirst = next(gen)")
+    (made,) = await nb.wait_for_checkpoints(1)
+    await nb.ok("del gen\nfirst = -1")
+    await nb.wait_for_checkpoints(2)
+    code, message = await api.error("POST", *CKPT, "replay", body={"kernel_id": nb.kernel_id})
+    assert code == 400 and "nothing to replay" in message
+
+    restore = (*CKPT, "checkpoints", str(made["id"]), "restore")
+    code, message = await api.error("POST", *restore, body={"kernel_id": nb.kernel_id, "replay": "sometimes"})
+    assert code == 400 and "'replay' must be one of ask, auto, never" in message
+    restored = await api("POST", *restore, body={"kernel_id": nb.kernel_id})
+    assert "not restored: gen" in restored["summary"] and restored["replayable"] == "gen (cells [1])"
+    assert await nb.value("('gen' in dir(), first)") == (False, 0)
+    replayed = await api("POST", *CKPT, "replay", body={"kernel_id": nb.kernel_id})
+    assert replayed == {"variables": {"gen": "replayed"}}
+    assert await nb.value("(next(gen), first)") == (1, 0)  # the generator rebuilt; the restored value kept

@@ -47,6 +47,8 @@ export interface ICrashEvent {
   tried: number[];
   time: number;
   message: string;
+  /** Variables the restore left out that running their cells again would rebuild, with the cells. */
+  replayable: string;
 }
 
 /** A failed call: the HTTP status and the server's one-line message. */

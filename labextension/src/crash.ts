@@ -2,6 +2,7 @@
 import { Notification } from '@jupyterlab/apputils';
 import { PathExt } from '@jupyterlab/coreutils';
 import { ICrashEvent, requestAPI, sessionQuery } from './api';
+import { offerReplay } from './replay';
 
 export class CrashWatcher {
   private _start = Date.now() / 1000;
@@ -53,6 +54,7 @@ function notify(e: ICrashEvent): void {
       `The kernel of ${notebook} crashed and was restored to checkpoint #${e.checkpoint}. ${e.message}`,
       options
     );
+    offerReplay(e.kernel_id, e.replayable ?? '');
   } else {
     const tried = e.tried.map(id => `#${id}`).join(', ');
     Notification.warning(

@@ -6,6 +6,7 @@ import { ICheckpoint, ICheckpointDetails, IPreview, requestAPI } from './api';
 import { h } from './dom';
 import { age, brief, cellLabel, clock, humanBytes, IRow, shape, treeRows } from './format';
 import { TimelineModel } from './model';
+import { offerReplay } from './replay';
 
 export class CheckpointsPanel extends Widget {
   private _selected: number | null = null;
@@ -66,11 +67,12 @@ export class CheckpointsPanel extends Widget {
       return;
     }
     await this._act(async () => {
-      const result = await requestAPI<{ summary: string }>(`checkpoints/${d.id}/restore`, {
+      const result = await requestAPI<{ summary: string; replayable: string }>(`checkpoints/${d.id}/restore`, {
         method: 'POST',
         body: JSON.stringify({ kernel_id: kernelId })
       });
       Notification.success(result.summary, { autoClose: 5000 });
+      offerReplay(kernelId, result.replayable);
       return result.summary;
     });
   }
