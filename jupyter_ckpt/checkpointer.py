@@ -23,10 +23,13 @@ from . import capture
 from .errors import BadArgument, CheckpointError, UnknownCheckpoint, UnknownSession
 from .recipes import MODES, Recipe, RunCell, exec_cell, plan, run_recipe
 from .restore import Diff, RestoreReport, diff_manifests, restore_namespace
+from .schedule import Scheduler
 from .store import BlobInfo, CheckpointRecord, Store, writer_alive
-from .writer import ForkWriter, SyncWriter, fork_unsafe_reason
+from .writer import ForkWriter, SyncWriter, fork_unsafe_reason, minor_faults
 
 TRIGGERS = ("cell", "interval", "manual", "loop", "restore", "crash-restore")
+# What one minor page fault costs the kernel while a child shares its heap: a 4 KiB copy and the fault (estimate).
+FAULT_SECONDS = 1e-6
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -42,16 +45,23 @@ def parse_size(text: str) -> int:
 
 @dataclass
 class Policy:
-    """When checkpoints are taken automatically. Remembered per session."""
+    """When checkpoints are taken automatically. Remembered per session.
+
+    With neither ``every`` nor ``interval``, every cell is checkpointed within
+    the overhead budget (``schedule.py``); ``every`` and ``interval`` are what
+    the user asked for, whatever it costs.
+    """
 
     auto: bool = True
-    every: int | None = 1
+    every: int | None = None
     interval: float | None = None
     exclude: list[str] = field(default_factory=list)
 
+    @property
+    def budgeted(self) -> bool:
+        return self.every is None and self.interval is None
+
     def validate(self) -> Policy:
-        if self.every is None and self.interval is None:
-            self.every = 1
         if self.every is not None and self.every < 1:
             raise BadArgument("--every must be at least 1")
         if self.interval is not None and self.interval <= 0:
@@ -78,6 +88,7 @@ class Checkpointer:
         lazy: bool = False,
         replay_mode: str = "ask",
         run_cell: RunCell = exec_cell,
+        scheduler: Scheduler | None = None,
     ) -> None:
         self.store = store
         self.session = session
@@ -92,6 +103,8 @@ class Checkpointer:
         self._held: dict[str, int] | None = None
         self._cells_since = 0
         self._last_time = 0.0
+        self.schedule = scheduler or Scheduler()
+        self._faults_at_fork: int | None = None  # the kernel's minor faults when the writing child was forked
         self._reported: set[tuple[str, str]] = set()
         self._skipped: dict[str, dict[str, Any]] = {}
         self._head_manifest: dict[str, Any] | None = None
@@ -118,19 +131,40 @@ class Checkpointer:
         self.last_cell = self.store.add_cell(self.session, self.last_cell, count, source, status, duration)
 
     def after_cell(self, count: int | None, source: str, ok: bool, duration: float) -> int | None:
-        """Record a finished cell and take the checkpoint the policy asks for, if any."""
+        """Record a finished cell and take the checkpoint the policy asks for at this boundary, if any.
+
+        Under the default policy the cell is usually owed its checkpoint instead,
+        taken when the kernel goes idle (``idle_tick``) or as the next cell starts
+        (``before_cell``).
+        """
         with self._lock:
             self.record_cell(count, source, ok, duration)
             self._cells_since += 1
-            trigger = self._due()
-            if trigger is None:
+            status = "ok" if ok else "error"
+            if not self.policy.auto:
                 return None
-            return self.save(trigger=trigger, status="ok" if ok else "error", cell=count)
+            if self.policy.budgeted:
+                if self.schedule.cell_finished(count, duration):  # the newest checkpoint is max_lag behind
+                    return self.save(trigger="cell", status=status, cell=count)
+                self._owed = ("cell", status, count)
+                return None
+            self.schedule.ran(duration)
+            trigger = self._due()
+            return None if trigger is None else self.save(trigger=trigger, status=status, cell=count)
+
+    def before_cell(self) -> int | None:
+        """A cell is about to run: checkpoint the state the last one left if it is owed and the budget allows."""
+        with self._lock:
+            if not (self.policy.budgeted and self._owed is not None):
+                return None
+            if not self.schedule.cell_starting():
+                self._owed = None
+                return None
+            trigger, status, cell = self._owed
+            return self.save(trigger=trigger, status=status, cell=cell)
 
     def _due(self) -> str | None:
         p = self.policy
-        if not p.auto:
-            return None
         if p.interval is not None and time.time() - self._last_time >= p.interval:
             return "interval"
         if p.every is not None and self._cells_since >= p.every:
@@ -142,12 +176,19 @@ class Checkpointer:
         with self._lock:
             if self._fork is not None:
                 self._fork.poll()
+                self._charge_copies()
+
+    def _charge_copies(self) -> None:
+        """Once no child shares the heap, charge the pages the kernel copied meanwhile to the schedule."""
+        if self._fork is not None and self._faults_at_fork is not None and not self._fork.busy:
+            self.schedule.charge((minor_faults() - self._faults_at_fork) * FAULT_SECONDS)
+            self._faults_at_fork = None
 
     def idle_tick(self) -> int | None:
         """Called while the kernel is idle: commit finished writes, take an owed or periodic checkpoint."""
         with self._lock:
             self.commit_finished()
-            if self._owed is not None:
+            if self._owed is not None and (not self.policy.budgeted or self.schedule.idle_due()):
                 trigger, status, cell = self._owed
                 return self.save(trigger=trigger, status=status, cell=cell)
             p = self.policy
@@ -195,7 +236,11 @@ class Checkpointer:
             def done(result: Any, error: BaseException | None) -> None:
                 outcome["id"] = self._finish(cap, result, error, raise_errors=wait)
 
+            started = time.perf_counter()
             writer.submit(job, done)
+            self.schedule.taken(time.perf_counter() - started)
+            if writer is self._fork and self._faults_at_fork is None:
+                self._faults_at_fork = minor_faults()
             self._owed = None
             self._cells_since = 0
             self._last_time = meta.at  # the policy counts from when the state was taken
@@ -473,6 +518,7 @@ class Checkpointer:
             "last_checkpoint_age": time.time() - last.time if last else None,
             "writing": writing,
             "skipped": {n: i["reason"] for n, i in self._skipped.items()},
+            "schedule": self.schedule.report(),
         }
 
     # -- changing the policy and the timeline ------------------------------------

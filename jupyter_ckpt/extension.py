@@ -22,6 +22,7 @@ from traitlets.config import Configurable
 
 from .checkpointer import Checkpointer, Policy
 from .errors import CheckpointError
+from .schedule import Scheduler
 from .store import Store, load_secret
 
 _active: Checkpointer | None = None
@@ -74,7 +75,21 @@ class Checkpoints(StoreOptions):
     auto = Bool(True, help="Checkpoint automatically (after cells and/or periodically) in new sessions.").tag(
         config=True
     )
-    every = Int(1, help="In new sessions, checkpoint after every Nth cell.").tag(config=True)
+    every = Int(
+        0,
+        help="In new sessions, checkpoint after every Nth cell, whatever it costs. 0: every cell within the "
+        "overhead budget (a cell followed by idle always gets its checkpoint; back-to-back ones as the budget allows).",
+    ).tag(config=True)
+    budget = Float(
+        0.03,
+        help="Under the default policy, the share of execution time that checkpoints of back-to-back cells "
+        "(Run All, nbclient) may cost: forks and the pages copied while their writers run.",
+    ).tag(config=True)
+    max_lag = Float(
+        60.0,
+        help="Under the default policy, the newest checkpoint is never more than this many seconds of execution "
+        "behind: a cell boundary past it is checkpointed whatever the budget says.",
+    ).tag(config=True)
     interval = Float(0.0, help="In new sessions, also checkpoint once this many seconds have passed (0: off).").tag(
         config=True
     )
@@ -117,9 +132,15 @@ class CellHooks:
         self._stop = threading.Event()
         self._notices = notices  # what the Checkpointer reported since the last cell boundary
         self._timer: threading.Thread | None = None
+        self._cell_ended = threading.Event()
 
     def pre_run_cell(self, info: Any) -> None:
         with self.ckpt._lock:  # an idle checkpoint in progress finishes before the cell starts
+            try:
+                if not only_checkpoint_magics(info.raw_cell or ""):  # those settle what is owed themselves
+                    self.ckpt.before_cell()  # the last cell's state, if it is owed and the budget allows
+            except Exception as e:  # never let a checkpoint keep the user's cell from running
+                self.notice(f"jupyter-ckpt: checkpoint failed: {type(e).__name__}: {e}")
             self._executing = True
         self._started = time.perf_counter()
 
@@ -141,6 +162,7 @@ class CellHooks:
             notify(f"jupyter-ckpt: checkpoint failed: {e}")
         except Exception as e:  # never let a checkpoint break the user's cell
             notify(f"jupyter-ckpt: checkpoint failed: {type(e).__name__}: {e}")
+        self._cell_ended.set()
         self.flush_notices()
 
     def catch_up(self) -> None:
@@ -177,7 +199,10 @@ class CellHooks:
             self._timer.start()
 
     def _idle_loop(self) -> None:
-        while not self._stop.wait(self._idle_poll):
+        while not self._stop.is_set():
+            if self._cell_ended.wait(self._idle_poll):  # a cell just ended: look again once its grace is over
+                self._cell_ended.clear()
+                self._stop.wait(self.ckpt.schedule.grace)
             with self.ckpt._lock:
                 try:
                     if self._executing:  # mid-cell, the namespace is in flux: only commit what is written
@@ -224,7 +249,7 @@ def load(shell: InteractiveShell) -> None:
 
     config = Checkpoints(parent=shell)
     store = config.open_store()
-    default = Policy(auto=config.auto, every=config.every, interval=config.interval or None)
+    default = Policy(auto=config.auto, every=config.every or None, interval=config.interval or None)
     notices: list[str] = []
     ckpt = Checkpointer(
         store,
@@ -236,6 +261,7 @@ def load(shell: InteractiveShell) -> None:
         background=config.background,
         lazy=config.lazy_restore,
         replay_mode=config.replay,
+        scheduler=Scheduler(budget=config.budget, max_lag=config.max_lag),
         run_cell=lambda source, namespace: exec(compile(shell.transform_cell(source), "<replay>", "exec"), namespace),
     )
     _active = ckpt
@@ -244,8 +270,7 @@ def load(shell: InteractiveShell) -> None:
     shell.magics_manager.register_alias("ckpt", "checkpoint", "line")
     shell.events.register("pre_run_cell", _hooks.pre_run_cell)
     shell.events.register("post_run_cell", _hooks.post_run_cell)
-    if ckpt.policy.interval or config.background:
-        _hooks.start_idle_timer()
+    _hooks.start_idle_timer()  # owed checkpoints are taken when idle, whatever the writer
     atexit.register(ckpt.wait)  # a clean shutdown commits the write in flight
     if config.restore_on_start and ckpt.checkpoints():
         try:

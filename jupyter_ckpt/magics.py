@@ -98,7 +98,9 @@ class CheckpointMagics(Magics):
         "timeline, delete, gc, wait, tag, replay",
     )
     @argument(
-        "args", nargs="*", help="REF(s) for restore/diff/history/delete/tag, on|off for auto, NAMEs for exclude/include"
+        "args",
+        nargs="*",
+        help="REF(s) for restore/diff/history/delete/tag, on|off|budget for auto, NAMEs for exclude/include",
     )
     @argument("-m", "--message", help="save: a note stored with the checkpoint")
     @argument("-t", "--tag", help="save: name the checkpoint (a savepoint: never thinned away); tag: the new tag")
@@ -129,6 +131,8 @@ class CheckpointMagics(Magics):
             %checkpoint undo                 # back to before the last cell
             %checkpoint replay               # rebuild what the last restore could not, from its cells
             %checkpoint diff                 # what changed since the last checkpoint
+            %checkpoint auto budget          # every cell within the overhead budget (the default)
+            %checkpoint auto on              # every cell, whatever it costs
             %checkpoint auto on --every 5    # checkpoint after every 5th cell
             %checkpoint auto on --interval 600
             %checkpoint exclude big_tmp
@@ -191,15 +195,15 @@ class CheckpointMagics(Magics):
         print(format_diff(self.ckpt.diff(*opts.args)))
 
     def _auto(self, opts: Any) -> None:
-        if len(opts.args) != 1 or opts.args[0] not in ("on", "off"):
-            raise UsageError("usage: %checkpoint auto on|off [--every N] [--interval SECONDS]")
+        if len(opts.args) != 1 or opts.args[0] not in ("on", "off", "budget"):
+            raise UsageError("usage: %checkpoint auto on|off|budget [--every N] [--interval SECONDS]")
         if opts.args[0] == "off":
             policy = self.ckpt.set_policy(auto=False)
+        elif opts.args[0] == "budget":  # the default: every cell, within the overhead budget
+            policy = self.ckpt.set_policy(auto=True, every=None, interval=None)
         else:
             every = opts.every if opts.every is not None or opts.interval is not None else 1
             policy = self.ckpt.set_policy(auto=True, every=every, interval=opts.interval)
-            if policy.interval:
-                self._hooks.start_idle_timer()
         print(f"auto checkpoints: {describe_policy(policy.__dict__)}")
 
     def _status(self, opts: Any) -> None:
@@ -213,7 +217,11 @@ class CheckpointMagics(Magics):
             f"checkpoints: {s['checkpoints']} ({human_bytes(s['bytes'])})",
             f"last checkpoint: {'never' if age is None else f'{age:.0f} s ago'}",
             f"writing: {'yes' if s['writing'] else 'no'}",
+            f"newest checkpoint behind by: {s['schedule']['behind_s']:.1f} s of execution",
+            f"checkpoint overhead: {s['schedule']['overhead']:.1%} of execution time",
         ]
+        for reason, count in sorted(s["schedule"]["skipped"].items()):
+            lines.append(f"cells not checkpointed: {count} ({reason})")
         if s["policy"]["exclude"]:
             lines.append("excluded: " + ", ".join(s["policy"]["exclude"]))
         for name, reason in sorted(s["skipped"].items()):
@@ -265,6 +273,8 @@ class CheckpointMagics(Magics):
 def describe_policy(policy: dict[str, Any]) -> str:
     if not policy["auto"]:
         return "off"
+    if not policy["every"] and not policy["interval"]:
+        return "after every cell, within the overhead budget"
     parts = []
     if policy["every"]:
         parts.append("after every cell" if policy["every"] == 1 else f"after every {policy['every']} cells")

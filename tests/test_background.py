@@ -17,7 +17,7 @@ BIG = "import numpy as np\nbig = np.random.default_rng(0).random(50_000_000)  # 
 
 def test_the_next_cell_runs_while_a_big_checkpoint_is_written(kernels: Any, store: Store) -> None:
     k = kernels("big.ipynb")
-    k.ok("%load_ext jupyter_ckpt")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto on")  # a checkpoint at every cell boundary
     k.ok(BIG)
     assert "writing: yes" in k.ok("%checkpoint status")  # the write is still going on ...
     writers = "open(f'/proc/self/task/{os.getpid()}/children').read().split()"
@@ -44,7 +44,7 @@ def test_a_cell_during_a_big_write_gets_its_own_checkpoint(kernels: Any, store: 
 
 def test_cells_during_a_big_write_keep_the_newest_states(kernels: Any, store: Store) -> None:
     k = kernels("queue.ipynb")
-    k.ok("%load_ext jupyter_ckpt")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto on")
     k.ok(BIG)  # cell 2
     for i in range(6):  # cells 3 to 8, quicker than the big write: some states wait, the oldest waiting give way
         k.ok(f"step = {i}")
@@ -57,7 +57,7 @@ def test_cells_during_a_big_write_keep_the_newest_states(kernels: Any, store: St
 
 def test_a_write_that_outlives_its_killed_kernel_is_adopted(kernels: Any, store: Store) -> None:
     k = kernels("orphan.ipynb")
-    k.ok("%load_ext jupyter_ckpt")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto on")
     k.ok(BIG)
     k.ok("step = 1")
     k.ok("step = 2")  # its child waits for a turn to write when the kernel dies
@@ -67,7 +67,7 @@ def test_a_write_that_outlives_its_killed_kernel_is_adopted(kernels: Any, store:
         time.sleep(0.1)
     k.kill()
     revived = kernels("orphan.ipynb")
-    revived.ok("%load_ext jupyter_ckpt")
+    revived.ok("%load_ext jupyter_ckpt\n%checkpoint auto on")
     assert [r.cell for r in store.checkpoints("orphan.ipynb")] == [2, 3, 4]  # adopted in the order taken
     assert revived.ok("%checkpoint restore latest").startswith("restored checkpoint")
     assert revived.value("(marker, step)") == ("after big", 2)

@@ -82,7 +82,7 @@ def test_two_kernels_on_one_notebook_keep_every_checkpoint_whole(kernels: Any, s
     pick = random.Random(3)
     pair = [kernels("both.ipynb", PYTHONPATH=str(HERE)) for _ in range(2)]
     for k in pair:
-        k.ok("%load_ext jupyter_ckpt")
+        k.ok("%load_ext jupyter_ckpt\n%checkpoint auto on")
         k.ok(SETUP)
     for _ in range(6):  # interleaved, each kernel's requests back to back
         for k in pair:

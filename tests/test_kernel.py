@@ -54,7 +54,7 @@ def test_a_killed_kernel_comes_back_exactly(kernels: Any) -> None:
     doomed = kernels("analysis.ipynb")
     doomed.ok("%load_ext jupyter_ckpt")
     run_all(doomed, SESSION_CELLS)
-    doomed.ok("import jupyter_ckpt; jupyter_ckpt.wait()")
+    doomed.ok("%checkpoint wait")
     doomed.kill()
 
     revived = kernels("analysis.ipynb")
@@ -66,7 +66,7 @@ def test_a_killed_kernel_comes_back_exactly(kernels: Any) -> None:
 
 def test_undo_restore_tags_branches_diff_and_list(kernels: Any, store: Store) -> None:
     k = kernels("tour.ipynb")
-    k.ok("%load_ext jupyter_ckpt")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto on")
     k.ok("x = 1")
     k.ok("%checkpoint save -t first")
     k.ok("x = 2\ny = [x]")
@@ -145,7 +145,7 @@ def test_a_store_from_a_newer_version_is_refused(kernels: Any, store: Store, jup
 
 def test_unserializable_values_never_disturb_the_cell(kernels: Any) -> None:
     k = kernels("odd.ipynb")
-    k.ok("%load_ext jupyter_ckpt")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto on")
     r = k.run(
         "import sqlite3, threading\ngen = (i for i in range(5))\nconn = sqlite3.connect(':memory:')\n"
         "lock = threading.Lock()\ntotal = 41\nprint('computed', total + 1)"
@@ -210,22 +210,22 @@ def test_periodic_checkpoints_are_taken_while_the_kernel_is_idle(kernels: Any, s
 
 def test_undo_reads_only_what_the_last_cell_changed(kernels: Any) -> None:
     k = kernels("fast.ipynb")
-    k.ok("%load_ext jupyter_ckpt")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto on")
     k.ok("import numpy as np\nbig = np.zeros(5_000_000)\nsmall = [1]")
     k.ok("small.append(2)")
     out = k.ok("%checkpoint undo")
     assert "1 variable(s) read; 1 unchanged" in out  # small read back, big kept in place
     assert k.value("small") == [1]
-    # Code before the restore in the same cell may have changed anything: then everything is read.
+    # Code before the restore in the same cell changed big in place: the bytes say so, and its chunk is copied back.
     out = k.ok("big[0] = 7\n%checkpoint restore latest")
-    assert "0 unchanged" in out or "unchanged" not in out
+    assert "0 variable(s) read; 1 changed in place; 1 unchanged" in out
     assert k.value("float(big[0])") == 0.0
 
 
 def test_two_kernels_on_one_notebook_share_the_store_safely(kernels: Any, store: Store) -> None:
     a, b = kernels("shared.ipynb"), kernels("shared.ipynb")
     for k in (a, b):
-        k.ok("%load_ext jupyter_ckpt")
+        k.ok("%load_ext jupyter_ckpt\n%checkpoint auto on")
     for i in range(4):  # interleaved cells, same data in both: the same blobs written twice at once
         a.ok(f"import numpy as np\nsame = np.arange(3_000_000)\nwho = 'a{i}'")
         b.ok(f"import numpy as np\nsame = np.arange(3_000_000)\nwho = 'b{i}'")
@@ -346,7 +346,7 @@ def test_open_files_come_back_where_they_were_and_written_ones_are_never_truncat
 
 def test_a_connection_is_rebuilt_by_replaying_its_cells_after_a_crash(kernels: Any, tmp_path: Path) -> None:
     k = kernels("replay.ipynb")
-    k.ok("%load_ext jupyter_ckpt")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto on")
     k.ok(f"import sqlite3\nconn = sqlite3.connect({str(tmp_path / 'd.sqlite')!r})")
     k.ok("conn.execute('create table if not exists t (x)')\nconn.commit()")
     k.ok("total = 41")
@@ -355,9 +355,36 @@ def test_a_connection_is_rebuilt_by_replaying_its_cells_after_a_crash(kernels: A
     k.kill()
 
     fresh = kernels("replay.ipynb")
-    fresh.ok("%load_ext jupyter_ckpt")
+    fresh.ok("%load_ext jupyter_ckpt\n%checkpoint auto on")
     out = fresh.ok("%checkpoint restore last-good")
     assert "not restored: conn" in out and "%checkpoint replay would rebuild conn (cells [" in out
     assert fresh.value("'conn' in dir()") is False  # asked first: nothing ran yet
     assert fresh.ok("%checkpoint replay").strip() == "conn: replayed"
     assert fresh.value("(conn.execute('select count(*) from t').fetchone()[0], total)") == (0, 41)
+
+
+def test_the_default_policy_checkpoints_idle_cells_and_bounds_the_lag_of_back_to_back_ones(
+    kernels: Any, store: Store, jupyter_dirs: Path
+) -> None:
+    profile = jupyter_dirs / "ipython" / "profile_default"
+    profile.mkdir(parents=True)
+    (profile / "ipython_config.py").write_text("c.Checkpoints.budget = 0.0\nc.Checkpoints.max_lag = 1.0\n")
+    k = kernels("policy.ipynb")
+    k.ok("%load_ext jupyter_ckpt\nimport time")
+    for i in range(3):  # as a person works: each cell followed by a pause
+        k.ok(f"step = {i}")
+        time.sleep(0.6)
+    for i in range(7):  # Run All: every request at once, 0.3 s of work each
+        k.kc.execute(f"time.sleep(0.3)\nbatch = {i}")
+    status = k.ok("%checkpoint wait\n%checkpoint status")
+
+    def saved(name: str) -> list[int]:
+        manifests = [store.manifest(r.id) for r in store.checkpoints("policy.ipynb") if r.trigger == "cell"]
+        return sorted({int(m["variables"][name]["repr"]) for m in manifests if name in m["variables"]})
+
+    assert saved("step") == [0, 1, 2]  # every cell followed by idle got its own checkpoint
+    # Back to back and over budget, a boundary is checkpointed only once the newest checkpoint is max_lag
+    # (1 s) of execution behind, and the last one when the kernel settles.
+    assert saved("batch") == [3, 6]
+    assert "policy: after every cell, within the overhead budget" in status
+    assert "cells not checkpointed: 5 (back to back, over the overhead budget)" in status

@@ -85,14 +85,14 @@ def test_every_checkpoint_restores_to_the_digest_of_its_cell(kernels: Any, store
     env = {"PYTHONPATH": str(TESTS)}
     log = tmp_path / "digests.jsonl"
     first = kernels("oracle.ipynb", **env)
-    first.ok("%load_ext jupyter_ckpt")
+    first.ok("%load_ext jupyter_ckpt\n%checkpoint auto on")
     first.ok(SETUP + f"__import__('oracle').record({str(log)!r}, globals())")
     run(first, cells(1, 3, log), back_to_back=False)
     run(first, cells(2, 4, log), back_to_back=True)
     first.close()
 
     second = kernels("oracle.ipynb", **env)
-    second.ok("%load_ext jupyter_ckpt")
+    second.ok("%load_ext jupyter_ckpt\n%checkpoint auto on")
     second.ok("%checkpoint restore last-good")
     run(second, cells(3, 4, log), back_to_back=True)
     run(second, cells(4, 3, log), back_to_back=False)
@@ -122,7 +122,7 @@ def test_every_checkpoint_restores_to_the_digest_of_its_cell(kernels: Any, store
     # A fresh kernel for each of a few, and one fresh kernel through all of them.
     for cid in [order[0], order[-1], entries[-1]]:
         fresh = kernels("oracle.ipynb", **env)
-        fresh.ok("%load_ext jupyter_ckpt")
+        fresh.ok("%load_ext jupyter_ckpt\n%checkpoint auto on")
         check_all(fresh, [cid])
         fresh.close()
     third = kernels("oracle.ipynb", **env)
@@ -134,7 +134,7 @@ def test_an_array_in_shared_memory_is_checkpointed_as_each_cell_left_it(
     kernels: Any, store: Store, tmp_path: Path
 ) -> None:
     k = kernels("shared.ipynb")
-    k.ok("%load_ext jupyter_ckpt")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto on")
     path = tmp_path / "frames.bin"
     r = k.run(f"import numpy as np\nframes = np.memmap({str(path)!r}, dtype=float, mode='w+', shape=(2_000_000,))")
     # A fork does not copy a shared mapping, so no child could see it as this cell left it: the kernel writes.

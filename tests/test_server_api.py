@@ -15,7 +15,7 @@ import yaml
 from jupyter_server.auth.authorizer import Authorizer
 from tornado.routing import PathMatches, RuleRouter
 
-from jupyter_ckpt.checkpointer import Checkpointer
+from jupyter_ckpt.checkpointer import Checkpointer, Policy
 
 pytest_plugins = ("pytest_jupyter.jupyter_server", "conftest_server")
 
@@ -29,7 +29,7 @@ def timeline(ckpt_app: Any) -> dict[str, Any]:
     path = "analysis.ipynb"
     key = ckpt_app.session_keys(path)[1]
     module = types.ModuleType("notebook")
-    ckpt = Checkpointer(ckpt_app.store, key, module)
+    ckpt = Checkpointer(ckpt_app.store, key, module, policy=Policy(every=1))
     module.n = 1
     first = ckpt.after_cell(1, "n = 1", ok=True, duration=0.1)
     module.n, module.words = 2, "two"

@@ -8,14 +8,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from jupyter_ckpt.checkpointer import Checkpointer
+from jupyter_ckpt.checkpointer import Checkpointer, Policy
 from jupyter_ckpt.store import Store
 from jupyter_ckpt.widget import Timeline
 
 
 @pytest.fixture
 def ckpt(store: Store) -> Checkpointer:
-    return Checkpointer(store, "analysis.ipynb", types.ModuleType("__main__"))
+    return Checkpointer(store, "analysis.ipynb", types.ModuleType("__main__"), policy=Policy(every=1))
 
 
 @pytest.fixture

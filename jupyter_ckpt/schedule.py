@@ -1,0 +1,111 @@
+"""When to checkpoint: the policy, the overhead budget, the lag, and whether the kernel is idle.
+
+A checkpoint forks the kernel, and while the child writes, every page the next
+cells touch is copied: the fork and that copy-on-write tax are the cost. The
+default policy spends them where nobody waits:
+
+- a cell followed by ``grace`` seconds of idle gets its own checkpoint, taken
+  then, after the reply, so the user never waits for it;
+- cells that arrive back to back (Run All, nbclient, papermill) start before
+  that grace ends. The previous cell's state is then checkpointed as the next
+  cell starts only while the measured cost stays within ``budget`` (a fraction
+  of the execution time seen) and the last fork took at most ``max_pause``;
+  otherwise the boundary is skipped and the reason counted;
+- whatever the budget, the newest checkpoint is never more than ``max_lag``
+  seconds of execution behind: a cell boundary past that checkpoints at once.
+
+``every`` forces a checkpoint after every Nth cell, whatever it costs, and
+``interval`` once that many seconds have passed (at a cell boundary, or by itself
+when idle): the policy the user asked for, with no budget.
+
+The scheduler keeps no clock and takes no checkpoint itself: the Checkpointer
+asks it at each moment (a cell ended, a cell starts, an idle tick) and tells it
+what a checkpoint cost. Tests drive it with their own clock and costs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+# Why a cell boundary was not checkpointed.
+OVER_BUDGET, SLOW_FORK = "back to back, over the overhead budget", "back to back, the last fork was too slow"
+
+
+@dataclass
+class Scheduler:
+    """Decides, moment by moment, whether the namespace is checkpointed now."""
+
+    budget: float = 0.03
+    max_lag: float = 60.0
+    grace: float = 0.25
+    max_pause: float = 0.02
+    clock: Callable[[], float] = time.monotonic
+    executed: float = 0.0  # seconds of cell execution seen
+    spent: float = 0.0  # seconds charged to checkpoints: forks and their copy-on-write tax
+    lag: float = 0.0  # seconds of execution since the state of the newest checkpoint
+    last_fork: float = 0.0  # how long the last fork held the kernel
+    owed: int | None = None  # the cell whose end state is not checkpointed yet
+    skipped: Counter[str] = field(default_factory=Counter)
+    _ended_at: float = 0.0
+
+    def ran(self, duration: float) -> None:
+        """A cell ran this long: execution seen, and the newest checkpoint that much further behind."""
+        self.executed += duration
+        self.lag += duration
+
+    def cell_finished(self, count: int | None, duration: float) -> bool:
+        """A cell ended: whether to checkpoint at this boundary because the newest checkpoint is ``max_lag`` behind.
+
+        Otherwise the cell is owed a checkpoint, taken when the kernel goes idle
+        or as the next cell starts.
+        """
+        self.ran(duration)
+        self._ended_at = self.clock()
+        if self.owed is not None:  # a boundary that no cell start saw (a silent request ran between)
+            self.skipped[self._why_not() or OVER_BUDGET] += 1
+        self.owed = -1 if count is None else count
+        return self.lag >= self.max_lag
+
+    def idle_due(self) -> bool:
+        """Whether the kernel has been idle long enough after an owed cell to checkpoint it now."""
+        return self.owed is not None and self.clock() - self._ended_at >= self.grace
+
+    def cell_starting(self) -> bool:
+        """A cell starts before the owed one was checkpointed: whether to checkpoint it now, within budget."""
+        if self.owed is None:
+            return False
+        why = self._why_not()
+        if why is None:
+            return True
+        self.skipped[why] += 1
+        self.owed = None
+        return False
+
+    def _why_not(self) -> str | None:
+        if self.last_fork > self.max_pause:
+            return SLOW_FORK
+        if self.spent > self.budget * self.executed:
+            return OVER_BUDGET
+        return None
+
+    def taken(self, fork_seconds: float) -> None:
+        """A checkpoint of the current state was taken; its fork held the kernel this long."""
+        self.owed = None
+        self.lag = 0.0
+        self.last_fork = fork_seconds
+        self.spent += fork_seconds
+
+    def charge(self, seconds: float) -> None:
+        """Add a cost seen after the fork: the copy-on-write tax while its child wrote."""
+        self.spent += seconds
+
+    def report(self) -> dict[str, object]:
+        """What ``%checkpoint status`` shows of the schedule."""
+        return {
+            "behind_s": round(self.lag, 3),
+            "overhead": round(self.spent / self.executed, 4) if self.executed else 0.0,
+            "skipped": dict(self.skipped),
+        }

@@ -1,0 +1,77 @@
+"""When to checkpoint, on an injected clock and injected costs: no kernel, no sleeps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jupyter_ckpt.schedule import OVER_BUDGET, SLOW_FORK, Scheduler
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def scheduler(**options: Any) -> tuple[Scheduler, Clock]:
+    clock = Clock()
+    return Scheduler(clock=clock, **options), clock
+
+
+def test_a_cell_followed_by_idle_is_checkpointed_once_the_grace_is_over() -> None:
+    s, clock = scheduler(grace=0.25)
+    assert s.cell_finished(1, duration=2.0) is False  # never at the boundary: the reply goes first
+    assert not s.idle_due()
+    clock.now += 0.3
+    assert s.idle_due()
+    s.taken(fork_seconds=0.01)
+    assert not s.idle_due() and s.lag == 0.0
+
+
+def test_back_to_back_cells_are_checkpointed_while_the_budget_allows_then_skipped() -> None:
+    s, clock = scheduler(budget=0.03)
+    s.cell_finished(1, duration=1.0)
+    assert s.cell_starting() is True  # 10 ms of 1 s: within 3%
+    s.taken(fork_seconds=0.01)
+    s.charge(0.05)  # the pages copied while that child wrote
+    s.cell_finished(2, duration=0.5)
+    assert s.cell_starting() is False  # 60 ms spent of 1.5 s: over 3%
+    assert s.skipped == {OVER_BUDGET: 1} and s.owed is None
+    for count in range(3, 6):
+        s.cell_finished(count, duration=0.1)
+        s.cell_starting()
+    assert s.skipped[OVER_BUDGET] == 4 and round(s.lag, 6) == 0.8
+    s.cell_finished(6, duration=1.0)
+    assert s.cell_starting() is True  # 60 ms of 2.8 s: the budget allows one again
+
+
+def test_a_slow_fork_is_never_paid_between_back_to_back_cells() -> None:
+    s, _ = scheduler(max_pause=0.02)
+    s.cell_finished(1, duration=100.0)
+    s.taken(fork_seconds=0.03)
+    s.cell_finished(2, duration=100.0)
+    assert s.cell_starting() is False and s.skipped == {SLOW_FORK: 1}
+
+
+def test_the_newest_checkpoint_is_never_more_than_max_lag_behind() -> None:
+    s, _ = scheduler(max_lag=60.0, max_pause=0.0)  # back-to-back checkpoints never allowed
+    at_boundary = []
+    for count in range(1, 31):
+        if s.cell_finished(count, duration=7.0):
+            at_boundary.append(count)
+            s.taken(fork_seconds=0.05)
+        else:
+            s.cell_starting()
+        assert s.lag < 60.0
+    assert at_boundary == [9, 18, 27]  # every 63 s of execution
+
+
+def test_the_report_says_how_far_behind_and_why() -> None:
+    s, _ = scheduler(max_pause=0.0)
+    s.cell_finished(1, duration=2.0)
+    s.taken(fork_seconds=0.01)
+    s.cell_finished(2, duration=3.0)
+    s.cell_starting()
+    assert s.report() == {"behind_s": 3.0, "overhead": 0.002, "skipped": {SLOW_FORK: 1}}
