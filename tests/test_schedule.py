@@ -31,7 +31,7 @@ def test_a_cell_followed_by_idle_is_checkpointed_once_the_grace_is_over() -> Non
 
 
 def test_back_to_back_cells_are_checkpointed_while_the_budget_allows_then_skipped() -> None:
-    s, clock = scheduler(budget=0.03)
+    s, _ = scheduler(budget=0.03)
     s.cell_finished(1, duration=1.0)
     assert s.cell_starting() is True  # 10 ms of 1 s: within 3%
     s.taken(fork_seconds=0.01)
