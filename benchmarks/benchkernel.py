@@ -22,7 +22,8 @@ from typing import Any
 
 import xxhash
 
-_marks: dict[str, float] = {}
+# The marks of each cell, oldest first (the last is the current cell's): what ``history`` hands the harness.
+_cells: list[dict[str, float]] = [{}]
 # IPython's own names (Kishu's namespace swap drops them from user_ns_hidden) and a tool's import.
 _NOT_USER = {"In", "Out", "exit", "quit", "get_ipython", "open", "init_kishu"}
 _IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), tuple, frozenset)
@@ -30,7 +31,9 @@ _IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), tuple, frozense
 
 def _mark(name: str) -> Any:
     def hook(*args: Any) -> None:
-        _marks[name] = time.monotonic()
+        if name == "pre_first":
+            _cells.append({})
+        _cells[-1][name] = time.monotonic()
 
     hook.__name__ = f"bench_{name}"
     return hook
@@ -41,13 +44,13 @@ _post_first, _post_last = _mark("post_first"), _mark("post_last")
 
 
 def _timed(fork: Any) -> Any:
-    """``os.fork`` that adds the parent's time in it to the ``fork_s`` mark (what a forking tool pays per cell)."""
+    """``os.fork`` that adds the parent's time in it to the cell's ``fork_s`` mark (what a forking tool pays)."""
 
     def timed_fork() -> int:
         start = time.monotonic()
         pid: int = fork()
         if pid:
-            _marks["fork_s"] = _marks.get("fork_s", 0.0) + time.monotonic() - start
+            _cells[-1]["fork_s"] = _cells[-1].get("fork_s", 0.0) + time.monotonic() - start
         return pid
 
     return timed_fork
@@ -69,14 +72,9 @@ def reorder(ip: Any) -> None:
     ip.events.register("post_run_cell", _post_last)
 
 
-def marks() -> str:
-    """The last cell's marks: JSON ``{pre_first, pre_last, post_first, post_last, fork_s}``.
-
-    ``fork_s`` starts again at 0.
-    """
-    out = json.dumps({"fork_s": 0.0, **_marks})
-    _marks.pop("fork_s", None)
-    return out
+def history() -> str:
+    """Every cell's marks so far, oldest first: JSON ``[{pre_first, pre_last, post_first, post_last, fork_s}]``."""
+    return json.dumps([{"fork_s": 0.0, **marks} for marks in _cells[1:]])
 
 
 def dump_every_cell(ip: Any, directory: str) -> None:

@@ -1,8 +1,9 @@
 """Run the benchmark notebooks under no tool, jupyter-ckpt, dill.dump_module and Kishu; write the tables.
 
-Every notebook in benchmarks/notebooks runs cell by cell in a real kernel (jupyter_client)
-once per mode, in this order: no tool (the baseline), no tool again (the noise floor),
-fork only (a bare fork per cell: the floor of a forking tool), jupyter-ckpt, dill, kishu.
+Every notebook in benchmarks/notebooks runs in a real kernel (jupyter_client) in three patterns
+(run all, cell by cell, interactive), once per mode, in this order: no tool (the baseline), no tool
+again (the noise floor), fork only (a bare fork per cell: the floor of a forking tool), jupyter-ckpt,
+and, cell by cell, dill and kishu.
 See benchmarks/README.md for what each number means.
 
     python benchmarks/run.py             # full run, about 15 minutes on 2 cores
@@ -17,6 +18,7 @@ import json
 import os
 import platform
 import queue
+import random
 import shutil
 import sqlite3
 import statistics
@@ -41,7 +43,10 @@ KISHU_VERSION = "0.3.4"
 # Kishu's venv gets our versions of everything the notebooks and the instruments import.
 SHARED_PACKAGES = ("numpy", "pandas", "scikit-learn", "scipy", "dill", "ipykernel", "ipython", "xxhash")
 BASELINE_CAP = 1800.0  # the cap is for tools; the baseline only needs a safety net
-MARKS = {"marks": "__import__('benchkernel').marks()"}
+HISTORY = {"history": "__import__('benchkernel').history()"}
+# How cells are sent: every request at once (JupyterLab's Run All), each after the previous reply (nbclient,
+# papermill), or each after the previous reply and 1-3 s of a person reading it.
+PATTERNS = ("run all", "cell by cell", "interactive")
 DIGEST = {"digest": "__import__('benchkernel').digest(get_ipython())"}
 THROUGHPUT_REPEAT = 3
 
@@ -55,6 +60,7 @@ class Reply:
     start: float  # time.monotonic() at execute_request
     end: float  # time.monotonic() at the idle status
     values: dict[str, Any]
+    error: str | None = None
 
     @property
     def seconds(self) -> float:
@@ -77,6 +83,44 @@ class Kernel:
         self.client.start_channels()
         self.client.wait_for_ready(timeout=60)
 
+    def send(self, code: str, *, silent: bool = False, expressions: dict[str, str] | None = None) -> str:
+        """Send an execute request without waiting; returns its id."""
+        msg_id: str = self.client.execute(
+            code, silent=silent, store_history=not silent, user_expressions=expressions or {}, allow_stdin=False
+        )
+        return msg_id
+
+    def wait(self, msg_ids: list[str], start: float, *, timeout: float) -> list[Reply]:
+        """The replies to requests sent at ``start``, each ending at its idle status, in the order sent.
+
+        Raises KernelError if one failed, TimeoutError after ``timeout`` seconds.
+        """
+        pending = {m: Reply(start, 0.0, {}) for m in msg_ids}
+        left = set(msg_ids)
+        while left:
+            msg = self._next(self.client.get_iopub_msg, start + timeout)
+            reply = pending.get(msg["parent_header"].get("msg_id"))
+            if reply is None:
+                continue
+            if msg["msg_type"] == "error":
+                reply.error = f"{msg['content']['ename']}: {msg['content']['evalue']}"
+            elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                reply.end = time.monotonic()
+                left.discard(msg["parent_header"]["msg_id"])
+        for _ in msg_ids:
+            content = self._next(self.client.get_shell_msg, time.monotonic() + 30)
+            reply = pending.get(content["parent_header"].get("msg_id"))
+            if reply is None:
+                continue
+            content = content["content"]
+            if content["status"] != "ok":
+                raise KernelError(reply.error or f"{content.get('ename')}: {content.get('evalue')}")
+            for name, result in content.get("user_expressions", {}).items():
+                if result["status"] != "ok":
+                    raise KernelError(f"{name}: {result['ename']}: {result['evalue']}")
+                reply.values[name] = ast.literal_eval(result["data"]["text/plain"])
+        return [pending[m] for m in msg_ids]
+
     def run(
         self, code: str, *, timeout: float, silent: bool = False, expressions: dict[str, str] | None = None
     ) -> Reply:
@@ -85,31 +129,7 @@ class Kernel:
         A silent execution fires no pre/post_run_cell hooks, so no tool checkpoints it.
         """
         start = time.monotonic()
-        msg_id = self.client.execute(
-            code, silent=silent, store_history=not silent, user_expressions=expressions or {}, allow_stdin=False
-        )
-        error = None
-        while True:
-            msg = self._next(self.client.get_iopub_msg, start + timeout)
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
-            if msg["msg_type"] == "error":
-                error = f"{msg['content']['ename']}: {msg['content']['evalue']}"
-            elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-                end = time.monotonic()
-                break
-        reply = self._next(self.client.get_shell_msg, end + 30)
-        while reply["parent_header"].get("msg_id") != msg_id:
-            reply = self._next(self.client.get_shell_msg, end + 30)
-        content = reply["content"]
-        if content["status"] != "ok":
-            raise KernelError(error or f"{content.get('ename')}: {content.get('evalue')}")
-        values = {}
-        for name, result in content.get("user_expressions", {}).items():
-            if result["status"] != "ok":
-                raise KernelError(f"{name}: {result['ename']}: {result['evalue']}")
-            values[name] = ast.literal_eval(result["data"]["text/plain"])
-        return Reply(start, end, values)
+        return self.wait([self.send(code, silent=silent, expressions=expressions)], start, timeout=timeout)[0]
 
     @staticmethod
     def _next(get: Any, deadline: float) -> dict[str, Any]:
@@ -194,9 +214,12 @@ class JupyterCkpt(Mode):
 
     def finish(self, kernel: Kernel, timeout: float) -> dict[str, Any]:
         drain = kernel.run("__import__('jupyter_ckpt').wait()", silent=True, timeout=timeout)
-        records = "[r.id for r in __import__('jupyter_ckpt').list()]"
-        ids = kernel.run("", silent=True, expressions={"ids": records}, timeout=timeout).values["ids"]
-        return {"drain_s": drain.seconds, "checkpoints": len(ids), "last": ids[-1] if ids else None}
+        records = "[(r.id, r.cell) for r in __import__('jupyter_ckpt').list()]"
+        rows = kernel.run("", silent=True, expressions={"ids": records}, timeout=timeout).values["ids"]
+        # Execution count 1 is the %load_ext cell: the notebook's cell i ran as count i + 2.
+        saved = sorted({cell - 2 for _, cell in rows if cell is not None and cell >= 2})
+        last = rows[-1][0] if rows else None
+        return {"drain_s": drain.seconds, "checkpoints": len(rows), "last": last, "saved_cells": saved}
 
     def undo(self, info: dict[str, Any]) -> str:
         return "%checkpoint undo"
@@ -310,40 +333,64 @@ def compare(expected: dict[str, str], got: dict[str, str]) -> list[str]:
     return diffs + [f"-{n}" for n in expected if n not in got] + [f"+{n}" for n in got if n not in expected]
 
 
+def run_cells(kernel: Kernel, cells: list[str], pattern: str, timeout: float, seed: int) -> list[Reply]:
+    """Run the notebook's cells as ``pattern`` sends them; each reply ends at its cell's idle status."""
+    if pattern == "run all":
+        start = time.monotonic()
+        return kernel.wait([kernel.send(c) for c in cells], start, timeout=timeout)
+    pauses = random.Random(seed)
+    replies = []
+    for source in cells:
+        replies.append(kernel.run(source, timeout=timeout - (time.monotonic() - replies[0].start if replies else 0)))
+        if pattern == "interactive":
+            time.sleep(pauses.uniform(1.0, 3.0))  # a person reads the output before the next cell
+    return replies
+
+
 def run_session(
-    mode: Mode, cells: list[str], env: dict[str, str], cap: float, reference: dict[str, Any] | None, log: Path
+    mode: Mode,
+    cells: list[str],
+    pattern: str,
+    env: dict[str, str],
+    cap: float,
+    reference: dict[str, Any] | None,
+    log: Path,
 ) -> dict[str, Any]:
-    """Run the notebook under one mode; then undo in the live kernel and restore in a new one."""
-    out: dict[str, Any] = {"cell_s": [], "pause_s": [], "hooks_s": [], "fork_s": []}
+    """Run the notebook under one mode and pattern; after a cell-by-cell run, also undo in the live kernel and
+    restore in a new one."""
+    out: dict[str, Any] = {"pattern": pattern, "cell_s": [], "pause_s": [], "hooks_s": [], "fork_s": []}
     env = {**env, **mode.env()}
     kernel = Kernel(mode.python, env, log)
     started = time.monotonic()
-
-    def left() -> float:
-        return cap - (time.monotonic() - started)
-
     phase = "run"
-    cell_start = started
+    full = pattern == "cell by cell"  # undo and restores are measured once, on the plainest pattern
     try:
         kernel.run("__import__('benchkernel').install(get_ipython())", silent=True, timeout=60)
         mode.attach(kernel, timeout=120)
         kernel.run("__import__('benchkernel').reorder(get_ipython())", silent=True, timeout=60)
-        started = time.monotonic()
-        for i, source in enumerate(cells):
-            cell_start = time.monotonic()
-            cell = kernel.run(source, timeout=left())
-            probe = kernel.run("pass", silent=True, expressions=MARKS, timeout=left())
-            marks = json.loads(probe.values["marks"])
-            # The tool's pre_run_cell hooks, plus end of this cell's code to a trivial next cell done.
-            out["pause_s"].append((marks["pre_last"] - marks["pre_first"]) + (probe.end - marks["post_first"]))
-            out["hooks_s"].append(marks["post_last"] - marks["post_first"])  # the tool's post_run_cell hooks
-            out["fork_s"].append(marks["fork_s"])  # part of those hooks
-            out["cell_s"].append(cell.seconds)
-            mode.after_cell()
-            if reference is None and i == len(cells) - 2:
-                out["digest_before_last"] = kernel.digest(timeout=600)
-        out.update(mode.finish(kernel, timeout=max(left(), 60)))
+        if full:
+            replies = run_cells(kernel, cells[:-1], pattern, cap, seed=len(cells))
+            out["digest_before_last"] = kernel.digest(timeout=600)
+            time.sleep(1.0)  # a person looks before the last cell, so that cell is the one the undo undoes
+            replies += run_cells(kernel, cells[-1:], pattern, cap - (time.monotonic() - started), seed=0)
+        else:
+            replies = run_cells(kernel, cells, pattern, cap, seed=len(cells))
+        marks = json.loads(kernel.run("pass", silent=True, expressions=HISTORY, timeout=60).values["history"])
+        marks = marks[-len(cells) :]
+        previous_end = replies[0].start
+        for reply, m in zip(replies, marks, strict=True):
+            # Run All sends everything at once: a cell takes from the previous one's idle to its own.
+            out["cell_s"].append(reply.end - (previous_end if pattern == "run all" else reply.start))
+            previous_end = reply.end
+            # What the user waits for beyond the code: the tool's pre-cell hooks, its post-cell hooks and the reply.
+            out["pause_s"].append((m["pre_last"] - m["pre_first"]) + (reply.end - m["post_first"]))
+            out["hooks_s"].append(m["post_last"] - m["post_first"])
+            out["fork_s"].append(m["fork_s"])
+        out.update(mode.finish(kernel, timeout=max(cap - (time.monotonic() - started), 60)))
         out["bytes"] = mode.stored_bytes()
+        out["gap_s"] = largest_gap(out["cell_s"], out.pop("saved_cells", None))
+        if not full:
+            return out
         out["digest"] = kernel.digest(timeout=600)
         if reference is None:
             return out
@@ -356,8 +403,8 @@ def run_session(
         out["undo_diffs"] = compare(reference["digest_before_last"], kernel.digest(timeout=600))
     except (TimeoutError, KernelError) as e:
         reason = f"timed out after {cap:.0f} s" if isinstance(e, TimeoutError) else f"error: {e}"
-        if phase == "run" and isinstance(e, TimeoutError):  # the cell time spent so far, for a lower bound
-            out["timed_out_at_s"] = sum(out["cell_s"]) + time.monotonic() - cell_start
+        if phase == "run" and isinstance(e, TimeoutError):  # the time spent so far, for a lower bound
+            out["timed_out_at_s"] = time.monotonic() - started
         if phase == "undo":
             out["undo_failed"] = reason[:300]
         else:
@@ -365,7 +412,7 @@ def run_session(
     finally:
         out.setdefault("bytes", mode.stored_bytes())
         kernel.stop()
-    if "failed" in out:
+    if "failed" in out or not full:
         return out
     read = mode.read_restored(out)
     if read is not None:
@@ -383,6 +430,20 @@ def run_session(
         finally:
             fresh.stop()
     return out
+
+
+def largest_gap(cell_s: list[float], saved: list[int] | None) -> float | None:
+    """The most seconds of execution between two checkpointed cell ends (or the start), if the tool says which
+    cells it checkpointed (by position in the notebook); None if it does not."""
+    if saved is None:
+        return None
+    gap = largest = 0.0
+    for i, seconds in enumerate(cell_s):
+        gap += seconds
+        largest = max(largest, gap)
+        if i in saved:
+            gap = 0.0
+    return largest
 
 
 def notebook_cells(path: Path) -> list[str]:
@@ -488,8 +549,10 @@ def markdown(report: dict[str, Any]) -> str:
         f"total wall time {meta['wall_s'] / 60:.1f} min. jupyter-ckpt {meta['versions']['jupyter-ckpt']} "
         f"(git {meta['git']}), dill {meta['versions']['dill']}, Kishu {KISHU_VERSION}.",
         "",
-        "Pause = extra wait before a trivial next cell completes (tool's pre-cell hooks + end of the cell's code "
-        "to the next cell done), minus the reference's, per cell. Reference = per cell, the faster of the two "
+        "Patterns: run all = every request sent at once (JupyterLab's Run All); cell by cell = each sent after the "
+        "previous reply (nbclient, papermill); interactive = each after the previous reply and 1-3 s of idle. "
+        "Pause = what a cell waits beyond its code (the tool's pre-cell hooks, its post-cell hooks and the "
+        "reply), minus the reference's, per cell. Reference = per cell, the faster of the two "
         "no-tool runs; the 'no tool, again' row is the noise floor, and 'fork only' (a fork after every cell, the "
         "child exiting at once) what any tool that forks the kernel per cell pays. Added time = sum of cell "
         "times minus the reference's, as % of the reference run (> for a run that timed out: a lower bound). Drain = "
@@ -498,21 +561,23 @@ def markdown(report: dict[str, Any]) -> str:
         "full restore = jupyter-ckpt with `lazy_restore` off, every byte read and verified first; read = reading "
         "that checkpoint's files one after the other (how many bytes), from a warm page cache like the restores. "
         "Hooks (fork) = the tool's post-cell hooks per cell, and the kernel's time in `os.fork` within them; "
-        "both are part of the pause, the rest of which is the reply and the next cell. "
+        "both are part of the pause, the rest of which is the reply. Gap = the most seconds of execution between "
+        "two cells whose end state was checkpointed (jupyter-ckpt; the others checkpoint every cell). "
+        "Undo, restores and matches are measured on the cell-by-cell runs. "
         "Matched: run / undo / cold restore / full restore, "
         "variable digests against the baseline run "
         "(~ differs, - missing, + extra). See README.md.",
         "",
-        "| notebook | tool | pause p50 ms | pause p95 ms | hooks (fork) p50/p95 ms | added time | drain s "
-        "| checkpoints | bytes stored | undo s | cold restore s | full restore s | read s "
+        "| notebook | pattern | tool | pause p50 ms | pause p95 ms | hooks (fork) p50/p95 ms | added time | drain s "
+        "| checkpoints | gap s | bytes stored | undo s | cold restore s | full restore s | read s "
         "| matched (run / undo / restore / full) |",
-        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
+        "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
     ]
     ratios = []
-    for nb, entry in report["notebooks"].items():
+    for nb, pattern, entry in [(nb, p, e) for nb, by in report["notebooks"].items() for p, e in by.items()]:
         runs = [entry["baseline"], entry["tools"].get(Again.name, {"failed": "not run"})]
         totals = " and ".join(f"{sum(r['cell_s']):.1f} s" for r in runs if "failed" not in r)
-        lines.append(f"| {nb} | no tool | | | | runs of {totals} | | | | | | | | |")
+        lines.append(f"| {nb} | {pattern} | no tool | | | | runs of {totals} | | | | | | | | | |")
         for name, r in entry["tools"].items():
             s = r["summary"]
             failed = r.get("failed", "")
@@ -525,8 +590,9 @@ def markdown(report: dict[str, Any]) -> str:
             if "fork_p50_ms" in s:
                 forks += f" ({s['fork_p50_ms']:.0f}/{s['fork_p95_ms']:.0f})"
             lines.append(
-                f"| {nb} | {name} | {cell(s.get('pause_p50_ms'))} | {cell(s.get('pause_p95_ms'))} | {forks} | {added} "
-                f"| {cell(r.get('drain_s'), '{:.2f}')} | {r.get('checkpoints', '–')} | {human_bytes(r['bytes'])} "
+                f"| {nb} | {pattern} | {name} | {cell(s.get('pause_p50_ms'))} | {cell(s.get('pause_p95_ms'))} "
+                f"| {forks} | {added} | {cell(r.get('drain_s'), '{:.2f}')} | {r.get('checkpoints', '–')} "
+                f"| {cell(r.get('gap_s'), '{:.1f}')} | {human_bytes(r['bytes'])} "
                 f"| {undo} | {restore} | {full} | {read_cell(r)} | {matched} |"
             )
         ours = entry["tools"].get("jupyter-ckpt")
@@ -536,7 +602,7 @@ def markdown(report: dict[str, Any]) -> str:
                 continue
             a, b = theirs["summary"], ours["summary"]
             ratios.append(
-                f"| {nb} | {peer} | {ratio(a.get('pause_p95_ms'), b.get('pause_p95_ms'))} "
+                f"| {nb} | {pattern} | {peer} | {ratio(a.get('pause_p95_ms'), b.get('pause_p95_ms'))} "
                 f"| {'>' if a['lower_bound'] else ''}{ratio(a['added_s'], b['added_s'])} "
                 f"| {'≥' if 'failed' in theirs else ''}{ratio(theirs['bytes'], ours['bytes'])} "
                 f"| {ratio(theirs.get('undo_s'), ours.get('undo_s'))} "
@@ -570,14 +636,43 @@ def markdown(report: dict[str, Any]) -> str:
             "",
             "Peers relative to jupyter-ckpt (peer ÷ jupyter-ckpt; above 1× means jupyter-ckpt is better):",
             "",
-            "| notebook | peer | pause p95 | added time | bytes stored | undo | cold restore | note |",
-            "|---|---|--:|--:|--:|--:|--:|---|",
+            "| notebook | pattern | peer | pause p95 | added time | bytes stored | undo | cold restore | note |",
+            "|---|---|---|--:|--:|--:|--:|--:|---|",
             *ratios,
         ]
     return "\n".join(lines) + "\n"
 
 
 # -- main ---------------------------------------------------------------------------------------
+
+
+def run_mode(
+    mode_class: type[Mode],
+    nb: str,
+    cells: list[str],
+    pattern: str,
+    entry: dict[str, Any],
+    env: dict[str, str],
+    cap: float,
+    min_cap: float,
+) -> dict[str, Any]:
+    """One run of one notebook under one mode and pattern, in a directory of its own."""
+    os.sync()  # the previous run's gigabytes reach the disk now, not during this run
+    tmp = Path(tempfile.mkdtemp(prefix=f"{nb}-{mode_class.name}-", dir=WORK))
+    copy = tmp / f"{nb}.ipynb"
+    shutil.copy(NOTEBOOKS / f"{nb}.ipynb", copy)
+    kernel_env = {**env, "IPYTHONDIR": str(tmp / "ipython"), "JUPYTER_DATA_DIR": str(tmp / "data")}
+    log = WORK / "logs" / f"{nb}-{pattern.replace(' ', '-')}-{mode_class.name}.log"
+    log.write_bytes(b"")
+    print(f"{nb}, {pattern}: {mode_class.name} ...", end=" ", flush=True)
+    t0 = time.monotonic()
+    limit = BASELINE_CAP if mode_class is Mode else max(min_cap, cap * sum(entry["baseline"]["cell_s"]))
+    try:
+        result = run_session(mode_class(tmp, copy), cells, pattern, kernel_env, limit, entry.get("baseline"), log)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{time.monotonic() - t0:.0f} s {result.get('failed', '')}", flush=True)
+    return result
 
 
 def main() -> None:
@@ -590,7 +685,14 @@ def main() -> None:
     )
     parser.add_argument("--notebooks", help="comma-separated subset, e.g. ml,smallobjs")
     parser.add_argument("--tools", help="comma-separated subset of 'fork only',jupyter-ckpt,dill,kishu")
+    parser.add_argument("--patterns", help=f"comma-separated subset of {', '.join(PATTERNS)} (default: all)")
+    parser.add_argument(
+        "--peers-everywhere", action="store_true", help="run dill and Kishu in every pattern, not only cell by cell"
+    )
     args = parser.parse_args()
+    patterns = args.patterns.split(",") if args.patterns else list(PATTERNS)
+    if set(patterns) - set(PATTERNS):
+        parser.error(f"--patterns takes {', '.join(PATTERNS)}")
     scale = args.scale or float(os.environ.get("BENCH_SCALE") or (0.02 if args.quick else 1))
     min_cap = 10.0 if args.quick else 60.0
     names = args.notebooks.split(",") if args.notebooks else sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb"))
@@ -617,34 +719,24 @@ def main() -> None:
     (WORK / "logs").mkdir(parents=True, exist_ok=True)
     warm_up(modes, notebooks, {**env, "BENCH_SCALE": "0"})
     for nb, cells in notebooks.items():
-        entry: dict[str, Any] = {"tools": {}}
-        report["notebooks"][nb] = entry
-        for mode_class in modes:
-            os.sync()  # the previous run's gigabytes reach the disk now, not during this run
-            tmp = Path(tempfile.mkdtemp(prefix=f"{nb}-{mode_class.name}-", dir=WORK))
-            copy = tmp / f"{nb}.ipynb"
-            shutil.copy(NOTEBOOKS / f"{nb}.ipynb", copy)
-            kernel_env = {**env, "IPYTHONDIR": str(tmp / "ipython"), "JUPYTER_DATA_DIR": str(tmp / "data")}
-            log = WORK / "logs" / f"{nb}-{mode_class.name}.log"
-            log.write_bytes(b"")
-            print(f"{nb}: {mode_class.name} ...", end=" ", flush=True)
-            t0 = time.monotonic()
-            limit = BASELINE_CAP if mode_class is Mode else max(min_cap, args.cap * sum(entry["baseline"]["cell_s"]))
-            try:
-                result = run_session(mode_class(tmp, copy), cells, kernel_env, limit, entry.get("baseline"), log)
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
-            print(f"{time.monotonic() - t0:.0f} s {result.get('failed', '')}", flush=True)
-            if mode_class is Mode:
-                entry["baseline"] = result
-                if "failed" in result:
-                    break
-            else:
-                entry["tools"][mode_class.name] = result
-        if "failed" not in entry["baseline"]:
-            reference = fastest(entry["baseline"], entry["tools"][Again.name])
-            for result in entry["tools"].values():
-                result["summary"] = summarize(result, reference)
+        report["notebooks"][nb] = {}
+        for pattern in patterns:
+            entry: dict[str, Any] = {"tools": {}}
+            report["notebooks"][nb][pattern] = entry
+            for mode_class in modes:
+                if mode_class in (Dill, Kishu) and pattern != "cell by cell" and not args.peers_everywhere:
+                    continue  # the peers take minutes a cell: their numbers come from the cell-by-cell runs
+                result = run_mode(mode_class, nb, cells, pattern, entry, env, args.cap, min_cap)
+                if mode_class is Mode:
+                    entry["baseline"] = result
+                    if "failed" in result:
+                        break
+                else:
+                    entry["tools"][mode_class.name] = result
+            if "failed" not in entry["baseline"]:
+                reference = fastest(entry["baseline"], entry["tools"][Again.name])
+                for result in entry["tools"].values():
+                    result["summary"] = summarize(result, reference)
     print("throughput ...", end=" ", flush=True)
     t0 = time.monotonic()
     measured = subprocess.run(
@@ -657,8 +749,8 @@ def main() -> None:
     print(f"{time.monotonic() - t0:.0f} s", flush=True)
     report["meta"]["wall_s"] = time.monotonic() - began
 
-    for entry in report["notebooks"].values():  # digests were only needed for the comparisons
-        for r in [entry["baseline"], *entry["tools"].values()]:
+    for by_pattern in report["notebooks"].values():  # digests were only needed for the comparisons
+        for r in [r for entry in by_pattern.values() for r in (entry["baseline"], *entry["tools"].values())]:
             r.pop("digest", None)
             r.pop("digest_before_last", None)
     RESULTS.mkdir(exist_ok=True)

@@ -95,8 +95,9 @@ class Checkpoints(StoreOptions):
     )
     idle_poll = Float(
         1.0,
-        help="Seconds between the idle thread's checks: commit finished background writes (also while a cell "
-        "runs) and, while the kernel is idle, take a periodic or postponed checkpoint.",
+        help="Seconds between the idle thread's checks (it also looks a quarter second after each cell): commit "
+        "finished background writes (also while a cell runs) and, while the kernel is idle, take an owed or "
+        "periodic checkpoint.",
     ).tag(config=True)
     background = Bool(
         True,
