@@ -24,7 +24,7 @@ from .errors import BadArgument, CheckpointError, UnknownCheckpoint, UnknownSess
 from .recipes import MODES, Recipe, RunCell, exec_cell, plan, run_recipe
 from .restore import Diff, RestoreReport, diff_manifests, restore_namespace
 from .schedule import Scheduler
-from .store import BlobInfo, CheckpointRecord, Store, writer_alive
+from .store import BlobInfo, CheckpointRecord, Store, check_tag, writer_alive
 from .writer import ForkWriter, SyncWriter, fork_unsafe_reason, minor_faults
 
 TRIGGERS = ("cell", "interval", "manual", "loop", "restore", "crash-restore")
@@ -219,7 +219,7 @@ class Checkpointer:
         if trigger not in TRIGGERS:
             raise BadArgument(f"unknown trigger {trigger!r}")
         if tag is not None:
-            self._check_tag_free(tag)
+            self._check_tag_free(check_tag(tag))
         wait = trigger == "manual" if wait is None else wait
         with self._lock:
             writer = self._writer_for(wait)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import types
 from collections.abc import Sequence
@@ -16,7 +17,7 @@ from .extension import default_store_dir, open_store
 from .magics import format_diff, format_table, human_bytes
 from .restore import diff_manifests, restore_namespace
 from .serialize import as_main
-from .store import CheckpointRecord, Store
+from .store import CheckpointRecord, Store, parse_id
 
 EXTENSION = "jupyter_ckpt"
 
@@ -51,9 +52,10 @@ def _parser() -> argparse.ArgumentParser:
 def _resolve(store: Store, ref: str, session: str | None) -> CheckpointRecord:
     if session:
         return store.resolve(session, ref)
-    if not ref.isdigit():
+    cid = parse_id(ref)
+    if cid is None:
         raise BadArgument(f"{ref!r} is not a checkpoint id; give --session to use a tag or latest")
-    return store.get(int(ref))
+    return store.get(cid)
 
 
 def _cmd_list(store: Store, args: argparse.Namespace) -> None:
@@ -114,7 +116,11 @@ def _cmd_export(store: Store, args: argparse.Namespace) -> None:
     manifest = store.manifest(record.id)
     module = types.ModuleType("__main__")
     report = restore_namespace(store, module, record.id, manifest)
-    with open(args.file, "wb") as f, as_main(module):
+    try:  # the whole namespace: private to its owner, like the store
+        f = os.fdopen(os.open(args.file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
+    except OSError as e:
+        raise BadArgument(f"cannot write {args.file}: {e.strerror}") from None
+    with f, as_main(module):
         dill.dump_module(f, module="__main__", refimported=True)
     missing = f"; not included: {', '.join(sorted(report.not_restored))}" if report.not_restored else ""
     print(f"checkpoint {record.id} written to {args.file} (load it with dill.load_module){missing}")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -24,13 +23,13 @@ from tornado.web import HTTPError
 from .errors import BadArgument, CheckpointError, UnknownSession
 from .recipes import MODES
 from .recovery import ACTIVE, restored
+from .store import parse_id
 from .timeline import details
 
 if TYPE_CHECKING:
     from .server import CkptServerApp
 
 AUTH_RESOURCE = "jupyter_ckpt"
-_ID = re.compile(r"[0-9]{1,18}")
 
 Verb = TypeVar("Verb", bound=Callable[..., Awaitable[None]])
 
@@ -49,9 +48,10 @@ def http_errors(method: Verb) -> Verb:
 
 
 def checkpoint_id(text: str) -> int:
-    if not _ID.fullmatch(text):
+    cid = parse_id(text)
+    if cid is None:
         raise BadArgument(f"{text!r} is not a checkpoint id: ids are whole numbers")
-    return int(text)
+    return cid
 
 
 def _optional_text(body: dict[str, Any], name: str) -> str | None:

@@ -41,11 +41,18 @@ class CkptServerApp(StoreOptions, ExtensionApp):
         60.0, help="Seconds to wait for a kernel to answer when taking or restoring a checkpoint in it."
     ).tag(config=True)
 
-    store: Store
     recovery: CrashRecovery
+    _store: Store | None = None
+
+    @property
+    def store(self) -> Store:
+        """The store, opened at its first use. One this version cannot use (a newer format, a lost catalog)
+        then fails each request with its error as JSON, and the server runs on."""
+        if self._store is None:
+            self._store = self.open_store()
+        return self._store
 
     def initialize_settings(self) -> None:
-        self.store = self.open_store()
         restarter = self.serverapp.config.KernelRestarter
         if self.kernel_poll_interval and "time_to_dead" not in restarter:
             restarter.time_to_dead = self.kernel_poll_interval

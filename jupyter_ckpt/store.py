@@ -143,6 +143,32 @@ class CheckpointRecord:
         return dict(self.__dict__)
 
 
+_ID = re.compile(r"[0-9]{1,18}")
+TAG_MAX = 100
+
+
+def parse_id(text: str) -> int | None:
+    """A checkpoint id written as ASCII digits (``"12"``), else None; ``"²"`` is a digit to ``str.isdigit``."""
+    return int(text) if _ID.fullmatch(text) else None
+
+
+def check_tag(tag: str) -> str:
+    """The one validation of a tag, for every surface: returns it, or raises BadArgument saying why not."""
+    if not isinstance(tag, str) or not tag.strip():
+        raise BadArgument("a tag needs at least one character that is not a space")
+    if tag != tag.strip():
+        raise BadArgument(f"{tag!r} cannot be a tag: it starts or ends with a space")
+    if len(tag) > TAG_MAX:
+        raise BadArgument(f"a tag has at most {TAG_MAX} characters, not {len(tag)}")
+    try:
+        tag.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadArgument("a tag must be valid text (it holds a lone surrogate)") from None
+    if parse_id(tag) is not None or tag in ("latest", "last-good") or re.fullmatch(r"-\d+", tag):
+        raise BadArgument(f"{tag!r} cannot be a tag: it would read as a checkpoint reference")
+    return tag
+
+
 def content_key(data: bytes | memoryview) -> str:
     """The content address of a blob: xxh3-128, hex."""
     return xxhash.xxh3_128_hexdigest(data)
@@ -189,6 +215,7 @@ class Store:
         self._conn: sqlite3.Connection | None = None
         self._pid = -1
         _private_dir(self.root)
+        _private_dir(self._blobs)
         _private_dir(self._tmp)
         self._check_version()
 
@@ -198,6 +225,12 @@ class Store:
         """One connection per process, reopened after fork (SQLite handles must not cross it)."""
         if self._conn is None or self._pid != os.getpid():
             path = self.root / "catalog.sqlite"
+            if (not path.exists() or path.stat().st_size == 0) and self._holds_blobs():
+                # A new catalog here would reference none of them, and the next gc would delete them all.
+                raise IntegrityError(
+                    f"the catalog {path} is missing or empty, but the store holds checkpoint data; nothing was "
+                    "changed. Put the catalog back from a backup, or move the store away to start afresh."
+                )
             try:
                 conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
                 self._refuse_newer(conn)  # before anything is written: a newer store is left as it is
@@ -252,6 +285,10 @@ class Store:
             f"the store {self.root} was written by a newer jupyter-ckpt (format {row[0]}, "
             f"this version reads {FORMAT_VERSION}); upgrade jupyter-ckpt to use it. Nothing was changed."
         )
+
+    def _holds_blobs(self) -> bool:
+        """Whether any blob file is in the store (temp files of writers do not count)."""
+        return any(sub != self._tmp and sub.is_dir() and any(sub.iterdir()) for sub in self._blobs.iterdir())
 
     def _check_version(self) -> None:
         """Open the catalog (which refuses a newer format) and record this version's format in a new one."""
@@ -446,6 +483,13 @@ class Store:
             ).fetchone()
             cid = int(highest) + 1
             db.execute("INSERT OR REPLACE INTO meta VALUES ('last_checkpoint', ?)", (str(cid),))
+            if (
+                manifest.get("tag") is not None
+                and db.execute(
+                    "SELECT 1 FROM checkpoints WHERE session_id=? AND tag=?", (sid, manifest["tag"])
+                ).fetchone()
+            ):
+                raise BadArgument(f"tag {manifest['tag']!r} is already used in this session")
             db.execute(
                 "INSERT INTO checkpoints (id, session_id, parent, time, cell, last_cell, trigger, status, tag, "
                 "message, new_bytes, total_bytes, changed, manifest, mac) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -557,9 +601,9 @@ class Store:
                     raise UnknownCheckpoint(f"the timeline does not reach {steps} checkpoint(s) back")
                 current = by_id[current.parent]
             return current
-        if text.isdigit():
-            if int(text) in by_id:
-                return by_id[int(text)]
+        if (cid := parse_id(text)) is not None:
+            if cid in by_id:
+                return by_id[cid]
             raise UnknownCheckpoint(f"no checkpoint {text} in session {session!r}")
         for r in records:
             if r.tag == text:
@@ -567,8 +611,8 @@ class Store:
         raise UnknownCheckpoint(f"no checkpoint or tag {text!r} in session {session!r}")
 
     def tag(self, checkpoint_id: int, tag: str | None) -> None:
-        if tag is not None and (not tag or tag.isdigit() or tag in ("latest", "last-good") or tag.startswith("-")):
-            raise BadArgument(f"{tag!r} cannot be a tag: it would read as a checkpoint reference")
+        if tag is not None:
+            check_tag(tag)
         with self._transaction() as db:
             row = db.execute("SELECT session_id FROM checkpoints WHERE id=?", (checkpoint_id,)).fetchone()
             if row is None:

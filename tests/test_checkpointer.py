@@ -240,6 +240,11 @@ def test_bad_input_is_refused(nb: tuple[types.ModuleType, Checkpointer]) -> None
     with pytest.raises(BadArgument):
         parse_size("lots")
     assert parse_size("2G") == 2 << 30 and parse_size("500MiB") == 500 << 20
+    with pytest.raises(UnknownCheckpoint, match="no checkpoint or tag"):
+        ckpt.restore("\u00b2")  # a digit to str.isdigit, not an id
+    for tag in ("latest", "-2", "7", " padded", "", "\ud800", "t" * 101):
+        with pytest.raises(BadArgument):
+            ckpt.save(tag=tag)
 
 
 def test_policy_every_and_interval(nb: tuple[types.ModuleType, Checkpointer]) -> None:

@@ -81,3 +81,33 @@ def test_gc_and_enable_disable(written: tuple[Store, list[int]], jupyter_dirs: P
     assert json.loads(config.read_text())["InteractiveShellApp"]["extensions"] == ["jupyter_ckpt"]
     assert cli("disable").returncode == 0
     assert json.loads(config.read_text())["InteractiveShellApp"]["extensions"] == []
+
+
+def test_a_ref_that_only_looks_like_a_number_is_a_clear_error(written: tuple[Store, list[int]]) -> None:
+    for args in (["show", "\u00b2"], ["show", "\u00b2", "--session", "work/analysis.ipynb"]):
+        result = cli(*args)
+        assert result.returncode != 0 and "Traceback" not in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1 and "\u00b2" in result.stderr
+
+
+def test_the_store_and_an_export_are_private_to_their_owner(written: tuple[Store, list[int]], tmp_path: Path) -> None:
+    store, ids = written
+    assert all((p.stat().st_mode & 0o777) == 0o700 for p in (store.root, store.root / "blobs"))
+    assert cli("export", str(ids[0]), str(tmp_path / "state.pkl")).returncode == 0
+    assert (tmp_path / "state.pkl").stat().st_mode & 0o777 == 0o600
+    missing = cli("export", str(ids[0]), str(tmp_path / "no" / "such" / "dir.pkl"))
+    assert missing.returncode != 0 and "Traceback" not in missing.stderr and "cannot write" in missing.stderr
+
+
+def test_a_lost_catalog_is_reported_and_no_command_deletes_the_blobs(written: tuple[Store, list[int]]) -> None:
+    store, _ = written
+    blobs = sorted(p for p in (store.root / "blobs").rglob("*") if p.is_file())
+    for suffix in ("-wal", "-shm"):
+        Path(f"{store.root / 'catalog.sqlite'}{suffix}").unlink(missing_ok=True)
+    (store.root / "catalog.sqlite").write_bytes(b"")  # emptied by a bad copy or a full disk
+    verify = cli("verify")
+    assert verify.returncode == 3 and "missing or empty" in verify.stderr and "Traceback" not in verify.stderr
+    gc = cli("gc")
+    assert gc.returncode == 3 and "missing or empty" in gc.stderr
+    assert sorted(p for p in (store.root / "blobs").rglob("*") if p.is_file()) == blobs  # not one deleted
+    assert (store.root / "catalog.sqlite").stat().st_size == 0  # and no new catalog in its place

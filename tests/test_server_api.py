@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import sqlite3
 import types
@@ -160,6 +161,19 @@ async def test_bad_requests_get_clear_errors_and_change_nothing(
         (("PATCH", *one), {"body": {}}, 400, "needs 'tag'"),
         (("PATCH", *one), {"body": {"tag": 5}}, 400, "must be a string or null"),
         (("PATCH", *one), {"body": {"tag": "latest"}}, 400, "cannot be a tag"),
+        *[
+            (("PATCH", *one), {"body": {"tag": tag}}, 400, why)
+            for tag, why in [
+                ("last-good", "cannot be a tag"),
+                ("3", "cannot be a tag"),
+                ("-1", "cannot be a tag"),
+                ("", "at least one character"),
+                (" 5", "starts or ends with a space"),
+                ("x" * 101, "at most 100 characters"),
+            ]
+        ],
+        (("PATCH", *one), {"body": '{"tag": "\\ud800"}'}, 400, "lone surrogate"),
+        (("GET", *CKPT, "checkpoints", "\u00b2"), {}, 400, "not a checkpoint id"),
         (("POST", *one, "restore"), {"body": ""}, 400, "must be a JSON object"),
         (("POST", *one, "restore"), {"body": {"kernel": "x"}}, 400, "needs 'kernel_id'"),
         (("POST", *one, "restore"), {"body": {"kernel_id": "no-such-kernel"}}, 404, "no running kernel"),
@@ -254,3 +268,17 @@ async def test_a_restore_offers_replay_and_the_replay_endpoint_runs_it(api: Any,
     replayed = await api("POST", *CKPT, "replay", body={"kernel_id": nb.kernel_id})
     assert replayed == {"variables": {"gen": "replayed"}}
     assert await nb.value("(next(gen), first)") == (1, 0)  # the generator rebuilt; the restored value kept
+
+
+async def test_a_store_this_version_cannot_use_fails_each_request_as_json(
+    api: Any, jp_server_config: Any, ckpt_app: Any
+) -> None:
+    root = Path(os.environ["JUPYTER_CKPT_DIR"])
+    root.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(root / "catalog.sqlite") as db:  # written by a future jupyter-ckpt
+        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        db.execute("INSERT INTO meta VALUES ('format', '7')")
+    for _ in range(2):  # and again: the server runs on, refusing the store each time
+        code, message = await api.error("GET", *CKPT, "sessions")
+        assert code == 409 and "newer jupyter-ckpt (format 7" in message
+    assert await ckpt_app.stop_extension() is None  # stops cleanly, with nothing to stop
