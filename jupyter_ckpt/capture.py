@@ -17,6 +17,7 @@ import re
 import sys
 import time
 import types
+import weakref
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -127,8 +128,20 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int) -> set[str]:
             stack.extend(o.__defaults__ or ())
             for cell in o.__closure__ or ():
                 _claim(owner, id(cell), name, met)
-        elif isinstance(o, (type, types.ModuleType)):
+        elif isinstance(o, type):
+            if o.__module__ == "__main__":
+                # A notebook class is pickled by value, with its notebook bases and metaclass: they must be the
+                # restored ones, so they share its group, and so do the objects its own attributes hold (a
+                # registry of subclasses, a ledger of instances). Dunder attributes (__dataclass_fields__, ...)
+                # hold the machinery's objects, shared by every such class: walking them would merge them all.
+                for related in (*o.__mro__[1:], type(o)):
+                    if getattr(related, "__module__", None) == "__main__":
+                        _claim(owner, id(related), name, met)
+                stack.extend(v for k, v in vars(o).items() if not (k.startswith("__") and k.endswith("__")))
+        elif isinstance(o, types.ModuleType):
             continue
+        elif t in serialize.WEAK_TYPES:  # pickled as its referents (serialize._reduce_weak): they share a group
+            stack.extend(list(o) if t is weakref.WeakSet else [*o.keys(), *o.values()])
         else:
             if getattr(t, "__module__", None) == "__main__":
                 _claim(owner, id(t), name, met)  # an instance travels with its notebook-defined class

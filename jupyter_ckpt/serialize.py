@@ -42,6 +42,7 @@ import reprlib
 import sys
 import types
 import warnings
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -60,6 +61,7 @@ _SEPARATOR = "\x00"
 # Elements looked at to tell whether an array's strings repeat (then each distinct one is stored once).
 _SAMPLE = 1000
 _LRU_WRAPPER = type(functools.lru_cache(maxsize=None)(len))
+WEAK_TYPES = frozenset({weakref.WeakSet, weakref.WeakValueDictionary, weakref.WeakKeyDictionary})
 _FILE_TYPES = frozenset({io.TextIOWrapper, io.BufferedReader, io.BufferedWriter, io.BufferedRandom, io.FileIO})
 
 
@@ -249,11 +251,23 @@ def _reduce_file(f: Any) -> Any:
     return _reopen, (os.path.abspath(name), mode, position, f.encoding if text else None, f.errors if text else None)
 
 
+def _reduce_weak(obj: Any) -> Any:
+    """A weak container (which pickle refuses: its references cannot be pickled) as its current referents.
+
+    Restored with the objects the checkpoint holds, it refers to them weakly again: whatever only it held
+    is gone after the restore, as it would have been before.
+    """
+    return type(obj), (list(obj) if isinstance(obj, weakref.WeakSet) else dict(obj.items()),)
+
+
 def _reduce(obj: Any) -> Any:
-    """The reductions every pickler here applies before its own: open files, cache wrappers, arrays."""
+    """The reductions every pickler here applies before its own: open files, weak containers, cache
+    wrappers, arrays."""
     t = type(obj)
     if t in _FILE_TYPES:
         return _reduce_file(obj)
+    if t in WEAK_TYPES:
+        return _reduce_weak(obj)
     if t is _LRU_WRAPPER:
         return _reduce_notebook_wrapper(obj)
     return _reduce_array(obj)

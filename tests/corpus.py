@@ -1,0 +1,390 @@
+"""Notebook patterns a restore must bring back: each one's setup, and a check of value, identity and behaviour.
+
+Every setup is code a user types in a cell; every check is one expression, True in a kernel where the
+pattern came back whole. Names are unique across patterns (prefixed), so all of them can share one
+namespace. ``test_corpus.py`` restores them with jupyter-ckpt in a fresh kernel; ``benchmarks/corpus.py``
+does the same with ``dill.dump_module`` and Kishu.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Pattern:
+    name: str
+    area: str
+    setup: str
+    check: str
+
+
+def _p(name: str, area: str, setup: str, check: str) -> Pattern:
+    return Pattern(name, area, setup.strip() + "\n", check.strip())
+
+
+PATTERNS = [
+    # -- plain Python -------------------------------------------------------------------------------
+    _p(
+        "alias",
+        "plain",
+        "al_a = [1, 2]\nal_b = al_a\nal_d = {'x': al_a}",
+        "al_a is al_b is al_d['x'] and al_a == [1, 2]",
+    ),
+    _p("cycle", "plain", "cy_l = [1]\ncy_l.append(cy_l)", "cy_l[1] is cy_l and cy_l[0] == 1"),
+    _p("nested", "plain", "ne_d = {'a': {'b': [1, {'c': (2, 3)}]}}", "ne_d == {'a': {'b': [1, {'c': (2, 3)}]}}"),
+    _p("sets", "plain", "se_s = {1, 2, 3}\nse_f = frozenset('ab')", "se_s == {1, 2, 3} and se_f == frozenset('ab')"),
+    _p(
+        "bytes",
+        "plain",
+        "by_b = bytes(range(256))\nby_a = bytearray(b'xyz')",
+        "by_b == bytes(range(256)) and by_a == b'xyz'",
+    ),
+    _p("big_int", "plain", "bi_n = 3 ** 400\nbi_c = 1 + 2j", "bi_n == 3 ** 400 and bi_c == 1 + 2j"),
+    _p("function", "plain", "def fn_sq(x):\n    return x * x", "fn_sq(7) == 49"),
+    _p(
+        "global_used",
+        "plain",
+        "gu_factor = 3\ndef gu_scale(x):\n    return x * gu_factor",
+        "gu_scale(2) == 6 and (globals().__setitem__('gu_factor', 5) or gu_scale(2) == 10)",
+    ),
+    _p("lambda", "plain", "la_f = lambda v: v + 1", "la_f(1) == 2"),
+    _p(
+        "closure",
+        "plain",
+        "def cl_make():\n    n = [0]\n    def bump():\n        n[0] += 1\n        return n[0]\n    return bump\n"
+        "cl_c = cl_make()\ncl_c()",
+        "cl_c() == 2",
+    ),
+    _p(
+        "defaults",
+        "plain",
+        "def de_f(a, b=[1], *, c=2):\n    return a + len(b) + c",
+        "de_f(1) == 4 and de_f(1, c=0) == 2",
+    ),
+    _p(
+        "class_instance",
+        "plain",
+        "class CiPoint:\n    def __init__(self, x):\n        self.x = x\n    def norm(self):\n        return abs(self.x)\n"
+        "ci_p = CiPoint(-3)",
+        "isinstance(ci_p, CiPoint) and ci_p.norm() == 3 and type(ci_p) is CiPoint",
+    ),
+    _p(
+        "ledger",
+        "plain",
+        "class LeAccount:\n    ledger = []\n    def __init__(self, owner, balance):\n        self.owner = owner\n"
+        "        self.balance = balance\n        LeAccount.ledger.append(self)\n"
+        "le_a = LeAccount('ann', 5)\nle_b = LeAccount('bob', 7)",
+        "LeAccount.ledger[0] is le_a and LeAccount.ledger[1] is le_b and sum(a.balance for a in LeAccount.ledger) == 12",
+    ),
+    _p(
+        "subclass_registry",
+        "plain",
+        "class RgShape:\n    registry = {}\n    def __init_subclass__(cls, **kw):\n        super().__init_subclass__(**kw)\n"
+        "        RgShape.registry[cls.__name__] = cls\nclass RgSquare(RgShape):\n    pass\nclass RgCircle(RgShape):\n    pass\n"
+        "rg_s = RgSquare()",
+        "RgShape.registry == {'RgSquare': RgSquare, 'RgCircle': RgCircle} and isinstance(rg_s, RgShape)",
+    ),
+    _p(
+        "metaclass",
+        "plain",
+        "class MeCounted(type):\n    made = 0\n    def __call__(cls, *a):\n        MeCounted.made += 1\n"
+        "        return super().__call__(*a)\nclass MeThing(metaclass=MeCounted):\n    pass\nme_t = MeThing()",
+        "type(MeThing) is MeCounted and isinstance(me_t, MeThing) and (MeThing() and MeCounted.made == 2)",
+    ),
+    _p(
+        "abc",
+        "plain",
+        "import abc\nclass AbBase(abc.ABC):\n    @abc.abstractmethod\n    def area(self): ...\n"
+        "class AbSq(AbBase):\n    def area(self):\n        return 4\nab_s = AbSq()",
+        "isinstance(ab_s, AbBase) and ab_s.area() == 4 and AbBase.__abstractmethods__ == frozenset({'area'})",
+    ),
+    _p(
+        "property_slots",
+        "plain",
+        "class PsVec:\n    __slots__ = ('x', 'y')\n    def __init__(self, x, y):\n        self.x, self.y = x, y\n"
+        "    @property\n    def n2(self):\n        return self.x ** 2 + self.y ** 2\nps_v = PsVec(3, 4)",
+        "ps_v.n2 == 25 and not hasattr(ps_v, '__dict__')",
+    ),
+    _p(
+        "inheritance",
+        "plain",
+        "class InA:\n    def who(self):\n        return 'a'\nclass InB(InA):\n    def who(self):\n"
+        "        return 'b' + super().who()\nin_b = InB()",
+        "in_b.who() == 'ba' and isinstance(in_b, InA)",
+    ),
+    _p(
+        "weak_registry",
+        "plain",
+        "import weakref\nclass WkNode:\n    live = weakref.WeakSet()\n    def __init__(self):\n        WkNode.live.add(self)\n"
+        "wk_n = WkNode()",
+        "wk_n in WkNode.live and isinstance(WkNode.live, weakref.WeakSet)",
+    ),
+    _p(
+        "weak_value",
+        "plain",
+        "import weakref\nclass WvItem:\n    pass\nwv_i = WvItem()\nwv_cache = weakref.WeakValueDictionary({'k': wv_i})",
+        "wv_cache['k'] is wv_i",
+    ),
+    # -- standard library --------------------------------------------------------------------------
+    _p(
+        "lru_cache",
+        "stdlib",
+        "import functools\n@functools.lru_cache(maxsize=None)\ndef lc_sq(n):\n    return n * n\nlc_sq(4)",
+        "lc_sq(5) == 25 and lc_sq.cache_info().maxsize is None",
+    ),
+    _p(
+        "cache",
+        "stdlib",
+        "import functools\n@functools.cache\ndef ca_fib(n):\n    return n if n < 2 else ca_fib(n - 1) + ca_fib(n - 2)",
+        "ca_fib(30) == 832040",
+    ),
+    _p(
+        "wraps",
+        "stdlib",
+        "import functools\ndef wr_logged(f):\n    @functools.wraps(f)\n    def inner(*a):\n        return f(*a) + 1\n"
+        "    return inner\n@wr_logged\ndef wr_add(a, b):\n    return a + b",
+        "wr_add(1, 2) == 4 and wr_add.__name__ == 'wr_add'",
+    ),
+    _p(
+        "partial",
+        "stdlib",
+        "import functools\ndef pa_pow(b, e):\n    return b ** e\npa_sq = functools.partial(pa_pow, e=2)",
+        "pa_sq(9) == 81",
+    ),
+    _p(
+        "singledispatch",
+        "stdlib",
+        "import functools\n@functools.singledispatch\ndef sd_f(x):\n    return 'any'\n@sd_f.register\ndef _(x: int):\n"
+        "    return 'int'",
+        "sd_f(1) == 'int' and sd_f('s') == 'any'",
+    ),
+    _p(
+        "total_ordering",
+        "stdlib",
+        "import functools\n@functools.total_ordering\nclass ToV:\n    def __init__(self, v):\n        self.v = v\n"
+        "    def __eq__(self, o):\n        return self.v == o.v\n    def __lt__(self, o):\n        return self.v < o.v\n"
+        "to_a, to_b = ToV(1), ToV(2)",
+        "to_a < to_b and to_b >= to_a",
+    ),
+    _p(
+        "cached_property",
+        "stdlib",
+        "import functools\nclass CpBox:\n    def __init__(self):\n        self.calls = 0\n    @functools.cached_property\n"
+        "    def val(self):\n        self.calls += 1\n        return 42\ncp_b = CpBox()\ncp_b.val",
+        "cp_b.val == 42 and cp_b.calls == 1",
+    ),
+    _p(
+        "itertools",
+        "stdlib",
+        "import itertools\nit_l = list(itertools.combinations('abc', 2))",
+        "it_l == [('a', 'b'), ('a', 'c'), ('b', 'c')]",
+    ),
+    _p(
+        "namedtuple",
+        "stdlib",
+        "import collections\nNtP = collections.namedtuple('NtP', 'x y')\nnt_p = NtP(1, 2)",
+        "nt_p.x == 1 and isinstance(nt_p, NtP)",
+    ),
+    _p(
+        "NamedTuple",
+        "stdlib",
+        "from typing import NamedTuple\nclass NtRow(NamedTuple):\n    a: int\n    b: str = 'z'\nnt_r = NtRow(1)",
+        "nt_r == (1, 'z') and isinstance(nt_r, NtRow) and nt_r.b == 'z'",
+    ),
+    _p(
+        "defaultdict",
+        "stdlib",
+        "import collections\ndd_d = collections.defaultdict(lambda: [0])\ndd_d['a'].append(1)",
+        "dd_d['a'] == [0, 1] and dd_d['new'] == [0]",
+    ),
+    _p(
+        "counter",
+        "stdlib",
+        "import collections\nco_c = collections.Counter('abracadabra')",
+        "co_c.most_common(1) == [('a', 5)]",
+    ),
+    _p(
+        "ordereddict",
+        "stdlib",
+        "import collections\nod_d = collections.OrderedDict([('b', 1), ('a', 2)])",
+        "list(od_d) == ['b', 'a']",
+    ),
+    _p(
+        "deque",
+        "stdlib",
+        "import collections\ndq_q = collections.deque(range(5), maxlen=3)",
+        "list(dq_q) == [2, 3, 4] and dq_q.maxlen == 3",
+    ),
+    _p(
+        "chainmap",
+        "stdlib",
+        "import collections\ncm_a = {'x': 1}\ncm_m = collections.ChainMap({'y': 2}, cm_a)",
+        "cm_m['x'] == 1 and cm_m['y'] == 2 and cm_m.maps[1] is cm_a",
+    ),
+    _p(
+        "enum",
+        "stdlib",
+        "import enum\nclass EnColor(enum.Enum):\n    RED = 1\n    GREEN = 2\nen_c = EnColor.RED",
+        "EnColor(1) is EnColor.RED and en_c is EnColor.RED and en_c.name == 'RED'",
+    ),
+    _p(
+        "intenum",
+        "stdlib",
+        "import enum\nclass IeLevel(enum.IntEnum):\n    LOW = 1\n    HIGH = 2\nie_l = IeLevel.HIGH",
+        "ie_l == 2 and ie_l is IeLevel(2)",
+    ),
+    _p(
+        "flag",
+        "stdlib",
+        "import enum\nclass FlPerm(enum.Flag):\n    R = 4\n    W = 2\nfl_p = FlPerm.R | FlPerm.W",
+        "FlPerm.R in fl_p and fl_p == FlPerm.R | FlPerm.W",
+    ),
+    _p(
+        "dataclass",
+        "stdlib",
+        "import dataclasses\n@dataclasses.dataclass\nclass DcItem:\n    name: str\n    tags: list = dataclasses.field(default_factory=list)\n"
+        "dc_i = DcItem('a')\ndc_i.tags.append(1)",
+        "dc_i == DcItem('a', [1]) and DcItem('b').tags == []",
+    ),
+    _p(
+        "frozen_dataclass",
+        "stdlib",
+        "import dataclasses\n@dataclasses.dataclass(frozen=True, order=True)\nclass FdPt:\n    x: int\n    y: int\n"
+        "fd_s = {FdPt(1, 2)}",
+        "FdPt(1, 2) in fd_s and FdPt(0, 5) < FdPt(1, 0)",
+    ),
+    _p(
+        "slots_dataclass",
+        "stdlib",
+        "import dataclasses\n@dataclasses.dataclass(slots=True)\nclass SdP:\n    x: int\nsd_p = SdP(3)",
+        "sd_p.x == 3 and not hasattr(sd_p, '__dict__') and isinstance(sd_p, SdP)",
+    ),
+    _p(
+        "regex",
+        "stdlib",
+        "import re\nre_p = re.compile(r'(\\d+)-(\\w+)', re.I)",
+        "re_p.match('12-ab').groups() == ('12', 'ab') and re_p.flags & re.I",
+    ),
+    _p(
+        "pathlib",
+        "stdlib",
+        "import pathlib\npl_p = pathlib.Path('/tmp/x/y.csv')",
+        "pl_p.suffix == '.csv' and pl_p.parent.name == 'x'",
+    ),
+    _p(
+        "zoneinfo",
+        "stdlib",
+        "import datetime, zoneinfo\nzi_t = datetime.datetime(2024, 3, 31, 2, 30, tzinfo=zoneinfo.ZoneInfo('UTC'))",
+        "zi_t.utcoffset() == datetime.timedelta(0) and zi_t.tzinfo.key == 'UTC'",
+    ),
+    _p("decimal", "stdlib", "import decimal\nde_x = decimal.Decimal('1.10')", "de_x * 3 == decimal.Decimal('3.30')"),
+    _p("fractions", "stdlib", "import fractions\nfr_x = fractions.Fraction(1, 3)", "fr_x * 3 == 1"),
+    # -- numpy ---------------------------------------------------------------------------------------
+    _p(
+        "array",
+        "numpy",
+        "import numpy as np\nar_a = np.arange(12.0).reshape(3, 4)",
+        "ar_a.shape == (3, 4) and ar_a[2, 3] == 11.0",
+    ),
+    _p(
+        "view",
+        "numpy",
+        "import numpy as np\nvw_a = np.arange(100.0)\nvw_v = vw_a[10:20]",
+        "np.shares_memory(vw_a, vw_v) and (vw_v.__setitem__(0, -1.0) or vw_a[10] == -1.0)",
+    ),
+    _p(
+        "structured",
+        "numpy",
+        "import numpy as np\nst_a = np.array([(1, 2.5), (3, 4.5)], dtype=[('i', 'i4'), ('f', 'f8')])",
+        "st_a['f'][1] == 4.5 and st_a.dtype.names == ('i', 'f')",
+    ),
+    _p(
+        "masked",
+        "numpy",
+        "import numpy as np\nma_a = np.ma.masked_array([1, 2, 3], mask=[0, 1, 0])",
+        "ma_a.sum() == 4 and bool(ma_a.mask[1])",
+    ),
+    _p(
+        "memmap",
+        "numpy",
+        "import numpy as np\nmm_path = '/tmp/jupyter-ckpt-corpus-memmap.bin'\nnp.arange(10.0).tofile(mm_path)\n"
+        "mm_a = np.memmap(mm_path, dtype=float, mode='r')",
+        "float(mm_a[9]) == 9.0 and len(mm_a) == 10",
+    ),
+    _p(
+        "datetime64",
+        "numpy",
+        "import numpy as np\ndt_a = np.arange('2024-01', '2024-04', dtype='datetime64[M]')",
+        "str(dt_a[2]) == '2024-03'",
+    ),
+    _p("zero_d", "numpy", "import numpy as np\nzd_a = np.array(3.5)", "zd_a.shape == () and float(zd_a) == 3.5"),
+    _p(
+        "fortran",
+        "numpy",
+        "import numpy as np\nfo_a = np.asfortranarray(np.arange(6).reshape(2, 3))",
+        "fo_a.flags.f_contiguous and fo_a[1, 2] == 5",
+    ),
+    _p(
+        "rng",
+        "numpy",
+        "import numpy as np\nrn_g = np.random.default_rng(7)\nrn_g.random()",
+        "rn_g.random() == np.random.default_rng(7).random(2)[1]",
+    ),
+    # -- pandas --------------------------------------------------------------------------------------
+    _p(
+        "frame_column",
+        "pandas",
+        "import pandas as pd\nfc_df = pd.DataFrame({'a': [1, 2], 'b': ['x', 'y']})\nfc_s = fc_df['b']",
+        "fc_df.equals(pd.DataFrame({'a': [1, 2], 'b': ['x', 'y']})) and fc_s.tolist() == ['x', 'y']",
+    ),
+    _p(
+        "categorical",
+        "pandas",
+        "import pandas as pd\nca_s = pd.Series(['a', 'b', 'a'], dtype='category')",
+        "ca_s.cat.categories.tolist() == ['a', 'b'] and ca_s.cat.codes.tolist() == [0, 1, 0]",
+    ),
+    _p(
+        "multiindex",
+        "pandas",
+        "import pandas as pd\nmi_df = pd.DataFrame({'v': [1, 2, 3, 4]}, index=pd.MultiIndex.from_product([['a', 'b'], [1, 2]]))",
+        "mi_df.loc[('b', 2), 'v'] == 4 and mi_df.index.nlevels == 2",
+    ),
+    _p(
+        "period",
+        "pandas",
+        "import pandas as pd\npe_i = pd.period_range('2024-01', periods=3, freq='M')",
+        "str(pe_i[2]) == '2024-03'",
+    ),
+    _p(
+        "interval", "pandas", "import pandas as pd\nin_i = pd.interval_range(0, 3)", "2.5 in in_i[2] and len(in_i) == 3"
+    ),
+    _p(
+        "tz_aware",
+        "pandas",
+        "import pandas as pd\ntz_s = pd.Series(pd.date_range('2024-01-01', periods=3, tz='Europe/Paris'))",
+        "str(tz_s.dt.tz) == 'Europe/Paris' and tz_s.iloc[2].day == 3",
+    ),
+    # -- scikit-learn ----------------------------------------------------------------------------------
+    _p(
+        "pipeline_lambda",
+        "sklearn",
+        "import numpy as np\nfrom sklearn.pipeline import make_pipeline\nfrom sklearn.preprocessing import FunctionTransformer\n"
+        "from sklearn.linear_model import LinearRegression\npl_X = np.arange(20.0).reshape(10, 2)\npl_y = pl_X.sum(1)\n"
+        "pl_m = make_pipeline(FunctionTransformer(lambda z: z * 2), LinearRegression()).fit(pl_X, pl_y)\n"
+        "pl_pred = pl_m.predict(pl_X[:3])",
+        "np.allclose(pl_m.predict(pl_X[:3]), pl_pred)",
+    ),
+    # -- torch -----------------------------------------------------------------------------------------
+    _p(
+        "torch_training",
+        "torch",
+        "import torch\ntorch.manual_seed(0)\nclass TtNet(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.lin = torch.nn.Linear(3, 1)\n    def forward(self, x):\n        return self.lin(x)\ntt_m = TtNet()\n"
+        "tt_opt = torch.optim.SGD(tt_m.parameters(), lr=0.1, momentum=0.9)\n"
+        "tt_sched = torch.optim.lr_scheduler.StepLR(tt_opt, step_size=1)\ntt_x = torch.ones(4, 3)\n"
+        "tt_m(tt_x).sum().backward()\ntt_opt.step()\ntt_sched.step()\ntt_w = tt_m.lin.weight.detach().clone()",
+        "torch.equal(tt_m.lin.weight.detach(), tt_w) and tt_opt.param_groups[0]['params'][0] is tt_m.lin.weight"
+        " and isinstance(tt_m, TtNet) and tt_sched.optimizer is tt_opt",
+    ),
+]

@@ -1,0 +1,45 @@
+"""Every pattern of ``corpus.py`` comes back in a fresh kernel: value, identity and behaviour."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from corpus import PATTERNS
+
+# What does not come back yet, each with why, so that a fix (or a new failure) shows here.
+KNOWN = {
+    # cloudpickle rebuilds the group (dill refuses its recursion) and each subclass it rebuilds runs the
+    # restored base's __init_subclass__ again: the registry then holds a class object of that name that
+    # is not the restored variable. Instances, isinstance and the registry's names are right.
+    "subclass_registry": "false",
+}
+
+
+def failing(kernel: Any) -> dict[str, str]:
+    """The patterns whose check is not True in ``kernel``, with what it gave instead."""
+    checks = "{" + ", ".join(f"{p.name!r}: _corpus_check({p.check!r})" for p in PATTERNS) + "}"
+    helper = (
+        "def _corpus_check(expr):\n    try:\n        return bool(eval(expr, globals())) or 'false'\n"
+        "    except Exception as e:\n        return f'{type(e).__name__}: {e}'\n"
+    )
+    kernel.ok(helper)
+    results = kernel.value(f"{{k: v for k, v in {checks}.items() if v is not True}}")
+    kernel.ok("del _corpus_check")
+    return results
+
+
+def test_every_pattern_comes_back_in_a_fresh_kernel(kernels: Any) -> None:
+    assert len(PATTERNS) >= 60 and len({p.name for p in PATTERNS}) == len(PATTERNS)
+    source = kernels("corpus.ipynb")
+    source.ok("%load_ext jupyter_ckpt")
+    for pattern in PATTERNS:
+        source.ok(pattern.setup)
+    source.ok("%checkpoint save")  # before the checks, which may call what they check
+    assert failing(source) == {}  # the checks hold where the patterns were made
+    source.close()
+
+    fresh = kernels("corpus.ipynb")
+    fresh.ok("%load_ext jupyter_ckpt")
+    summary = fresh.ok("%checkpoint restore latest")
+    assert "not restored" not in summary, summary
+    assert failing(fresh) == KNOWN
