@@ -2,7 +2,7 @@
 
 Every setup is code a user types in a cell; every check is one expression, True in a kernel where the
 pattern came back whole. Names are unique across patterns (prefixed), so all of them can share one
-namespace. ``test_corpus.py`` restores them with jupyter-ckpt in a fresh kernel; ``benchmarks/corpus.py``
+namespace. ``test_corpus.py`` restores them with jupyter-ckpt in a fresh kernel; ``benchmarks/fidelity.py``
 does the same with ``dill.dump_module`` and Kishu.
 """
 

@@ -51,7 +51,7 @@ SESSION = "faults.ipynb"
 SEAL = "\nseal = __import__('oracle').digest(globals(), skip=('seal',))"
 SETUP = (
     "import random\nimport numpy as np\nrng = np.random.default_rng(0)\nrandom.seed(0)\n"
-    "data = rng.random(500_000)\nview = data[3::7]\nobjs = [{'i': i} for i in range(20_000)]\n"
+    "data = rng.random(200_000)\nview = data[3::7]\nobjs = [{'i': i} for i in range(20_000)]\n"
     "d = {'k': [0]}\nalias = d\ngen = 0\nmeta = {'gen': 0, 'sum': float(data.sum()), 'n': len(objs)}" + SEAL
 )
 MUTATIONS = [
