@@ -385,6 +385,9 @@ def test_the_default_policy_checkpoints_idle_cells_and_bounds_the_lag_of_back_to
     assert saved("step") == [0, 1, 2]  # every cell followed by idle got its own checkpoint
     # Back to back and over budget, a boundary is checkpointed only once the newest checkpoint is max_lag
     # (1 s) of execution behind, and the last one when the kernel settles.
-    assert saved("batch") == [3, 6]
+    # Each batch cell runs at least 0.3 s, so at most four of them pass between two checkpoints.
+    batch = saved("batch")
+    steps = [b - a for a, b in zip([-1, *batch[:-1]], batch, strict=True)]
+    assert batch[-1] == 6 and 2 <= len(batch) <= 3 and max(steps) <= 4
     assert "policy: after every cell, within the overhead budget" in status
-    assert "cells not checkpointed: 5 (back to back, over the overhead budget)" in status
+    assert f"cells not checkpointed: {7 - len(batch)} (back to back, over the overhead budget)" in status
