@@ -126,3 +126,21 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
         env=env or dict(os.environ),
         timeout=120,
     )
+
+
+def descendants(pid: int) -> list[int]:
+    """Child processes (a background writer, say) of ``pid``, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, stack = [], [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found

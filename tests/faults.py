@@ -41,7 +41,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from conftest import Kernel, cli  # noqa: E402
+from conftest import Kernel, cli, descendants  # noqa: E402
 from oracle import digest  # noqa: E402
 
 from jupyter_ckpt.restore import restore_namespace  # noqa: E402
@@ -85,20 +85,6 @@ class Tally:
     def note(self, kind: str, text: str) -> None:
         setattr(self, kind, getattr(self, kind) + 1)
         self.problems.append(f"cycle {self.cycles}: {kind}: {text}")
-
-
-def descendants(pid: int) -> list[int]:
-    """Child processes (background writers) of ``pid``, from /proc."""
-    found: list[int] = []
-    stack = [pid]
-    while stack:
-        parent = stack.pop()
-        for task in Path(f"/proc/{parent}/task").glob("*"):
-            with contextlib.suppress(OSError):
-                children = [int(c) for c in (task / "children").read_text().split()]
-                found += children
-                stack += children
-    return found
 
 
 def kill(pids: list[int]) -> None:

@@ -7,34 +7,15 @@ import os
 import signal
 import time
 import types
-from pathlib import Path
 from typing import Any
 
-from conftest import cli
+from conftest import cli, descendants
 
 from jupyter_ckpt.restore import restore_namespace
 from jupyter_ckpt.store import Store
 
 # Kill moments after the cell starts, spread over the ~0.3 s a 64 MB checkpoint takes to write here.
 DELAYS = [0.0, 0.03, 0.06, 0.1, 0.15, 0.2, 0.3, 0.45, 0.7]
-
-
-def descendants(pid: int) -> list[int]:
-    """Child processes (a background writer, say) of ``pid``, from /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    found, stack = [], [pid]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            found.append(child)
-            stack.append(child)
-    return found
 
 
 def test_sigkill_mid_write_leaves_every_earlier_checkpoint_restorable(kernels: Any, store: Store) -> None:
