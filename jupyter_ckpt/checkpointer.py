@@ -21,7 +21,7 @@ from typing import Any
 
 from . import capture
 from .errors import BadArgument, CheckpointError, UnknownCheckpoint, UnknownSession
-from .recipes import MODES, Recipe, RunCell, exec_cell, plan, run_recipe
+from .recipes import Recipe, RunCell, check_mode, exec_cell, plan, run_recipe
 from .restore import Diff, RestoreReport, diff_manifests, restore_namespace
 from .schedule import Scheduler
 from .store import BlobInfo, CheckpointRecord, Store, check_tag, writer_alive
@@ -115,9 +115,7 @@ class Checkpointer:
         self._sync = SyncWriter()
         self._fork = ForkWriter(store.tmp_dir, _encode, _decode) if background else None
         self._lazy = lazy
-        if replay_mode not in MODES:
-            raise BadArgument(f"replay must be one of {', '.join(MODES)}, not {replay_mode!r}")
-        self.replay_mode = replay_mode
+        self.replay_mode = check_mode(replay_mode)
         self._run_cell = run_cell
         self._pending: Recipe | None = None  # what the last restore could not bring back, to replay
         self._verifier: threading.Thread | None = None
@@ -377,9 +375,7 @@ class Checkpointer:
         again (``replay_mode`` ``auto``), offered for ``replay()`` (``ask``), or
         only listed (``never``); the default is the Checkpointer's mode.
         """
-        mode = self.replay_mode if replay_mode is None else replay_mode
-        if mode not in MODES:
-            raise BadArgument(f"replay must be one of {', '.join(MODES)}, not {mode!r}")
+        mode = self.replay_mode if replay_mode is None else check_mode(replay_mode)
         with self._lock:
             self.wait()
             target = self.resolve(ref)

@@ -21,7 +21,7 @@ from jupyter_server.utils import url_path_join
 from tornado.web import HTTPError
 
 from .errors import BadArgument, CheckpointError, UnknownSession
-from .recipes import MODES
+from .recipes import check_mode
 from .recovery import ACTIVE, restored
 from .store import parse_id
 from .timeline import details
@@ -168,8 +168,8 @@ class RestoreHandler(CkptHandler):
         cid = self.ckpt.store.get(checkpoint_id(ref)).id
         body = self.json_body("kernel_id")
         replay = _optional_text(body, "replay")
-        if replay not in (None, *MODES):
-            raise BadArgument(f"'replay' must be one of {', '.join(MODES)}")
+        if replay is not None:
+            check_mode(replay)
         async with self.ckpt.kernel(body["kernel_id"]) as kernel:
             result = await kernel.evaluate(restored(f"__import__('jupyter_ckpt').restore({cid}, replay={replay!r})"))
         self.reply({"checkpoint": cid, **result})

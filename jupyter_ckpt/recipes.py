@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import BadArgument
+
 # Method names that change their object in place: a call ``x.append(...)`` mutates ``x``.
 MUTATORS = frozenset(
     {"append", "extend", "insert", "update", "pop", "popitem", "remove", "clear", "add", "discard"}
@@ -32,6 +34,13 @@ _MAGIC = re.compile(r"^\s*[%!]")
 MODES = ("ask", "auto", "never")
 
 RunCell = Callable[[str, dict[str, Any]], None]
+
+
+def check_mode(mode: str) -> str:
+    """The one check of a replay mode, for every surface: returns it, or raises BadArgument."""
+    if mode not in MODES:
+        raise BadArgument(f"'replay' must be one of {', '.join(MODES)}, not {mode!r}")
+    return mode
 
 
 @dataclass
@@ -148,6 +157,7 @@ class Recipe:
     names: list[str]
     cells: list[dict[str, Any]] = field(default_factory=list)
     problems: dict[str, str] = field(default_factory=dict)
+    mutated: set[str] = field(default_factory=set)  # what those cells change in place
 
     @property
     def runnable(self) -> list[str]:
@@ -175,6 +185,7 @@ def plan(missing: Iterable[str], cells: list[dict[str, Any]]) -> Recipe:
             continue
         chosen.update(steps)
     recipe.cells = [cells[i] for i in sorted(chosen)]
+    recipe.mutated = set().union(*(read[i].mutated for i in chosen))
     return recipe
 
 
@@ -187,7 +198,7 @@ def run_recipe(recipe: Recipe, namespace: dict[str, Any], run_cell: RunCell) -> 
     if not wanted:
         return dict(recipe.problems)
     scratch = dict(namespace)
-    touched = set().union(*(cell_names(c["source"]).mutated for c in recipe.cells)) - wanted
+    touched = recipe.mutated - wanted
     outcome = dict(recipe.problems)
     try:
         for name in touched & set(namespace):
