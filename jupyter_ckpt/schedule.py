@@ -18,9 +18,10 @@ default policy spends them where nobody waits:
 ``interval`` once that many seconds have passed (at a cell boundary, or by itself
 when idle): the policy the user asked for, with no budget.
 
-The scheduler keeps no clock and takes no checkpoint itself: the Checkpointer
-asks it at each moment (a cell ended, a cell starts, an idle tick) and tells it
-what a checkpoint cost. Tests drive it with their own clock and costs.
+The scheduler takes no checkpoint itself and reads time only through the clock
+it is given: the Checkpointer asks it at each moment (a cell ended, a cell
+starts, an idle tick) and tells it what a checkpoint cost. Tests drive it with
+their own clock and costs.
 """
 
 from __future__ import annotations
