@@ -433,6 +433,8 @@ class Checkpointer:
         cid = self.store.commit(self.session, entry, blobs)
         self.last_cell = manifest["last_cell"]
         ids = {n: id(self.module.__dict__[n]) for n in manifest["variables"] if n in self.module.__dict__}
+        # The restore's report names what it could not bring back: not again as "not checkpointed".
+        self._reported.update((n, i["reason"]) for n, i in manifest["skipped"].items())
         self._committed(cid, entry, capture.Capture({}, {}, ids))
 
     def _offer_replay(self, report: RestoreReport, manifest: dict[str, Any], mode: str) -> None:

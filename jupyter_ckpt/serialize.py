@@ -377,6 +377,21 @@ def _join(serializer: str, names: list[str], segments: list[Any], buffers: list[
     return {name: unpickler.load() for name in names}
 
 
+def _order(obj: Any) -> tuple[int, int]:
+    """Where a variable's stream goes in its group.
+
+    Classes first, each after its bases: cloudpickle makes a class by calling its
+    base, so a subclass first met inside its own base's state (a registry filled by
+    ``__init_subclass__``) would be made twice, and the base's hook would register
+    the copy. Then the largest containers: a record that a loop variable also
+    points at is pickled inside its list, and the loop variable's own stream is a
+    reference to it that changes alone.
+    """
+    if isinstance(obj, type):
+        return 0, len(obj.__mro__)
+    return 1, -len(obj) if isinstance(obj, _CONTAINERS) else 0
+
+
 def _dump(serializer: str, objs: dict[str, Any], module: types.ModuleType) -> Packed:
     buffers: list[memoryview] = []
     out = io.BytesIO()
@@ -384,9 +399,7 @@ def _dump(serializer: str, objs: dict[str, Any], module: types.ModuleType) -> Pa
     if len(objs) == 1:
         pickler.dump(objs)
         return Packed(serializer, out.getvalue(), buffers)
-    # The largest containers first: a record that a loop variable also points at is then pickled inside
-    # its list, and the loop variable's own stream is a reference to it that changes alone.
-    names = sorted(objs, key=lambda n: -len(objs[n]) if isinstance(objs[n], _CONTAINERS) else 0)
+    names = sorted(objs, key=lambda n: _order(objs[n]))
     ends = []
     for name in names:
         pickler.dump(objs[name])

@@ -6,14 +6,6 @@ from typing import Any
 
 from corpus import PATTERNS
 
-# What does not come back yet, each with why, so that a fix (or a new failure) shows here.
-KNOWN = {
-    # cloudpickle rebuilds the group (dill refuses its recursion) and each subclass it rebuilds runs the
-    # restored base's __init_subclass__ again: the registry then holds a class object of that name that
-    # is not the restored variable. Instances, isinstance and the registry's names are right.
-    "subclass_registry": "false",
-}
-
 
 def failing(kernel: Any) -> dict[str, str]:
     """The patterns whose check is not True in ``kernel``, with what it gave instead."""
@@ -42,4 +34,4 @@ def test_every_pattern_comes_back_in_a_fresh_kernel(kernels: Any) -> None:
     fresh.ok("%load_ext jupyter_ckpt")
     summary = fresh.ok("%checkpoint restore latest")
     assert "not restored" not in summary, summary
-    assert failing(fresh) == KNOWN
+    assert failing(fresh) == {}

@@ -120,10 +120,10 @@ def test_sidebar_follows_the_notebook_and_restores(page: Page, lab: Lab) -> None
 def test_a_killed_kernel_comes_back_with_its_variables(page: Page, lab: Lab) -> None:
     open_notebook(page, lab, "crash_and_recover.ipynb")
     sidebar = open_sidebar(page)
-    # markdown, %load_ext [1], measurements [2], calibrated [3]
-    run_next(page, 4)
+    # markdown, %load_ext [1], measurements [2], calibrated [3], a database connection [4]
+    run_next(page, 5)
     pid = int(run(page, "import os; print(os.getpid())"))
-    expect(row(sidebar, 4)).to_be_visible()  # the last cell's checkpoint is in the store
+    expect(row(sidebar, 5)).to_be_visible()  # the last cell's checkpoint is in the store
 
     os.kill(pid, signal.SIGKILL)
     toast = page.locator(".Toastify__toast", has_text="was restored to checkpoint")
@@ -133,8 +133,16 @@ def test_a_killed_kernel_comes_back_with_its_variables(page: Page, lab: Lab) -> 
     assert restored is not None
     # The timeline ends with the crash-restore entry, and the checkpoint it went back to is the last cell's.
     expect(sidebar.locator(".jp-ckpt-row .jp-ckpt-trigger").last).to_have_text("crash-restore")
-    expect(sidebar.locator(f".jp-ckpt-row[data-id='{restored.group(1)}'] .jp-ckpt-cell")).to_have_text("[4]")
+    expect(sidebar.locator(f".jp-ckpt-row[data-id='{restored.group(1)}'] .jp-ckpt-cell")).to_have_text("[5]")
     assert run(page, "print(expensive_result > 0, summary.shape)").strip() == "True (3, 2)"
+
+    # The connection could not be saved; the notification offers to run its cell again, and only when asked.
+    page.locator(".jp-Dialog", has_text="appears to have died").locator("button.jp-mod-accept").click()  # Lab's own
+    offer = page.locator(".Toastify__toast", has_text="can be rebuilt by running their cells again: db")
+    assert run(page, "print('db' in globals())").strip() == "False"
+    offer.get_by_role("button", name="Run the cells again").click()
+    expect(page.locator(".Toastify__toast", has_text="Replay: db")).to_be_visible(timeout=30_000)
+    assert run(page, "print(db.execute('select count(*) from readings').fetchone())").strip() == "(3000,)"
 
 
 def test_timeline_widget_restores_a_savepoint(page: Page, lab: Lab) -> None:
