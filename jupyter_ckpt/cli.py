@@ -9,7 +9,7 @@ import sys
 import types
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from .checkpointer import parse_size
 from .errors import BadArgument, CheckpointError
@@ -22,8 +22,15 @@ from .store import CheckpointRecord, Store, parse_id
 EXTENSION = "jupyter_ckpt"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose errors are one line like every other error of the command (exit 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"jupyter ckpt: error: {message} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="jupyter ckpt", description="Inspect and maintain jupyter-ckpt stores.")
+    p = _Parser(prog="jupyter ckpt", description="Inspect and maintain jupyter-ckpt stores.")
     p.add_argument("--store", default="", help=f"store directory (default: {default_store_dir()})")
     sub = p.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="the sessions, or one session's checkpoints")
@@ -151,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in ("enable", "disable"):
             _set_enabled(args.command == "enable")
             return 0
-        store = open_store(args.store)
+        store = open_store(args.store, create=False)  # maintains stores, makes none
         handler = globals()[f"_cmd_{args.command}"]
         return int(handler(store, args) or 0)
     except CheckpointError as e:

@@ -21,6 +21,12 @@ class UnknownCheckpoint(CheckpointError):
     http_status = 404
 
 
+class NoStore(CheckpointError):
+    """A path that holds no checkpoint store, given to a command that creates none (the CLI)."""
+
+    http_status = 404
+
+
 class UnknownSession(CheckpointError):
     """A session key with no checkpoints in the store."""
 

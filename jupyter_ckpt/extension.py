@@ -23,7 +23,7 @@ from traitlets.config import Configurable
 from .checkpointer import Checkpointer, Policy
 from .errors import CheckpointError
 from .schedule import Scheduler
-from .store import Store, load_secret
+from .store import Store, check_catalog, load_secret
 
 _active: Checkpointer | None = None
 
@@ -32,11 +32,13 @@ def default_store_dir() -> Path:
     return Path(os.environ.get("JUPYTER_CKPT_DIR") or Path(jupyter_data_dir()) / "ckpt")
 
 
-def open_store(store_url: str = "", secret_file: str = "") -> Store:
-    """The store a kernel, the server and the CLI all open by default."""
+def open_store(store_url: str = "", secret_file: str = "", *, create: bool = True) -> Store:
+    """The store a kernel, the server and the CLI all open by default (the CLI without ``create``)."""
     root = Path(store_url) if store_url else default_store_dir()
     secret = Path(secret_file) if secret_file else Path(jupyter_data_dir()) / "ckpt" / "secret"
-    return Store(root, load_secret(secret))
+    if not create:
+        check_catalog(root, create=False)  # "no store here" before "no secret"
+    return Store(root, load_secret(secret, create=create), create=create)
 
 
 def session_key() -> str:

@@ -87,6 +87,12 @@ class KernelBusy(CheckpointError):
     http_status = 409
 
 
+class KernelDied(CheckpointError):
+    """The kernel died before it answered; the request was dropped, not kept for the kernel that replaces it."""
+
+    http_status = 409
+
+
 class KernelCallError(CheckpointError):
     """The kernel did not answer, or failed in a way that is not a checkpoint error."""
 
@@ -117,6 +123,7 @@ class KernelConnection:
         self.client: Any = None
 
     async def __aenter__(self) -> KernelConnection:
+        await self._check_alive()
         if self.idle:
             await self._wait_until_idle()
         # Requests queue on the shell socket until the kernel listens, ahead of any a frontend sends later.
@@ -138,14 +145,33 @@ class KernelConnection:
     async def __aexit__(self, *exc: object) -> None:
         self.client.stop_channels()
 
+    async def _check_alive(self) -> None:
+        if not await self.manager.is_alive():
+            raise KernelDied(
+                f"kernel {self.kernel_id} died; nothing was done. Try again once it has restarted "
+                "(after its crash recovery, if that is on)."
+            )
+
     async def evaluate(self, expression: str) -> Any:
-        """The value of a Python expression in the kernel, whose repr must be a literal."""
-        try:
-            reply = await self.client.execute(
+        """The value of a Python expression in the kernel, whose repr must be a literal.
+
+        A kernel that dies meanwhile ends the wait at once. The request must not
+        wait in the socket for the restarted kernel either, where it would run
+        before the crash recovery: ``__aexit__`` closes the socket, dropping it.
+        """
+        request = asyncio.ensure_future(
+            self.client.execute(
                 self.load, silent=True, user_expressions={"value": expression}, reply=True, timeout=self.timeout
             )
+        )
+        try:
+            while not (await asyncio.wait({request}, timeout=0.1))[0]:
+                await self._check_alive()
+            reply = request.result()
         except TimeoutError as e:
             raise KernelCallError(f"the kernel did not answer within {self.timeout:g} s") from e
+        finally:
+            request.cancel()
         content = reply["content"]
         if content["status"] != "ok":
             raise _kernel_error(content)

@@ -49,6 +49,7 @@ from .errors import (
     BadArgument,
     CheckpointError,
     IntegrityError,
+    NoStore,
     StoreFullError,
     StoreVersionError,
     UnknownCheckpoint,
@@ -180,14 +181,22 @@ def _check_key(key: str) -> str:
     return key
 
 
-def _private_dir(path: Path) -> None:
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(path, 0o700)
+def _make_dir(path: Path, *, private: bool) -> None:
+    """Create a directory 0700 if it is missing; ``private`` also makes an existing one 0700 (ours alone:
+    a user's directory given as the store keeps its mode)."""
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if private:
+            os.chmod(path, 0o700)
+    except OSError as e:
+        raise BadArgument(f"cannot keep checkpoints in {path}: {e.strerror or e}") from None
 
 
-def load_secret(path: Path) -> bytes:
-    """Read the per-user HMAC secret, creating it (0600) on first use."""
-    _private_dir(path.parent)
+def load_secret(path: Path, *, create: bool = True) -> bytes:
+    """Read the per-user HMAC secret, creating it (0600) on first use unless ``create`` is false."""
+    if not create and not path.is_file():
+        raise NoStore(f"no checkpoint secret at {path}: no kernel has written checkpoints with it")
+    _make_dir(path.parent, private=False)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
@@ -203,45 +212,66 @@ def load_secret(path: Path) -> bytes:
     return secret.encode()
 
 
-class Store:
-    """Owner of one store directory: every blob write and catalog transaction goes through here."""
+def check_catalog(root: Path, *, create: bool) -> Path:
+    """The catalog's path; raise if it is missing or empty where a new one must not be made (``create``
+    false, or beside blobs: a new catalog would reference none of them, and the next gc would delete them)."""
+    path = root / "catalog.sqlite"
+    if path.is_file() and path.stat().st_size > 0:
+        return path
+    blobs = root / "blobs"
+    if blobs.is_dir() and any(sub.name != "tmp" and sub.is_dir() and any(sub.iterdir()) for sub in blobs.iterdir()):
+        raise IntegrityError(
+            f"the catalog {path} is missing or empty, but the store holds checkpoint data; nothing was changed. "
+            "Put the catalog back from a backup, or move the store away to start afresh."
+        )
+    if not create:
+        raise NoStore(f"no checkpoint store at {root} (nothing was created)")
+    return path
 
-    def __init__(self, root: str | os.PathLike[str], secret: bytes) -> None:
+
+class Store:
+    """Owner of one store directory: every blob write and catalog transaction goes through here.
+
+    ``create`` (kernels and the server) makes what is missing. Without it (the
+    command line) the store must exist, and opening it changes nothing on disk.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], secret: bytes, *, create: bool = True) -> None:
         self.root = Path(root)
         self._secret = secret
         self._blobs = self.root / "blobs"
         self.tmp_dir = self._tmp = self._blobs / "tmp"
+        self._create = create
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._pid = -1
-        _private_dir(self.root)
-        _private_dir(self._blobs)
-        _private_dir(self._tmp)
-        self._check_version()
+        if create:
+            _make_dir(self.root, private=False)
+            _make_dir(self._blobs, private=True)
+            _make_dir(self._tmp, private=True)
+            self._check_version()
+        else:
+            self._connect()
 
     # -- catalog --------------------------------------------------------------
 
     def _connect(self) -> sqlite3.Connection:
         """One connection per process, reopened after fork (SQLite handles must not cross it)."""
         if self._conn is None or self._pid != os.getpid():
-            path = self.root / "catalog.sqlite"
-            if (not path.exists() or path.stat().st_size == 0) and self._holds_blobs():
-                # A new catalog here would reference none of them, and the next gc would delete them all.
-                raise IntegrityError(
-                    f"the catalog {path} is missing or empty, but the store holds checkpoint data; nothing was "
-                    "changed. Put the catalog back from a backup, or move the store away to start afresh."
-                )
+            path = check_catalog(self.root, create=self._create)
             try:
                 conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
                 self._refuse_newer(conn)  # before anything is written: a newer store is left as it is
-                conn.execute("PRAGMA journal_mode=WAL")
+                if self._create:
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    conn.executescript(_SCHEMA)
                 conn.execute("PRAGMA synchronous=NORMAL")
-                conn.executescript(_SCHEMA)
             except sqlite3.DatabaseError as e:
                 raise IntegrityError(f"the catalog {path} is unreadable ({e}); nothing was changed") from e
-            with contextlib.suppress(OSError):
-                for suffix in ("", "-wal", "-shm"):
-                    os.chmod(str(path) + suffix, 0o600)
+            if self._create:
+                with contextlib.suppress(OSError):
+                    for suffix in ("", "-wal", "-shm"):
+                        os.chmod(str(path) + suffix, 0o600)
             self._conn = conn
             self._pid = os.getpid()
         return self._conn
@@ -286,10 +316,6 @@ class Store:
             f"this version reads {FORMAT_VERSION}); upgrade jupyter-ckpt to use it. Nothing was changed."
         )
 
-    def _holds_blobs(self) -> bool:
-        """Whether any blob file is in the store (temp files of writers do not count)."""
-        return any(sub != self._tmp and sub.is_dir() and any(sub.iterdir()) for sub in self._blobs.iterdir())
-
     def _check_version(self) -> None:
         """Open the catalog (which refuses a newer format) and record this version's format in a new one."""
         with self._transaction() as db:
@@ -325,9 +351,9 @@ class Store:
             MAGIC, FORMAT_VERSION, codec, 0, header_size, len(payload), self._mac(key, codec, payload)
         )
         header += b"\0" * (header_size - len(header))
-        _private_dir(path.parent)
         tmp = self._tmp / f"{key}.{os.getpid()}.{threading.get_ident()}"
         try:
+            path.parent.mkdir(mode=0o700, exist_ok=True)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "wb") as f:
                 f.write(header)

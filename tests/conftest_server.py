@@ -73,6 +73,7 @@ def api(jp_fetch: Fetch) -> Api:
 @dataclass
 class Result:
     stdout: str
+    stderr: str
     error: str | None
 
 
@@ -111,7 +112,7 @@ class Notebook:
         msg["channel"] = "shell"
 
         async def outputs() -> Result:
-            stdout, failure, replied, idle = "", None, False, False
+            stdout, stderr, failure, replied, idle = "", "", None, False, False
             while not (replied and idle):  # the reply (shell) and idle (iopub) come in either order
                 reply = json.loads(await ws.read_message())
                 if reply["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
@@ -119,11 +120,13 @@ class Notebook:
                 kind, content = reply["msg_type"], reply["content"]
                 if kind == "stream" and content["name"] == "stdout":
                     stdout += content["text"]
+                elif kind == "stream":
+                    stderr += content["text"]
                 elif kind == "error":
                     failure = f"{content['ename']}: {content['evalue']}"
                 replied = replied or kind == "execute_reply"
                 idle = idle or (kind == "status" and content["execution_state"] == "idle")
-            return Result(stdout, failure)
+            return Result(stdout, stderr, failure)
 
         try:
             ws.write_message(json.dumps(msg, default=json_default))

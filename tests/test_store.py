@@ -57,6 +57,17 @@ def test_permissions_are_private(store: Store, jupyter_dirs: Path) -> None:
     assert load_secret(secret) == load_secret(secret)  # created once, then reused
 
 
+def test_a_directory_the_user_gave_keeps_its_mode(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o755)
+    os.chmod(shared, 0o755)
+    load_secret(shared / "secret")
+    store = Store(shared, b"x" * 64)
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o755  # ours inside it are private
+    assert stat.S_IMODE((shared / "secret").stat().st_mode) == 0o600
+    assert stat.S_IMODE((store.root / "blobs").stat().st_mode) == 0o700
+
+
 @pytest.mark.parametrize(
     ("offset", "error"),
     [(30, "fails its signature check"), (60, "has a damaged header"), (-1, "fails its signature check")],

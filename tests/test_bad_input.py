@@ -1,0 +1,217 @@
+"""Bad input of every class, at every surface that takes it: the command line, the REST API, the magic.
+
+One row per class of input. Each surface must answer with one clear line: the CLI
+on stderr with its exit code, the REST API as JSON with its status, the magic as a
+``UsageError``. And nothing on disk changes: the store's files, their modes and
+the catalog's rows are the same after the row as before it, but for the
+execution history, which records the failed cell the user ran. README's guarantees
+list these classes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from conftest import cli
+
+pytest_plugins = ("pytest_jupyter.jupyter_server", "conftest_server")
+
+Damage = Callable[[Path, dict[str, Any]], Callable[[], None]]
+
+
+def _flip_last_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 1
+    path.write_bytes(bytes(data))
+
+
+def _damaged_blob(how: Callable[[Path], None]) -> Damage:
+    """Damage the blob holding ``n`` in the middle checkpoint; returns how to put it back."""
+
+    def damage(root: Path, ids: dict[str, Any]) -> Callable[[], None]:
+        manifest = ids["manifest"]
+        key = manifest["groups"][manifest["variables"]["n"]["group"]]["key"]
+        path = root / "blobs" / key[:2] / key
+        original = path.read_bytes()
+        how(path)
+        return lambda: path.write_bytes(original)
+
+    return damage
+
+
+def _newer_format(root: Path, ids: dict[str, Any]) -> Callable[[], None]:
+    def set_format(value: str) -> None:
+        with sqlite3.connect(root / "catalog.sqlite") as db:
+            db.execute("UPDATE meta SET value=? WHERE key='format'", (value,))
+        db.close()
+
+    set_format("7")
+    return lambda: set_format("1")
+
+
+@dataclass(frozen=True)
+class Bad:
+    """A class of bad input, as each surface takes it. ``{a}``/``{b}`` are checkpoint ids, ``{absent}`` a
+    path that does not exist (and must not after), ``{dir}`` an existing directory."""
+
+    what: str
+    cli: tuple[tuple[str, ...], int, str] | None = None  # arguments, exit code, in the message
+    rest: tuple[str, str, dict[str, Any], int, str] | None = None  # method, path under api/ckpt, kwargs, status
+    magic: tuple[str, str] | None = None  # the line, in the UsageError
+    damage: Damage | None = None
+
+
+ROWS = [
+    Bad(
+        "an unknown checkpoint id",
+        cli=(("show", "999"), 1, "no checkpoint 999"),
+        rest=("GET", "checkpoints/999", {}, 404, "no checkpoint 999"),
+        magic=("%checkpoint restore 999", "no checkpoint 999 in session"),
+    ),
+    Bad(
+        "a REF that only looks like a number",
+        cli=(("show", "\u00b2"), 1, "'\u00b2' is not a checkpoint id"),
+        rest=("GET", "checkpoints/\u00b2", {}, 400, "not a checkpoint id"),
+        magic=("%checkpoint restore \u00b2", "no checkpoint or tag '\u00b2'"),
+    ),
+    Bad(
+        "an unknown session or tag",
+        cli=(("list", "nope.ipynb"), 1, "no session 'nope.ipynb'"),
+        rest=("GET", "checkpoints", {"params": {"session": "nope.ipynb"}}, 404, "no session 'nope.ipynb'"),
+        magic=("%checkpoint restore nosuchtag", "no checkpoint or tag 'nosuchtag'"),
+    ),
+    Bad(
+        "a path that climbs out of the store",
+        cli=(("list", "../../etc/passwd"), 1, "no session"),
+        rest=("GET", "checkpoints", {"params": {"session": "../../etc/passwd"}}, 404, "no session"),
+    ),
+    Bad(
+        "a malformed size or number",
+        cli=(("gc", "--max-size", "huge"), 1, "'huge' is not a size"),
+        rest=("GET", "events", {"params": {"since": "yesterday"}}, 400, "'since' must be a number"),
+        magic=("%checkpoint gc --max-size lots", "'lots' is not a size"),
+    ),
+    Bad(
+        "an unknown command or option",
+        cli=(("list", "--frobnicate"), 2, "unrecognized arguments: --frobnicate"),
+        rest=("PATCH", "checkpoints/{a}", {"body": "{not json"}, 400, "Invalid JSON"),
+        magic=("%checkpoint frobnicate", "unknown %checkpoint command 'frobnicate'"),
+    ),
+    Bad(
+        "a value outside its choices",
+        magic=("%checkpoint auto sometimes", "usage: %checkpoint auto on|off"),
+    ),
+    Bad("a variable the checkpoint does not hold", magic=("%checkpoint restore {a} --only nothere", "no variable")),
+    Bad("a tag without its session", cli=(("show", "start"), 1, "give --session")),
+    Bad(
+        "a tag that is a REF word",
+        rest=("PATCH", "checkpoints/{a}", {"body": {"tag": "latest"}}, 400, "cannot be a tag"),
+        magic=("%checkpoint tag {a} -t last-good", "'last-good' cannot be a tag"),
+    ),
+    Bad(
+        "a tag too long",
+        rest=("PATCH", "checkpoints/{a}", {"body": {"tag": "x" * 101}}, 400, "at most 100 characters"),
+        magic=("%checkpoint tag {a} -t " + "x" * 101, "a tag has at most 100 characters"),
+    ),
+    Bad(
+        "a tag already used",
+        rest=("PATCH", "checkpoints/{b}", {"body": {"tag": "start"}}, 400, "already used"),
+        magic=("%checkpoint tag {b} -t start", "tag 'start' is already used"),
+    ),
+    Bad(
+        "a tag that is not text (a lone surrogate)",
+        rest=("PATCH", "checkpoints/{a}", {"body": '{"tag": "\\ud800"}'}, 400, "lone surrogate"),
+    ),
+    Bad(
+        "a kernel that does not run",
+        rest=("POST", "checkpoints/{a}/restore", {"body": {"kernel_id": "no-such"}}, 404, "no running kernel"),
+    ),
+    Bad(
+        "a tampered blob",
+        cli=(("export", "{b}", "{absent}"), 3, "fails its signature check"),
+        rest=("POST", "checkpoints/{b}/restore", {"body": {"kernel_id": "{kernel}"}}, 409, "signature"),
+        magic=("%checkpoint restore {b}", "fails its signature check"),
+        damage=_damaged_blob(_flip_last_byte),
+    ),
+    Bad(
+        "a truncated blob",
+        cli=(("export", "{b}", "{absent}"), 3, "truncated"),
+        rest=("POST", "checkpoints/{b}/restore", {"body": {"kernel_id": "{kernel}"}}, 409, "truncated"),
+        magic=("%checkpoint restore {b}", "truncated"),
+        damage=_damaged_blob(lambda path: path.write_bytes(path.read_bytes()[:-100])),
+    ),
+    Bad(
+        "a store of a newer format",
+        cli=(("list",), 4, "newer jupyter-ckpt"),
+        damage=_newer_format,
+    ),
+    Bad("no store at the path", cli=(("--store", "{absent}", "list"), 1, "no checkpoint store at")),
+    Bad("a file as the store", cli=(("--store", "/dev/null", "list"), 1, "no checkpoint store at /dev/null")),
+    Bad("an export nowhere", cli=(("export", "{a}", "{absent}/state.pkl"), 1, "cannot write")),
+    Bad("an export onto a directory", cli=(("export", "{a}", "{dir}"), 1, "cannot write")),
+]
+
+
+def on_disk(root: Path) -> dict[str, Any]:
+    """Every file and directory of the store with its mode and content, and the catalog's rows."""
+    seen: dict[str, Any] = {}
+    for path in [root, *sorted(root.rglob("*"))]:
+        if path.name.startswith("catalog.sqlite"):
+            continue  # its rows below: SQLite may fold its journal in on any read
+        info = os.stat(path)
+        content = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+        seen[str(path.relative_to(root))] = (oct(info.st_mode), content)
+    db = sqlite3.connect(f"file:{root / 'catalog.sqlite'}?mode=ro", uri=True)
+    seen["catalog"] = list(db.iterdump())
+    db.close()
+    return seen
+
+
+async def test_bad_input_gets_one_clear_line_everywhere_and_changes_nothing(
+    notebook: Any, api: Any, ckpt_app: Any, tmp_path: Path
+) -> None:
+    nb = await notebook("bad.ipynb")
+    # %load_ext: the server may not have loaded it yet. No cell adds to the timeline, only these saves.
+    await nb.ok("%load_ext jupyter_ckpt\n%checkpoint auto off\nimport jupyter_ckpt")
+    a, b, _ = [await nb.value(f"(n := {n}, jupyter_ckpt.save())[1]") for n in (1, 2, 3)]
+    await nb.ok(f"%checkpoint wait\n%checkpoint tag {a} -t start")
+    root = ckpt_app.store.root
+    absent, directory = tmp_path / "absent", tmp_path
+    ids = {"a": a, "b": b, "manifest": ckpt_app.store.manifest(b)}
+    fill = {"a": a, "b": b, "absent": absent, "dir": directory, "kernel": nb.kernel_id}
+
+    for row in ROWS:
+        undo = row.damage(root, ids) if row.damage else None
+        before = on_disk(root)
+        if row.cli:
+            args, code, message = row.cli
+            r = cli(*(arg.format(**fill) for arg in args))
+            assert r.returncode == code and message in r.stderr + r.stdout, (row.what, r)
+            assert r.stderr.count("\n") == 1 and r.stderr.startswith("jupyter ckpt: error: "), (row.what, r.stderr)
+        if row.rest:
+            method, path, kwargs, status, message = row.rest
+            if isinstance(kwargs.get("body"), dict):
+                kwargs = {**kwargs, "body": {k: v.format(**fill) for k, v in kwargs["body"].items()}}
+            got = await api.error(method, "api", "ckpt", *path.format(**fill).split("/"), **kwargs)
+            assert got[0] == status and message in got[1], (row.what, got)
+        if row.magic:
+            line, message = row.magic
+            result = await nb.run(line.format(**fill))
+            assert result.stderr.startswith("UsageError: ") and message in result.stderr, (row.what, result)
+            assert result.stderr.count("\n") == 1, (row.what, result)
+        after = on_disk(root)
+        assert {k: v for k, v in after.items() if k != "catalog"} == {k: v for k, v in before.items() if k != "catalog"}
+        changed = set(after["catalog"]) ^ set(before["catalog"])
+        # The execution history records every cell the user ran, a failed %checkpoint line too.
+        assert {r for r in changed if not r.startswith('INSERT INTO "cells"')} == set(), row.what
+        assert len(changed) == (1 if row.magic else 0), row.what
+        assert not absent.exists(), row.what
+        if undo:
+            undo()
+    assert await nb.value("n") == 3  # no failed restore touched the namespace
