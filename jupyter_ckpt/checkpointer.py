@@ -25,11 +25,9 @@ from .recipes import Recipe, RunCell, check_mode, exec_cell, plan, run_recipe
 from .restore import Diff, RestoreReport, diff_manifests, restore_namespace
 from .schedule import Scheduler
 from .store import BlobInfo, CheckpointRecord, Store, check_tag, writer_alive
-from .writer import ForkWriter, SyncWriter, fork_unsafe_reason, minor_faults
+from .writer import ForkWriter, SyncWriter, fork_unsafe_reason, system_seconds
 
 TRIGGERS = ("cell", "interval", "manual", "loop", "restore", "crash-restore")
-# What one minor page fault costs the kernel while a child shares its heap: a 4 KiB copy and the fault (estimate).
-FAULT_SECONDS = 1e-6
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -104,7 +102,7 @@ class Checkpointer:
         self._cells_since = 0
         self._last_time = 0.0
         self.schedule = scheduler or Scheduler()
-        self._faults_at_fork: int | None = None  # the kernel's minor faults when the writing child was forked
+        self._stime_at_fork: float | None = None  # the kernel's system time when the writing child was forked
         self._reported: set[tuple[str, str]] = set()
         self._skipped: dict[str, dict[str, Any]] = {}
         self._head_manifest: dict[str, Any] | None = None
@@ -155,7 +153,9 @@ class Checkpointer:
         with self._lock:
             if not (self.policy.budgeted and self._owed is not None):
                 return None
-            if not self.schedule.cell_starting():
+            self.commit_finished()  # children that are done have their cost charged
+            accruing = 0.0 if self._stime_at_fork is None else system_seconds() - self._stime_at_fork
+            if not self.schedule.cell_starting(accruing):
                 self._owed = None
                 return None
             trigger, status, cell = self._owed
@@ -177,10 +177,11 @@ class Checkpointer:
                 self._charge_copies()
 
     def _charge_copies(self) -> None:
-        """Once no child shares the heap, charge the pages the kernel copied meanwhile to the schedule."""
-        if self._fork is not None and self._faults_at_fork is not None and not self._fork.busy:
-            self.schedule.charge((minor_faults() - self._faults_at_fork) * FAULT_SECONDS)
-            self._faults_at_fork = None
+        """Once no child shares the heap, charge the kernel's system time since the fork to the schedule: the
+        pages it copied meanwhile (and any other system time, which errs on the side of fewer checkpoints)."""
+        if self._fork is not None and self._stime_at_fork is not None and not self._fork.busy:
+            self.schedule.charge(system_seconds() - self._stime_at_fork)
+            self._stime_at_fork = None
 
     def idle_tick(self) -> int | None:
         """Called while the kernel is idle: commit finished writes, take an owed or periodic checkpoint."""
@@ -237,8 +238,8 @@ class Checkpointer:
             started = time.perf_counter()
             writer.submit(job, done)
             self.schedule.taken(time.perf_counter() - started)
-            if writer is self._fork and self._faults_at_fork is None:
-                self._faults_at_fork = minor_faults()
+            if writer is self._fork and self._stime_at_fork is None:
+                self._stime_at_fork = system_seconds()
             self._owed = None
             self._cells_since = 0
             self._last_time = meta.at  # the policy counts from when the state was taken

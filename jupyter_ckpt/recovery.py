@@ -117,6 +117,7 @@ class KernelConnection:
             raise UnknownKernel(f"no running kernel {kernel_id!r}")
         self.kernel_id = kernel_id
         self.manager = manager.get_kernel(kernel_id)
+        self.recovering = app.recovery.recovering(kernel_id)
         self.idle = idle
         self.load = load
         self.timeout = app.kernel_timeout
@@ -125,6 +126,11 @@ class KernelConnection:
     async def __aenter__(self) -> KernelConnection:
         await self._check_alive()
         if self.idle:
+            if self.recovering:
+                raise KernelDied(
+                    f"kernel {self.kernel_id} died and is being brought back to its last good state; "
+                    "nothing was done. Try again once it is back."
+                )
             await self._wait_until_idle()
         # Requests queue on the shell socket until the kernel listens, ahead of any a frontend sends later.
         self.client = self.manager.client()
@@ -218,6 +224,11 @@ class CrashRecovery:
         self._deaths: set[str] = set()
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._loops: dict[str, CrashLoop] = {}
+        self._recovering: set[str] = set()  # restarted after a crash, the state not brought back yet
+
+    def recovering(self, kernel_id: str) -> bool:
+        """Whether the kernel died and its crash recovery has not finished: a request now would run before it."""
+        return kernel_id in self._deaths or kernel_id in self._recovering
 
     def start(self) -> None:
         bus = self.app.serverapp.event_logger
@@ -237,6 +248,7 @@ class CrashRecovery:
             return
         if action == "shutdown":
             self._deaths.discard(kernel_id)
+            self._recovering.discard(kernel_id)
             self._loops.pop(kernel_id, None)
             return
         manager = self.app.serverapp.kernel_manager
@@ -247,6 +259,7 @@ class CrashRecovery:
         crashed = action == "restart" and kernel_id in self._deaths
         self._deaths.discard(kernel_id)
         if crashed and self.app.auto_restore_on_crash:
+            self._recovering.add(kernel_id)
             self._run(kernel_id, self._recover(kernel_id))
         elif self.app.autoload:
             self._run(kernel_id, self._load(kernel_id))
@@ -265,6 +278,7 @@ class CrashRecovery:
         def done(task: asyncio.Task[None]) -> None:
             if self._tasks.get(kernel_id) is task:
                 del self._tasks[kernel_id]
+                self._recovering.discard(kernel_id)
             if not task.cancelled() and task.exception() is not None:
                 self.app.log.warning("jupyter-ckpt: kernel %s: %s", kernel_id, task.exception())
 

@@ -9,8 +9,9 @@ default policy spends them where nobody waits:
 - cells that arrive back to back (Run All, nbclient, papermill) start before
   that grace ends. The previous cell's state is then checkpointed as the next
   cell starts only while the measured cost stays within ``budget`` (a fraction
-  of the execution time seen) and the last fork took at most ``max_pause``;
-  otherwise the boundary is skipped and the reason counted;
+  of the execution time seen, counting what writers still running have cost
+  so far) and the last fork took at most ``max_pause``; otherwise the
+  boundary is skipped and the reason counted;
 - whatever the budget, the newest checkpoint is never more than ``max_lag``
   seconds of execution behind: a cell boundary past that checkpoints at once.
 
@@ -45,7 +46,7 @@ class Scheduler:
     max_pause: float = 0.02
     clock: Callable[[], float] = time.monotonic
     executed: float = 0.0  # seconds of cell execution seen
-    spent: float = 0.0  # seconds charged to checkpoints: forks and their copy-on-write tax
+    spent: float = 0.0  # seconds charged to checkpoints: forks and the kernel's system time while children wrote
     lag: float = 0.0  # seconds of execution since the state of the newest checkpoint
     last_fork: float = 0.0  # how long the last fork held the kernel
     owed: int | None = None  # the cell whose end state is not checkpointed yet
@@ -74,21 +75,26 @@ class Scheduler:
         """Whether the kernel has been idle long enough after an owed cell to checkpoint it now."""
         return self.owed is not None and self.clock() - self._ended_at >= self.grace
 
-    def cell_starting(self) -> bool:
-        """A cell starts before the owed one was checkpointed: whether to checkpoint it now, within budget."""
+    def cell_starting(self, accruing: float = 0.0) -> bool:
+        """A cell starts before the owed one was checkpointed: whether to checkpoint it now, within budget.
+
+        ``accruing`` is the cost of the children still writing, so far: charged only once they are
+        done, it must count already, or under Run All a fork at every boundary spends the budget many
+        times over before the first charge lands.
+        """
         if self.owed is None:
             return False
-        why = self._why_not()
+        why = self._why_not(accruing)
         if why is None:
             return True
         self.skipped[why] += 1
         self.owed = None
         return False
 
-    def _why_not(self) -> str | None:
+    def _why_not(self, accruing: float = 0.0) -> str | None:
         if self.last_fork > self.max_pause:
             return SLOW_FORK
-        if self.spent > self.budget * self.executed:
+        if self.spent + accruing > self.budget * self.executed:
             return OVER_BUDGET
         return None
 
@@ -100,7 +106,7 @@ class Scheduler:
         self.spent += fork_seconds
 
     def charge(self, seconds: float) -> None:
-        """Add a cost seen after the fork: the copy-on-write tax while its child wrote."""
+        """Add a cost seen after the fork: the kernel's system time (its copy-on-write copies) while its child wrote."""
         self.spent += seconds
 
     def report(self) -> dict[str, object]:

@@ -47,6 +47,14 @@ def test_back_to_back_cells_are_checkpointed_while_the_budget_allows_then_skippe
     assert s.cell_starting() is True  # 60 ms of 2.8 s: the budget allows one again
 
 
+def test_the_cost_of_a_writer_still_running_counts_before_it_is_charged() -> None:
+    s, _ = scheduler(budget=0.03)
+    s.cell_finished(1, duration=1.0)
+    assert s.cell_starting(accruing=0.05) is False  # 50 ms of copies so far, of 1 s: over 3%
+    s.cell_finished(2, duration=1.0)
+    assert s.cell_starting(accruing=0.01) is True
+
+
 def test_a_slow_fork_is_never_paid_between_back_to_back_cells() -> None:
     s, _ = scheduler(max_pause=0.02)
     s.cell_finished(1, duration=100.0)
