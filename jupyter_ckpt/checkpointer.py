@@ -102,7 +102,7 @@ class Checkpointer:
         self._cells_since = 0
         self._last_time = 0.0
         self.schedule = scheduler or Scheduler()
-        self._stime_at_fork: float | None = None  # the kernel's system time when the writing child was forked
+        self._cost_at_fork: float | None = None  # _writers_cost() when the first running writer was forked
         self._reported: set[tuple[str, str]] = set()
         self._skipped: dict[str, dict[str, Any]] = {}
         self._head_manifest: dict[str, Any] | None = None
@@ -154,8 +154,7 @@ class Checkpointer:
             if not (self.policy.budgeted and self._owed is not None):
                 return None
             self.commit_finished()  # children that are done have their cost charged
-            accruing = 0.0 if self._stime_at_fork is None else system_seconds() - self._stime_at_fork
-            if not self.schedule.cell_starting(accruing):
+            if not self.schedule.cell_starting(self._accruing()):
                 self._owed = None
                 return None
             trigger, status, cell = self._owed
@@ -176,12 +175,22 @@ class Checkpointer:
                 self._fork.poll()
                 self._charge_copies()
 
+    def _writers_cost(self) -> float:
+        """A running total of what writers cost the cells: the kernel's system time (the pages it copies
+        while a child shares them, and any other, which errs on the side of fewer checkpoints) and the
+        children's CPU time."""
+        assert self._fork is not None
+        return system_seconds() + self._fork.cpu_seconds()
+
+    def _accruing(self) -> float:
+        """What the writers running now have cost since the first of them was forked."""
+        return 0.0 if self._cost_at_fork is None else self._writers_cost() - self._cost_at_fork
+
     def _charge_copies(self) -> None:
-        """Once no child shares the heap, charge the kernel's system time since the fork to the schedule: the
-        pages it copied meanwhile (and any other system time, which errs on the side of fewer checkpoints)."""
-        if self._fork is not None and self._stime_at_fork is not None and not self._fork.busy:
-            self.schedule.charge(system_seconds() - self._stime_at_fork)
-            self._stime_at_fork = None
+        """Once no child shares the heap, charge what the writers cost to the schedule."""
+        if self._fork is not None and self._cost_at_fork is not None and not self._fork.busy:
+            self.schedule.charge(self._accruing())
+            self._cost_at_fork = None
 
     def idle_tick(self) -> int | None:
         """Called while the kernel is idle: commit finished writes, take an owed or periodic checkpoint."""
@@ -238,8 +247,8 @@ class Checkpointer:
             started = time.perf_counter()
             writer.submit(job, done)
             self.schedule.taken(time.perf_counter() - started)
-            if writer is self._fork and self._stime_at_fork is None:
-                self._stime_at_fork = system_seconds()
+            if writer is self._fork and self._cost_at_fork is None:
+                self._cost_at_fork = self._writers_cost()
             self._owed = None
             self._cells_since = 0
             self._last_time = meta.at  # the policy counts from when the state was taken

@@ -128,12 +128,22 @@ def _run_when_idle() -> None:
         os.nice(19)
 
 
-def _reaped(pid: int, block: bool = False) -> bool:
-    """Whether our child ``pid`` has exited, reaping it; ``block`` waits for it."""
+def _reaped(pid: int, block: bool = False) -> float | None:
+    """The CPU seconds our child ``pid`` used if it has exited (reaping it), else None; ``block`` waits."""
     try:
-        return os.waitpid(pid, 0 if block else os.WNOHANG)[0] != 0
+        done, _, usage = os.wait4(pid, 0 if block else os.WNOHANG)
     except ChildProcessError:  # someone else reaped it: the result file is the truth
-        return True
+        return 0.0
+    return usage.ru_utime + usage.ru_stime if done else None
+
+
+def _cpu_so_far(pid: int) -> float:
+    """The CPU seconds a running process has used (/proc), 0 where unknown."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def system_seconds() -> float:
@@ -182,11 +192,23 @@ class ForkWriter:
         self._dropped: list[int] = []  # killed children not yet reaped
         self._started = 0
         self._full_threshold: int | None = None  # the oldest generation's threshold, while it is held back
+        self._reaped_cpu = 0.0  # CPU seconds of the children reaped so far
 
     @property
     def busy(self) -> bool:
         self.poll()
         return bool(self._children)
+
+    def cpu_seconds(self) -> float:
+        """CPU time used by every child so far, those still running too: on a machine with few cores,
+        what a writer takes from the cells."""
+        self._reap()
+        return self._reaped_cpu + sum(_cpu_so_far(c.pid) for c in self._children if not c.exited)
+
+    def _reap_one(self, pid: int, block: bool = False) -> bool:
+        cpu = _reaped(pid, block)
+        self._reaped_cpu += cpu or 0.0
+        return cpu is not None
 
     def submit(self, job: Job, done: Done) -> None:
         """Fork a child holding this moment's state; with ``alive`` children, the oldest waiting one gives way.
@@ -249,9 +271,9 @@ class ForkWriter:
 
     def _reap(self) -> None:
         """Note which children have exited (and free their turn to write) without collecting them."""
-        self._dropped = [pid for pid in self._dropped if not _reaped(pid)]
+        self._dropped = [pid for pid in self._dropped if not self._reap_one(pid)]
         for child in self._children:
-            child.exited = child.exited or _reaped(child.pid)
+            child.exited = child.exited or self._reap_one(child.pid)
         self._release()
         if all(c.exited for c in self._children):
             self._resume_full_collections()
@@ -264,7 +286,7 @@ class ForkWriter:
             if not child.exited:
                 if not block:
                     return  # the oldest is still writing; younger ones wait their turn
-                child.exited = _reaped(child.pid, block=True)
+                child.exited = self._reap_one(child.pid, block=True)
                 self._reap()
             self._children.pop(0)
             self._collect(child)
