@@ -130,7 +130,7 @@ def test_a_server_killed_while_a_kernel_writes_leaves_the_store_whole(
 ) -> None:
     pick = random.Random(4)
     k = kernels("served.ipynb", PYTHONPATH=str(HERE))
-    k.ok("%load_ext jupyter_ckpt")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto on")  # a write at every cell, back to back too
     k.ok(SETUP)
     for _ in range(2):
         server, port, token = serve(tmp_path)
