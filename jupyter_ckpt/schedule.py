@@ -1,8 +1,9 @@
 """When to checkpoint: the policy, the overhead budget, the lag, and whether the kernel is idle.
 
 A checkpoint forks the kernel, and while the child writes, every page the next
-cells touch is copied: the fork and that copy-on-write tax are the cost. The
-default policy spends them where nobody waits:
+cells touch is copied and, on few cores, the child takes CPU from them: the
+fork, that copy-on-write tax and the child's CPU are the cost. The default
+policy spends them where nobody waits:
 
 - a cell followed by ``grace`` seconds of idle gets its own checkpoint, taken
   then, after the reply, so the user never waits for it;
@@ -46,7 +47,7 @@ class Scheduler:
     max_pause: float = 0.02
     clock: Callable[[], float] = time.monotonic
     executed: float = 0.0  # seconds of cell execution seen
-    spent: float = 0.0  # seconds charged to checkpoints: forks and the kernel's system time while children wrote
+    spent: float = 0.0  # seconds charged to checkpoints: forks, and the writers' cost (the Checkpointer's charge)
     lag: float = 0.0  # seconds of execution since the state of the newest checkpoint
     last_fork: float = 0.0  # how long the last fork held the kernel
     owed: int | None = None  # the cell whose end state is not checkpointed yet
@@ -106,7 +107,8 @@ class Scheduler:
         self.spent += fork_seconds
 
     def charge(self, seconds: float) -> None:
-        """Add a cost seen after the fork: the kernel's system time (its copy-on-write copies) while its child wrote."""
+        """Add a cost seen after the fork: what its writer cost the cells (the kernel's system time, with its
+        copy-on-write copies, and the writer's CPU time)."""
         self.spent += seconds
 
     def report(self) -> dict[str, object]:

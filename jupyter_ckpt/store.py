@@ -233,7 +233,8 @@ class Store:
     """Owner of one store directory: every blob write and catalog transaction goes through here.
 
     ``create`` (kernels and the server) makes what is missing. Without it (the
-    command line) the store must exist, and opening it changes nothing on disk.
+    command line) the store must exist, and opening it changes nothing on disk;
+    a missing one is reported at the first catalog access (``check_catalog``).
     """
 
     def __init__(self, root: str | os.PathLike[str], secret: bytes, *, create: bool = True) -> None:
@@ -250,8 +251,6 @@ class Store:
             _make_dir(self._blobs, private=True)
             _make_dir(self._tmp, private=True)
             self._check_version()
-        else:
-            self._connect()
 
     # -- catalog --------------------------------------------------------------
 
