@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import queue
 import time
 from collections import deque
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from jupyter_client.session import new_id
 
 from . import errors
 from .errors import CheckpointError, UnknownSession
@@ -71,6 +74,8 @@ def restored(call: str) -> str:
 CATCH_UP = "__import__('jupyter_ckpt').extension.hooks().catch_up()"
 # A session whose kernel keeps dying gets this many states restored, then none until a cell completes.
 MAX_TRIES = 2
+# Times a request the kernel aborted (a cell queued before it failed) is sent again.
+ABORTED_RETRIES = 3
 # Seconds a request waits for a busy kernel to go idle before it is refused.
 IDLE_GRACE = 2.0
 
@@ -116,24 +121,28 @@ class KernelConnection:
         if kernel_id not in manager:
             raise UnknownKernel(f"no running kernel {kernel_id!r}")
         self.kernel_id = kernel_id
+        if idle and app.recovery.recovering(kernel_id):
+            raise KernelDied(
+                f"kernel {kernel_id} died and is being brought back to its last good state; "
+                "nothing was done. Try again once it is back."
+            )
         self.manager = manager.get_kernel(kernel_id)
-        self.recovering = app.recovery.recovering(kernel_id)
         self.idle = idle
         self.load = load
         self.timeout = app.kernel_timeout
         self.client: Any = None
 
     async def __aenter__(self) -> KernelConnection:
-        await self._check_alive()
         if self.idle:
-            if self.recovering:
-                raise KernelDied(
-                    f"kernel {self.kernel_id} died and is being brought back to its last good state; "
-                    "nothing was done. Try again once it is back."
-                )
+            await self._check_alive()
             await self._wait_until_idle()
-        # Requests queue on the shell socket until the kernel listens, ahead of any a frontend sends later.
-        self.client = self.manager.client()
+        # Requests queue on the shell socket until the kernel listens, ahead of any a frontend sends later:
+        # the server's own requests at a (re)start go out with no await before them.
+        # A session of its own: the shell socket's identity is the session id, and two clients of one
+        # kernel sharing it (crash recovery and a REST request) would get each other's replies.
+        session = self.manager.session.clone()
+        session.session = new_id()
+        self.client = self.manager.client(session=session)
         self.client.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
         return self
 
@@ -151,6 +160,30 @@ class KernelConnection:
     async def __aexit__(self, *exc: object) -> None:
         self.client.stop_channels()
 
+    async def _execute(self, expression: str) -> dict[str, Any]:
+        """The reply's content to one silent request.
+
+        The request is sent before any await, so at a kernel's (re)start it is
+        ahead of the cells a frontend sends. A kernel that dies meanwhile ends the
+        wait at once. The request must not wait in the socket for the restarted
+        kernel either, where it would run before the crash recovery:
+        ``__aexit__`` closes the socket, dropping it.
+        """
+        msg_id = self.client.execute(  # not stop_on_error: a failure here must never abort the user's cells
+            self.load, silent=True, user_expressions={"value": expression}, stop_on_error=False
+        )
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                reply = await self.client.get_shell_msg(timeout=0.1)
+            except queue.Empty:
+                await self._check_alive()
+                if time.monotonic() > deadline:
+                    raise KernelCallError(f"the kernel did not answer within {self.timeout:g} s") from None
+                continue
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return dict(reply["content"])
+
     async def _check_alive(self) -> None:
         if not await self.manager.is_alive():
             raise KernelDied(
@@ -161,24 +194,14 @@ class KernelConnection:
     async def evaluate(self, expression: str) -> Any:
         """The value of a Python expression in the kernel, whose repr must be a literal.
 
-        A kernel that dies meanwhile ends the wait at once. The request must not
-        wait in the socket for the restarted kernel either, where it would run
-        before the crash recovery: ``__aexit__`` closes the socket, dropping it.
+        A request that the kernel aborted, because a cell before it failed, did not run: it is sent again.
         """
-        request = asyncio.ensure_future(
-            self.client.execute(
-                self.load, silent=True, user_expressions={"value": expression}, reply=True, timeout=self.timeout
-            )
-        )
-        try:
-            while not (await asyncio.wait({request}, timeout=0.1))[0]:
-                await self._check_alive()
-            reply = request.result()
-        except TimeoutError as e:
-            raise KernelCallError(f"the kernel did not answer within {self.timeout:g} s") from e
-        finally:
-            request.cancel()
-        content = reply["content"]
+        for _ in range(ABORTED_RETRIES):
+            content = await self._execute(expression)
+            if content["status"] != "aborted":
+                break
+        else:
+            raise KernelCallError("the kernel skipped the request each time: the cells before it kept failing")
         if content["status"] != "ok":
             raise _kernel_error(content)
         result = content["user_expressions"]["value"]

@@ -9,7 +9,20 @@ from typing import Any
 
 import pytest
 
+from jupyter_ckpt.recovery import KernelConnection
+
 pytest_plugins = ("pytest_jupyter.jupyter_server", "conftest_server")
+
+
+@pytest.fixture(autouse=True)
+def profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The kernels' IPython profile: a checkpoint after every cell. These tests send cells back to back,
+    which the default policy may checkpoint together, and each test needs the state of each cell."""
+    profile = tmp_path / "ipython" / "profile_default"
+    profile.mkdir(parents=True)
+    (profile / "ipython_kernel_config.py").write_text("c.Checkpoints.every = 1\n")
+    monkeypatch.setenv("IPYTHONDIR", str(profile.parent))
+    return profile
 
 
 async def test_a_killed_kernel_comes_back_with_its_last_good_state(notebook: Any, api: Any) -> None:
@@ -62,13 +75,11 @@ async def test_a_restart_the_user_asked_for_restores_nothing(notebook: Any, api:
 
 
 async def test_a_state_that_keeps_crashing_the_kernel_is_not_restored_again(
-    notebook: Any, api: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    notebook: Any, api: Any, profile: Path
 ) -> None:
     # Kernels also resume where the notebook was (restore_on_start): after a crash, the server alone chooses.
-    profile = tmp_path / "ipython" / "profile_default"
-    profile.mkdir(parents=True)
-    (profile / "ipython_kernel_config.py").write_text("c.Checkpoints.restore_on_start = True\n")
-    monkeypatch.setenv("IPYTHONDIR", str(profile.parent))
+    with (profile / "ipython_kernel_config.py").open("a") as config:
+        config.write("c.Checkpoints.restore_on_start = True\n")
     nb = await notebook("analysis.ipynb")
     await nb.ok("x = 1")
     await nb.ok("x = 2")
@@ -114,10 +125,9 @@ async def test_a_restore_asked_for_as_the_kernel_dies_is_refused_at_once_and_rec
     notebook: Any, api: Any, delay: float
 ) -> None:
     nb = await notebook("analysis.ipynb")
-    await nb.ok("%load_ext jupyter_ckpt\n%checkpoint auto on")  # a checkpoint per cell, back to back too
     await nb.ok("x = 1")
     await nb.ok("x = 2")
-    older, newer = [r for r in await nb.wait_for_checkpoints(3) if r["trigger"] == "cell"][-2:]
+    older, newer = await nb.wait_for_checkpoints(2)
 
     killed = nb.kill()
     await asyncio.sleep(delay)
@@ -130,5 +140,16 @@ async def test_a_restore_asked_for_as_the_kernel_dies_is_refused_at_once_and_rec
     _, event = await nb.next_crash_event(0)
     assert (event["type"], event["checkpoint"]) == ("crash-restore", newer["id"])
     assert await nb.value("x") == 2
-    triggers = [r["trigger"] for r in await nb.checkpoints()]
-    assert triggers[-1] == "crash-restore" and set(triggers[:-1]) == {"cell"}  # no restore of the request
+    assert [r["trigger"] for r in await nb.checkpoints()] == ["cell", "cell", "crash-restore"]
+
+
+async def test_a_server_request_beside_a_running_cell_gets_its_own_reply(notebook: Any, ckpt_app: Any) -> None:
+    # The frontend's socket, the server's autoload and this request all talk to one kernel: each reply must
+    # reach the one that asked (a shared socket identity once gave this request another's reply). When the
+    # failing cell makes the kernel abort the request, it is sent again.
+    nb = await notebook("analysis.ipynb")
+    failing = asyncio.create_task(nb.run("import time\ntime.sleep(1)\nraise ValueError('bad data')"))
+    await asyncio.sleep(0.3)  # the cell runs; the request waits behind it
+    async with KernelConnection(ckpt_app, nb.kernel_id, idle=False) as kernel:
+        assert await kernel.evaluate("6 * 7") == 42
+    assert (await failing).error == "ValueError: bad data"
