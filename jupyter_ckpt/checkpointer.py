@@ -22,6 +22,7 @@ from typing import Any
 from . import capture
 from .errors import BadArgument, CheckpointError, UnknownCheckpoint, UnknownSession
 from .recipes import Recipe, RunCell, check_mode, exec_cell, plan, run_recipe
+from .remote import Replica
 from .restore import Diff, RestoreReport, diff_manifests, restore_namespace
 from .schedule import Scheduler
 from .store import BlobInfo, CheckpointRecord, Store, check_tag, writer_alive
@@ -31,6 +32,7 @@ TRIGGERS = ("cell", "interval", "manual", "loop", "restore", "crash-restore")
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+PULL_WAIT = 60.0  # seconds a look at the timeline waits for the remote one to be pulled at kernel start
 
 
 def parse_size(text: str) -> int:
@@ -87,8 +89,10 @@ class Checkpointer:
         replay_mode: str = "ask",
         run_cell: RunCell = exec_cell,
         scheduler: Scheduler | None = None,
+        replica: Replica | None = None,
     ) -> None:
         self.store = store
+        self.replica = replica
         self.session = session
         self.module = module
         self._hidden = hidden
@@ -118,6 +122,8 @@ class Checkpointer:
         self._pending: Recipe | None = None  # what the last restore could not bring back, to replay
         self._verifier: threading.Thread | None = None
         self.adopt_orphans()
+        if replica is not None:
+            replica.start(session)  # pulls the session's remote timeline, then uploads what the remote lacks
 
     # -- taking checkpoints ---------------------------------------------------
 
@@ -337,6 +343,7 @@ class Checkpointer:
         self.head = cid
         self._head_manifest = manifest
         self._held = cap.ids
+        self._upload_soon()
         self._skipped = manifest["skipped"]
         fresh = [
             f"{name} ({info['type']}: {info['reason']})"
@@ -347,6 +354,11 @@ class Checkpointer:
         if fresh:
             self._notify("jupyter-ckpt: not checkpointed, cannot be serialized: " + "; ".join(fresh))
 
+    def _upload_soon(self) -> None:
+        """The timeline changed: the remote store, if there is one, follows it from its own thread."""
+        if self.replica is not None:
+            self.replica.poke()
+
     def here(self, every: float = 60.0) -> int | None:
         """A milestone inside a long loop, at most one per ``every`` seconds (or the policy's interval)."""
         limit = self.policy.interval or every
@@ -355,7 +367,9 @@ class Checkpointer:
         return self.save(trigger="loop")
 
     def wait(self) -> None:
-        """Block until every checkpoint already requested is durable."""
+        """Block until every checkpoint already requested is durable, and the remote timeline is pulled."""
+        if self.replica is not None:
+            self.replica.pulled.wait(PULL_WAIT)
         with self._lock:
             if self._fork is not None:
                 self._fork.poll(block=True)
@@ -390,6 +404,8 @@ class Checkpointer:
             self.wait()
             target = self.resolve(ref)
             manifest = self.store.manifest(target.id)
+            if self.replica is not None:
+                self.replica.fetch(target.id)
             report = restore_namespace(
                 self.store,
                 self.module,
@@ -430,10 +446,13 @@ class Checkpointer:
 
     def settle(self) -> None:
         """What ``jupyter_ckpt.wait()`` and ``%checkpoint wait`` promise: every checkpoint already requested
-        is durable, and the chunks mapped by the last lazy restore are verified (or reported)."""
+        is durable (in the remote store too, if there is one), and the chunks mapped by the last lazy restore
+        are verified (or reported)."""
         self.wait()
         if self._verifier is not None:
             self._verifier.join()
+        if self.replica is not None:
+            self.replica.flush()
 
     def _record_restore(self, target: CheckpointRecord, manifest: dict[str, Any], trigger: str) -> None:
         """Put the restore on the timeline: an entry with the target's content, so the next cell branches from it."""
@@ -527,6 +546,7 @@ class Checkpointer:
             "writing": writing,
             "skipped": {n: i["reason"] for n, i in self._skipped.items()},
             "schedule": self.schedule.report(),
+            "remote": self.replica.status() if self.replica is not None else None,
         }
 
     # -- changing the policy and the timeline ------------------------------------
@@ -555,6 +575,7 @@ class Checkpointer:
     def tag(self, ref: str | int, tag: str | None) -> CheckpointRecord:
         target = self.resolve(ref)
         self.store.tag(target.id, tag)
+        self._upload_soon()
         return self.store.get(target.id)
 
     def delete(self, ref: str | int) -> CheckpointRecord:
@@ -562,6 +583,7 @@ class Checkpointer:
             self.wait()
             target = self.resolve(ref)
             self.store.delete([target.id])
+            self._upload_soon()
             self._recover_head()
             return target
 
@@ -574,6 +596,7 @@ class Checkpointer:
             protect = {self.head} if self.head is not None else set()
             doomed = self.store.thin(None, keep_last=keep_last, max_size=max_size, protect=protect)
             self.store.delete(doomed)
+            self._upload_soon()
             files, freed = self.store.gc()
             return {"checkpoints": len(doomed), "files": files, "bytes": freed}
 

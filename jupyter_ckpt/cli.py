@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 from .checkpointer import parse_size
 from .errors import BadArgument, CheckpointError
-from .extension import default_store_dir, open_store
+from .extension import default_store_dir, open_replica, open_store, store_location
 from .magics import format_diff, format_table, human_bytes
 from .restore import diff_manifests, restore_namespace
 from .serialize import as_main
@@ -31,7 +31,12 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="jupyter ckpt", description="Inspect and maintain jupyter-ckpt stores.")
-    p.add_argument("--store", default="", help=f"store directory (default: {default_store_dir()})")
+    p.add_argument(
+        "--store",
+        default="",
+        help=f"store directory (default: {default_store_dir()}), or an object store URL such as s3://bucket/prefix "
+        "(default: $JUPYTER_CKPT_URL), whose checkpoints are listed through the local directory",
+    )
     sub = p.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="the sessions, or one session's checkpoints")
     ls.add_argument("session", nargs="?", help="a session key (the notebook path)")
@@ -46,6 +51,12 @@ def _parser() -> argparse.ArgumentParser:
     gc = sub.add_parser("gc", help="thin old untagged checkpoints and delete unreferenced blobs")
     gc.add_argument("--keep-last", type=int, default=20, help="newest checkpoints per session always kept")
     gc.add_argument("--max-size", help="thin until the store fits, e.g. 5G")
+    gc.add_argument(
+        "--grace",
+        type=float,
+        default=24 * 3600,
+        help="with an object store: seconds an unreferenced remote blob is kept (a writer may still be uploading)",
+    )
     sub.add_parser("verify", help="check every signature and that the catalog and blobs agree")
     ex = sub.add_parser("export", help="write a checkpoint as a file dill.load_module() reads")
     ex.add_argument("ref")
@@ -104,6 +115,10 @@ def _cmd_gc(store: Store, args: argparse.Namespace) -> None:
     store.delete(doomed)
     files, freed = store.gc()
     print(f"removed {len(doomed)} checkpoint(s) and {files} file(s), freed {human_bytes(freed)}")
+    if args.replica is not None:
+        args.replica.push()  # the deleted checkpoints' records go, and anything not uploaded yet is
+        objects, size = args.replica.gc(args.grace)
+        print(f"{args.replica.url}: removed {objects} unreferenced object(s), freed {human_bytes(size)}")
 
 
 def _cmd_verify(store: Store, args: argparse.Namespace) -> int:
@@ -112,7 +127,12 @@ def _cmd_verify(store: Store, args: argparse.Namespace) -> int:
         print(problem)
     sessions = store.sessions()
     count = sum(s["checkpoints"] for s in sessions)
-    print(f"{store.root}: {count} checkpoint(s) in {len(sessions)} session(s), {len(problems)} problem(s)")
+    remote = len(store.remote_only())
+    only = f" ({remote} only in the remote store: their records verified, their blobs are when fetched)"
+    print(
+        f"{store.root}: {count} checkpoint(s) in {len(sessions)} session(s){only if remote else ''}, "
+        f"{len(problems)} problem(s)"
+    )
     return 3 if problems else 0
 
 
@@ -121,6 +141,8 @@ def _cmd_export(store: Store, args: argparse.Namespace) -> None:
 
     record = _resolve(store, args.ref, args.session)
     manifest = store.manifest(record.id)
+    if args.replica is not None:
+        args.replica.fetch(record.id)
     module = types.ModuleType("__main__")
     report = restore_namespace(store, module, record.id, manifest)
     try:  # the whole namespace: private to its owner, like the store
@@ -158,7 +180,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in ("enable", "disable"):
             _set_enabled(args.command == "enable")
             return 0
-        store = open_store(args.store, create=False)  # maintains stores, makes none
+        remote = store_location(args.store)[1] is not None
+        # A local store is only maintained, never made; a remote one is listed through a local index of it.
+        store = open_store(args.store, create=remote)
+        args.replica = open_replica(store, args.store) if remote else None
+        if args.replica is not None:
+            args.replica.pull()
         handler = globals()[f"_cmd_{args.command}"]
         return int(handler(store, args) or 0)
     except CheckpointError as e:

@@ -58,3 +58,10 @@ class StoreFullError(CheckpointError):
 
     http_status = 507
     exit_code = 5
+
+
+class RemoteError(CheckpointError):
+    """The remote store cannot be reached or used: down, wrong credentials, no bucket, no client installed."""
+
+    http_status = 502
+    exit_code = 6

@@ -12,6 +12,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from traitlets.config import Configurable
 
 from .checkpointer import Checkpointer, Policy
 from .errors import CheckpointError
+from .remote import Remote, Replica, is_remote
 from .schedule import Scheduler
 from .store import Store, check_catalog, load_secret
 
@@ -32,13 +34,32 @@ def default_store_dir() -> Path:
     return Path(os.environ.get("JUPYTER_CKPT_DIR") or Path(jupyter_data_dir()) / "ckpt")
 
 
+def store_location(store_url: str = "") -> tuple[Path, str | None]:
+    """The local directory and the remote URL (None: local only) that ``store_url`` or the environment names.
+
+    A remote store keeps the local directory as its fast tier: ``$JUPYTER_CKPT_DIR``, else the default.
+    """
+    url = store_url or os.environ.get("JUPYTER_CKPT_URL", "")
+    if is_remote(url):
+        return default_store_dir(), url
+    return (Path(url.removeprefix("file://")) if url else default_store_dir()), None
+
+
 def open_store(store_url: str = "", secret_file: str = "", *, create: bool = True) -> Store:
     """The store a kernel, the server and the CLI all open by default (the CLI without ``create``)."""
-    root = Path(store_url) if store_url else default_store_dir()
-    secret = Path(secret_file) if secret_file else Path(jupyter_data_dir()) / "ckpt" / "secret"
+    root, _ = store_location(store_url)
+    secret = Path(
+        secret_file or os.environ.get("JUPYTER_CKPT_SECRET_FILE") or Path(jupyter_data_dir()) / "ckpt" / "secret"
+    )
     if not create:
         check_catalog(root, create=False)  # "no store here" before "no secret"
     return Store(root, load_secret(secret, create=create), create=create)
+
+
+def open_replica(store: Store, store_url: str = "", notify: Callable[[str], None] = print) -> Replica | None:
+    """The remote tier of ``store`` if ``store_url`` (or ``$JUPYTER_CKPT_URL``) names an object store."""
+    _, url = store_location(store_url)
+    return Replica(store, Remote(url), notify) if url else None
 
 
 def session_key() -> str:
@@ -58,10 +79,16 @@ class StoreOptions(Configurable):
     """Where the store is: options the kernel's extension and the server extension share."""
 
     store_url = Unicode(
-        "", help="Directory of the checkpoint store. Default: $JUPYTER_CKPT_DIR, else <jupyter data dir>/ckpt."
+        "",
+        help="Where checkpoints are kept: a local directory, or an object store URL (s3://bucket/prefix, gs://, "
+        "az://) they are uploaded to in the background from the local directory, which stays the fast tier "
+        "($JUPYTER_CKPT_DIR, else <jupyter data dir>/ckpt). Default: $JUPYTER_CKPT_URL, else the local directory. "
+        "Credentials and endpoint come from the client's usual places (AWS_ENDPOINT_URL, profiles, roles).",
     ).tag(config=True)
     secret_file = Unicode(
-        "", help="File holding the HMAC secret that signs checkpoints. Default: <jupyter data dir>/ckpt/secret."
+        "",
+        help="File holding the HMAC secret that signs checkpoints; machines that restore each other's checkpoints "
+        "share it. Default: $JUPYTER_CKPT_SECRET_FILE, else <jupyter data dir>/ckpt/secret.",
     ).tag(config=True)
 
     def open_store(self) -> Store:
@@ -254,6 +281,11 @@ def load(shell: InteractiveShell) -> None:
     store = config.open_store()
     default = Policy(auto=config.auto, every=config.every or None, interval=config.interval or None)
     notices: list[str] = []
+    try:
+        replica = open_replica(store, config.store_url, notices.append)
+    except CheckpointError as e:  # no client for the URL: local checkpoints go on, and the user is told
+        notify(f"jupyter-ckpt: {e}; checkpoints are kept locally only")
+        replica = None
     ckpt = Checkpointer(
         store,
         session_key(),
@@ -266,6 +298,7 @@ def load(shell: InteractiveShell) -> None:
         replay_mode=config.replay,
         scheduler=Scheduler(budget=config.budget, max_lag=config.max_lag),
         run_cell=lambda source, namespace: exec(compile(shell.transform_cell(source), "<replay>", "exec"), namespace),
+        replica=replica,
     )
     _active = ckpt
     _hooks = CellHooks(shell, ckpt, config.idle_poll, notices)

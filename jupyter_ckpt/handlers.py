@@ -114,7 +114,8 @@ class CheckpointsHandler(CkptHandler):
                 records = self.ckpt.store.checkpoints(key)
             except UnknownSession:
                 continue
-            self.reply({"session": key, "checkpoints": [r.as_dict() for r in records]})
+            remote = self.ckpt.replica.status() if self.ckpt.replica is not None else None
+            self.reply({"session": key, "checkpoints": [r.as_dict() for r in records], "remote": remote})
             return
         raise UnknownSession(f"no session {name!r} in the checkpoint store")
 

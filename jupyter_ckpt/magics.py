@@ -222,6 +222,12 @@ class CheckpointMagics(Magics):
         ]
         for reason, count in sorted(s["schedule"]["skipped"].items()):
             lines.append(f"cells not checkpointed: {count} ({reason})")
+        if s["remote"] is not None:
+            r = s["remote"]
+            lines.append(
+                f"remote: {r['url']}: {r['behind']} checkpoints ({human_bytes(r['behind_bytes'])}) not uploaded yet"
+                + (f"; {r['error']}" if r["error"] else "")
+            )
         if s["policy"]["exclude"]:
             lines.append("excluded: " + ", ".join(s["policy"]["exclude"]))
         for name, reason in sorted(s["skipped"].items()):

@@ -7,14 +7,17 @@ configured as ``c.CkptServerApp.<option>`` in ``jupyter_server_config.py``.
 from __future__ import annotations
 
 import os
+import threading
 
 from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.utils import to_api_path
 from traitlets import Bool, Float
 
-from .extension import StoreOptions
+from .errors import CheckpointError
+from .extension import StoreOptions, open_replica
 from .handlers import default_handlers
 from .recovery import CrashRecovery, KernelConnection
+from .remote import Replica
 from .store import Store
 
 
@@ -41,8 +44,15 @@ class CkptServerApp(StoreOptions, ExtensionApp):
         60.0, help="Seconds to wait for a kernel to answer when taking or restoring a checkpoint in it."
     ).tag(config=True)
 
+    remote_poll = Float(
+        10.0,
+        help="With an object store as store_url: seconds between pulls of its timeline, so the sidebar and the "
+        "REST API show what kernels on other machines checkpointed (0: never pull).",
+    ).tag(config=True)
+
     recovery: CrashRecovery
     _store: Store | None = None
+    replica: Replica | None = None
 
     @property
     def store(self) -> Store:
@@ -58,12 +68,35 @@ class CkptServerApp(StoreOptions, ExtensionApp):
             restarter.time_to_dead = self.kernel_poll_interval
         self.recovery = CrashRecovery(self)
         self.recovery.start()
+        self._stopping = threading.Event()
+        if self.remote_poll > 0:
+            threading.Thread(target=self._follow_remote, name="jupyter-ckpt-pull", daemon=True).start()
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(default_handlers)
 
     async def stop_extension(self) -> None:
+        self._stopping.set()
         await self.recovery.stop()
+
+    def _follow_remote(self) -> None:
+        """Pull the remote store's timeline now and every ``remote_poll`` seconds, in a thread of its own (the
+        event loop never waits on the network); the kernels upload their own checkpoints."""
+        said = None
+        while True:
+            try:
+                if self.replica is None:
+                    self.replica = open_replica(self.store, self.store_url, self.log.warning)
+                    if self.replica is None:
+                        return  # no remote store: nothing to follow
+                self.replica.pull()
+                said = None
+            except CheckpointError as e:
+                if str(e) != said:  # once, not at every poll
+                    self.log.warning("jupyter-ckpt: %s", e)
+                said = str(e)
+            if self._stopping.wait(self.remote_poll):
+                return
 
     def kernel(self, kernel_id: str) -> KernelConnection:
         """A connection to a live kernel that is not busy, for ``async with``."""

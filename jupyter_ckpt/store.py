@@ -110,6 +110,16 @@ CREATE TABLE IF NOT EXISTS refs (
 );
 CREATE INDEX IF NOT EXISTS refs_blob ON refs(blob);
 CREATE TABLE IF NOT EXISTS blobs (key TEXT PRIMARY KEY, size INTEGER NOT NULL, stored INTEGER NOT NULL);
+-- The remote tier (remote.py): every checkpoint's global id, whether its record is uploaded and whether
+-- its blobs are all here (a checkpoint pulled from the remote is fetched when it is restored).
+CREATE TABLE IF NOT EXISTS uids (
+    checkpoint_id INTEGER PRIMARY KEY,
+    uid TEXT UNIQUE NOT NULL,
+    uploaded INTEGER NOT NULL DEFAULT 0,
+    local INTEGER NOT NULL DEFAULT 1
+);
+CREATE TABLE IF NOT EXISTS uploaded_blobs (key TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS tombstones (uid TEXT PRIMARY KEY, pushed INTEGER NOT NULL DEFAULT 0);
 """
 
 
@@ -368,7 +378,7 @@ class Store:
             raise
         return BlobInfo(key, len(view), header_size + len(payload), new=True)
 
-    def _header(self, key: str, f: io.BufferedReader) -> tuple[int, int, int, bytes]:
+    def _header(self, key: str, f: io.BufferedIOBase) -> tuple[int, int, int, bytes]:
         """Check a blob file's header against its size: returns codec, header size, payload size and MAC."""
         head = f.read(_HEADER.size)
         if len(head) < _HEADER.size:
@@ -411,12 +421,15 @@ class Store:
         or fails its signature check; nothing is returned before the check.
         """
         with self._open_blob(key) as f:
-            codec, _, length, mac = self._header(key, f)
-            raw = codec == CODEC_RAW and into is not None
-            if raw and into is not None and into.nbytes != length:
-                raise IntegrityError(f"blob {key} holds {length} bytes where {into.nbytes} were expected")
-            payload = into if raw and into is not None else memoryview(bytearray(length))
-            f.readinto(payload)
+            return self._read_verified(key, f, into)
+
+    def _read_verified(self, key: str, f: io.BufferedIOBase, into: memoryview | None) -> memoryview:
+        codec, _, length, mac = self._header(key, f)
+        raw = codec == CODEC_RAW and into is not None
+        if raw and into is not None and into.nbytes != length:
+            raise IntegrityError(f"blob {key} holds {length} bytes where {into.nbytes} were expected")
+        payload = into if raw and into is not None else memoryview(bytearray(length))
+        f.readinto(payload)
         if not hmac.compare_digest(mac, self._mac(key, codec, payload)):
             raise IntegrityError(f"blob {key} fails its signature check: it was modified after it was written")
         if codec == CODEC_ZSTD:
@@ -428,6 +441,147 @@ class Store:
             into[:] = content
             return into
         return payload
+
+    def import_blob(self, key: str, data: bytes) -> None:
+        """Place a blob file fetched from the remote store, once its header and signature check out."""
+        path = self._blob_path(_check_key(key))
+        tmp = self._tmp / f"{key}.{os.getpid()}.{threading.get_ident()}"
+        try:
+            path.parent.mkdir(mode=0o700, exist_ok=True)
+            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "r+b") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+                f.seek(0)
+                self._read_verified(key, f, None)
+            os.replace(tmp, path)
+        except BaseException as e:
+            tmp.unlink(missing_ok=True)
+            if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise StoreFullError(f"the disk under {self.root} is full; the checkpoint was not fetched") from e
+            raise
+        length = _HEADER.unpack(data[: _HEADER.size])[5]  # the header checked out above
+        with self._transaction() as db:
+            db.execute("INSERT OR IGNORE INTO blobs (key, size, stored) VALUES (?, ?, ?)", (key, length, len(data)))
+            db.execute("INSERT OR IGNORE INTO uploaded_blobs VALUES (?)", (key,))
+
+    # -- the remote tier's bookkeeping (remote.py moves the bytes) ---------------
+
+    def blob_file(self, key: str) -> Path:
+        return self._blob_path(_check_key(key))
+
+    def to_upload(self) -> list[tuple[int, str]]:
+        """Checkpoints written here whose record the remote store does not hold yet, oldest first: (id, uid)."""
+        rows = self._query("SELECT checkpoint_id, uid FROM uids WHERE uploaded=0 AND local=1 ORDER BY checkpoint_id")
+        return [(r["checkpoint_id"], r["uid"]) for r in rows]
+
+    def blobs_to_upload(self, checkpoint_id: int) -> list[str]:
+        rows = self._query(
+            "SELECT blob FROM refs WHERE checkpoint_id=? AND blob NOT IN (SELECT key FROM uploaded_blobs)",
+            (checkpoint_id,),
+        )
+        return [r["blob"] for r in rows]
+
+    def mark_blob_uploaded(self, key: str) -> None:
+        with self._transaction() as db:
+            db.execute("INSERT OR IGNORE INTO uploaded_blobs VALUES (?)", (key,))
+
+    def mark_uploaded(self, checkpoint_id: int, uid: str) -> None:
+        """The record is in the remote store (unless it changed since it was read: a tag set meanwhile)."""
+        with self._transaction() as db:
+            db.execute("UPDATE uids SET uploaded=1 WHERE checkpoint_id=? AND uid=?", (checkpoint_id, uid))
+
+    def remote_record(self, checkpoint_id: int) -> dict[str, Any]:
+        """What the remote store keeps of one checkpoint: its row, signed manifest, blobs, parent's uid and
+        the cells run since its parent (the parent's record has those before)."""
+        rows = self._query(
+            "SELECT c.*, s.key AS skey, u.uid, (SELECT uid FROM uids WHERE checkpoint_id = c.parent) AS parent_uid, "
+            "(SELECT last_cell FROM checkpoints WHERE id = c.parent) AS parent_cell "
+            "FROM checkpoints c JOIN sessions s ON s.id = c.session_id JOIN uids u ON u.checkpoint_id = c.id "
+            "WHERE c.id=?",
+            (checkpoint_id,),
+        )
+        if not rows:
+            raise UnknownCheckpoint(f"no checkpoint {checkpoint_id}")
+        row = rows[0]
+        cells = self.cells(row["last_cell"])
+        ids = [c["id"] for c in cells]
+        if row["parent_cell"] in ids:
+            cells = cells[ids.index(row["parent_cell"]) + 1 :]
+        blobs = self._query(
+            "SELECT r.blob AS key, COALESCE(b.size, 0) AS size, COALESCE(b.stored, 0) AS stored FROM refs r "
+            "LEFT JOIN blobs b ON b.key = r.blob WHERE r.checkpoint_id=? ORDER BY r.blob",
+            (checkpoint_id,),
+        )
+        return {
+            "uid": row["uid"],
+            "session": row["skey"],
+            "parent": row["parent_uid"],
+            "tag": row["tag"],
+            "new_bytes": row["new_bytes"],
+            "manifest": row["manifest"],
+            "mac": row["mac"],
+            "blobs": [[b["key"], b["size"], b["stored"]] for b in blobs],
+            "cells": [{k: c[k] for k in ("count", "source", "status", "duration", "time")} for c in cells],
+        }
+
+    def import_record(self, record: dict[str, Any]) -> int:
+        """Add a checkpoint pulled from the remote store (record verified by the caller); returns its id here."""
+        manifest = self.manifest_text(record["manifest"], record["mac"], record["uid"])
+        parent = self.id_of(record["parent"]) if record["parent"] else None
+        last = self.last_cell(parent) if parent is not None else None
+        for c in record["cells"]:
+            last = self.add_cell(record["session"], last, c["count"], c["source"], c["status"], c["duration"])
+        manifest.update(parent=parent, last_cell=last, tag=record["tag"])
+        blobs = {k: BlobInfo(k, size, stored, new=False) for k, size, stored in record["blobs"]}
+        return self.commit(record["session"], manifest, blobs, uid=record["uid"], new_bytes=record["new_bytes"])
+
+    def id_of(self, uid: str) -> int | None:
+        rows = self._query("SELECT checkpoint_id FROM uids WHERE uid=?", (uid,))
+        return int(rows[0]["checkpoint_id"]) if rows else None
+
+    def known_uids(self) -> set[str]:
+        """The uids a pull must not bring in: checkpoints here, and those deleted here."""
+        rows = self._query("SELECT uid FROM uids UNION SELECT uid FROM tombstones")
+        return {r["uid"] for r in rows}
+
+    def tombstones(self) -> list[str]:
+        return [r["uid"] for r in self._query("SELECT uid FROM tombstones WHERE pushed=0")]
+
+    def mark_tombstone_pushed(self, uid: str) -> None:
+        with self._transaction() as db:
+            db.execute("UPDATE tombstones SET pushed=1 WHERE uid=?", (uid,))
+
+    def missing_blobs(self, checkpoint_id: int) -> list[str]:
+        """The blobs of a checkpoint pulled from the remote store that are not here yet."""
+        rows = self._query("SELECT local FROM uids WHERE checkpoint_id=?", (checkpoint_id,))
+        if not rows or rows[0]["local"]:
+            return []
+        keys = [r["blob"] for r in self._query("SELECT blob FROM refs WHERE checkpoint_id=?", (checkpoint_id,))]
+        return [k for k in keys if not self.has_blob(k)]
+
+    def mark_local(self, checkpoint_id: int) -> None:
+        with self._transaction() as db:
+            db.execute("UPDATE uids SET local=1 WHERE checkpoint_id=?", (checkpoint_id,))
+
+    def remote_only(self) -> set[int]:
+        """Checkpoints pulled from the remote store whose blobs are not all here."""
+        if not self._has_remote_tables():
+            return set()
+        return {r["checkpoint_id"] for r in self._query("SELECT checkpoint_id FROM uids WHERE local=0")}
+
+    def behind(self) -> tuple[int, int]:
+        """How far the remote store is behind: checkpoints and bytes written here and not uploaded yet."""
+        if not self._has_remote_tables():
+            return 0, 0
+        count = self._query("SELECT COUNT(*) AS n FROM uids WHERE uploaded=0 AND local=1")[0]["n"]
+        size = self._query(
+            "SELECT COALESCE(SUM(stored), 0) AS n FROM blobs WHERE key NOT IN (SELECT key FROM uploaded_blobs) "
+            "AND key IN (SELECT blob FROM refs JOIN uids ON uids.checkpoint_id = refs.checkpoint_id "
+            "WHERE uids.uploaded=0 AND uids.local=1)"
+        )[0]["n"]
+        return int(count), int(size)
 
     # -- sessions -------------------------------------------------------------
 
@@ -489,15 +643,29 @@ class Store:
 
     # -- checkpoints ----------------------------------------------------------
 
-    def commit(self, session: str, manifest: dict[str, Any], blobs: dict[str, BlobInfo]) -> int:
-        """Insert a checkpoint whose blobs are all durable already; returns its id."""
-        new_bytes = sum(b.stored for b in blobs.values() if b.new)
+    def commit(
+        self,
+        session: str,
+        manifest: dict[str, Any],
+        blobs: dict[str, BlobInfo],
+        *,
+        uid: str | None = None,
+        new_bytes: int | None = None,
+    ) -> int:
+        """Insert a checkpoint whose blobs are all durable already; returns its id.
+
+        ``uid`` is given for a checkpoint pulled from the remote store: its record is
+        there already, and its blobs are fetched when it is restored.
+        """
+        if new_bytes is None:
+            new_bytes = sum(b.stored for b in blobs.values() if b.new)
         total_bytes = sum(b.stored for b in blobs.values())
-        for key in blobs:
-            if not self.has_blob(key):
-                raise IntegrityError(f"refusing to commit a checkpoint whose blob {key} is missing")
+        here = {key for key in blobs if self.has_blob(key)}
+        if uid is None and len(here) < len(blobs):
+            missing = next(key for key in blobs if key not in here)
+            raise IntegrityError(f"refusing to commit a checkpoint whose blob {missing} is missing")
         text = json.dumps(manifest, sort_keys=True)
-        mac = hmac.new(self._secret, text.encode(), hashlib.sha256).hexdigest()
+        mac = self.sign(text)
         with self._transaction() as db:
             sid = self._session_id(db, session, create=True)
             # Ids are never reused: SQLite would hand a deleted newest checkpoint's id to the next one, and
@@ -538,7 +706,12 @@ class Store:
             )
             db.executemany("INSERT OR IGNORE INTO refs VALUES (?, ?)", [(cid, k) for k in blobs])
             db.executemany(
-                "INSERT OR IGNORE INTO blobs VALUES (?, ?, ?)", [(b.key, b.size, b.stored) for b in blobs.values()]
+                "INSERT OR IGNORE INTO blobs (key, size, stored) VALUES (?, ?, ?)",
+                [(b.key, b.size, b.stored) for b in blobs.values() if b.key in here],
+            )
+            db.execute(
+                "INSERT INTO uids (checkpoint_id, uid, uploaded, local) VALUES (?, ?, ?, ?)",
+                (cid, uid or new_uid(), uid is not None, len(here) == len(blobs)),
             )
         return cid
 
@@ -547,12 +720,15 @@ class Store:
         rows = self._query("SELECT manifest, mac FROM checkpoints WHERE id=?", (checkpoint_id,))
         if not rows:
             raise UnknownCheckpoint(f"no checkpoint {checkpoint_id}")
-        text, mac = rows[0]["manifest"], rows[0]["mac"]
-        want = hmac.new(self._secret, text.encode(), hashlib.sha256).hexdigest()
-        if not hmac.compare_digest(want, mac):
-            raise IntegrityError(
-                f"checkpoint {checkpoint_id}: its manifest fails its signature check; it will not be restored"
-            )
+        return self.manifest_text(rows[0]["manifest"], rows[0]["mac"], checkpoint_id)
+
+    def sign(self, text: str) -> str:
+        return hmac.new(self._secret, text.encode(), hashlib.sha256).hexdigest()
+
+    def manifest_text(self, text: str, mac: str, name: int | str) -> dict[str, Any]:
+        """A manifest read from its signed text; raises IntegrityError naming checkpoint ``name`` if it fails."""
+        if not isinstance(mac, str) or not hmac.compare_digest(self.sign(text), mac):
+            raise IntegrityError(f"checkpoint {name}: its manifest fails its signature check; it will not be restored")
         return dict(json.loads(text))
 
     def _record(self, row: sqlite3.Row) -> CheckpointRecord:
@@ -646,10 +822,17 @@ class Store:
                 db.execute("UPDATE checkpoints SET tag=? WHERE id=?", (tag, checkpoint_id))
             except sqlite3.IntegrityError:
                 raise BadArgument(f"tag {tag!r} is already used in this session") from None
+            if self._has_remote_tables():  # the remote record carries the tag: upload it again
+                db.execute("UPDATE uids SET uploaded=0 WHERE checkpoint_id=?", (checkpoint_id,))
 
     def delete(self, checkpoint_ids: list[int]) -> None:
-        """Forget checkpoints; their blobs go at the next ``gc`` if nothing else uses them."""
+        """Forget checkpoints; their blobs go at the next ``gc`` if nothing else uses them.
+
+        A checkpoint the remote store holds leaves a tombstone: the next push deletes
+        its record there, and no pull brings it back.
+        """
         with self._transaction() as db:
+            remote = self._has_remote_tables()
             for cid in checkpoint_ids:
                 row = db.execute("SELECT parent FROM checkpoints WHERE id=?", (cid,)).fetchone()
                 if row is None:
@@ -658,6 +841,15 @@ class Store:
                 db.execute("UPDATE checkpoints SET parent=? WHERE parent=?", (row[0], cid))
                 db.execute("DELETE FROM checkpoints WHERE id=?", (cid,))
                 db.execute("DELETE FROM refs WHERE checkpoint_id=?", (cid,))
+                if remote:
+                    db.execute(
+                        "INSERT OR IGNORE INTO tombstones (uid) SELECT uid FROM uids WHERE checkpoint_id=?", (cid,)
+                    )
+                    db.execute("DELETE FROM uids WHERE checkpoint_id=?", (cid,))
+
+    def _has_remote_tables(self) -> bool:
+        """Whether the catalog has the remote tier's tables (a store the CLI opened read-only may predate them)."""
+        return bool(self._query("SELECT 1 FROM sqlite_master WHERE type='table' AND name='uids'"))
 
     def size(self) -> int:
         rows = self._query("SELECT COALESCE(SUM(stored), 0) AS n FROM blobs")
@@ -730,12 +922,21 @@ class Store:
                 self.manifest(row["id"])
             except CheckpointError as e:
                 problems.append(str(e))
+        remote_only = self.remote_only()
         for row in self._query("SELECT DISTINCT blob, checkpoint_id FROM refs ORDER BY blob"):
+            if row["checkpoint_id"] in remote_only and not self.has_blob(row["blob"]):
+                continue  # fetched from the remote store, and verified, when it is restored
             try:
                 self.get_blob(row["blob"])
             except CheckpointError as e:
                 problems.append(f"checkpoint {row['checkpoint_id']}: {e}")
         return problems
+
+
+def new_uid() -> str:
+    """A checkpoint's global id: milliseconds since the epoch (so ids sort by time) and 64 random bits,
+    so machines writing one remote prefix need no counter between them."""
+    return f"{int(time.time() * 1000):012x}-{secrets.token_hex(8)}"
 
 
 def writer_alive(tmp_name: str) -> bool:

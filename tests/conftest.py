@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 from jupyter_client.manager import KernelManager
+from objectstore import S3
 
 from jupyter_ckpt.store import Store, load_secret
 
@@ -144,3 +146,30 @@ def descendants(pid: int) -> list[int]:
             found.append(child)
             stack.append(child)
     return found
+
+
+@pytest.fixture(scope="module")
+def s3_server() -> Iterator[S3]:
+    s3 = S3()
+    yield s3
+    s3.stop()
+
+
+@pytest.fixture
+def s3(s3_server: S3, jupyter_dirs: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[S3]:
+    """A fresh bucket; credentials and endpoint in the standard variables, the URL and a shared secret file too."""
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": s3_server.endpoint,
+    }.items():
+        monkeypatch.setenv(name, value)
+    bucket = f"ckpt-{uuid.uuid4().hex[:12]}"
+    s3_server.client().create_bucket(Bucket=bucket)
+    s3_server.bucket, s3_server.url = bucket, f"s3://{bucket}/users/alice"
+    monkeypatch.setenv("JUPYTER_CKPT_URL", s3_server.url)
+    monkeypatch.setenv("JUPYTER_CKPT_SECRET_FILE", str(jupyter_dirs / "shared-secret"))
+    yield s3_server
+    if not s3_server.running:  # a test that stopped it and failed before starting it again
+        s3_server.start()

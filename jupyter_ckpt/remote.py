@@ -1,0 +1,337 @@
+"""The remote tier: checkpoints copied to an object store, so that they outlive the machine.
+
+Layout under the URL (``s3://bucket/prefix``, ``gs://``, ``az://``: any fsspec filesystem)::
+
+    blobs/ab/<key>                    a blob file exactly as the local store keeps it: header, signature, payload
+    sessions/<hash>/<uid>.json        one checkpoint's record, signed: its manifest, blobs, parent and cells
+
+Blobs are immutable and content-addressed: a key the remote holds is never
+uploaded again. A checkpoint's record is uploaded after every blob it names and
+is the commit point: a checkpoint half-uploaded when its machine died has no
+record, so no pull sees it, and ``gc`` collects its blobs once they are older
+than a grace period (a writer still uploading is younger than that). Records are
+named by uids (``store.new_uid``), so machines writing one prefix need no
+counter between them; the local catalog gives each checkpoint it pulls an id of
+its own and can be rebuilt from the records.
+
+The local store stays the fast tier: a checkpoint is durable there first, and a
+``Replica`` uploads it from a background thread, retrying with backoff while the
+remote cannot be reached. A pull imports the records only; a checkpoint's blobs
+are fetched, in parallel and verified, when it is restored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from .errors import IntegrityError, RemoteError
+from .store import Store
+
+RECORD_FORMAT = 1
+_MAX_DELAY = 60.0
+
+
+def is_remote(url: str) -> bool:
+    """Whether a store URL names an object store rather than a local directory."""
+    return "://" in url and not url.startswith("file://")
+
+
+def _reason(e: BaseException) -> str:
+    """What went wrong, in a line a user can act on."""
+    if isinstance(e, PermissionError):
+        return f"access denied, check the credentials ({_first_line(e)})"
+    if isinstance(e, FileNotFoundError):
+        return f"not found, check that the bucket exists ({_first_line(e)})"
+    return _first_line(e) or type(e).__name__
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else ""
+
+
+class Remote:
+    """One object-store prefix, reached through fsspec; every failure is a RemoteError naming the URL."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url.rstrip("/")
+        try:
+            import fsspec
+
+            # A filesystem of its own, with the credentials and endpoint the environment holds now.
+            self.fs, root = fsspec.core.url_to_fs(self.url, skip_instance_cache=True)
+        except ImportError as e:
+            raise RemoteError(
+                f"the checkpoint store {url} needs a client this Python lacks ({e.name or e}): "
+                "pip install 'jupyter-ckpt[s3]' (or gcsfs, adlfs)"
+            ) from None
+        except ValueError as e:
+            raise RemoteError(f"{url!r} is not a store URL this version can use: {e}") from None
+        self.root = str(root).rstrip("/")
+
+    def _call(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except RemoteError:
+            raise
+        except Exception as e:
+            raise RemoteError(f"the checkpoint store {self.url} cannot be used ({what}): {_reason(e)}") from e
+
+    def blob_path(self, key: str) -> str:
+        return f"{self.root}/blobs/{key[:2]}/{key}"
+
+    def record_path(self, session: str, uid: str) -> str:
+        digest = hashlib.sha256(session.encode()).hexdigest()[:32]
+        return f"{self.root}/sessions/{digest}/{uid}.json"
+
+    def put_file(self, local: str, path: str) -> None:
+        self._call("upload", self.fs.put_file, local, path)
+
+    def exists(self, path: str) -> bool:
+        return bool(self._call("look up", self.fs.exists, path))
+
+    def put_bytes(self, path: str, data: bytes) -> None:
+        self._call("upload", self.fs.pipe_file, path, data)
+
+    def get_bytes(self, path: str) -> bytes:
+        return bytes(self._call("download", self.fs.cat_file, path))
+
+    def delete(self, path: str) -> None:
+        self._call("delete", self.fs.rm_file, path)
+
+    def listing(self, under: str) -> dict[str, dict[str, Any]]:
+        """Every object below ``under`` (a path relative to the prefix) with its details, fresh from the store."""
+        full = f"{self.root}/{under}"
+        self.fs.invalidate_cache()
+        found = self._call("list", self.fs.find, full, None, False, True)
+        return dict(found)
+
+
+class Replica:
+    """Keeps a remote prefix in step with a local store: pushes from a background thread, pulls on request."""
+
+    def __init__(self, store: Store, remote: Remote, notify: Callable[[str], None] = lambda m: None) -> None:
+        self.store = store
+        self.remote = remote
+        self._notify = notify
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="jupyter-ckpt-remote")
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._done = threading.Condition()
+        self._begun = self._finished = 0
+        self._busy = threading.Lock()  # one push or pull at a time
+        self.error: str | None = None
+        self.pulled = threading.Event()  # the first pull is over (or failed): the timeline is as full as it gets
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return self.remote.url
+
+    # -- the record of a checkpoint ---------------------------------------------
+
+    def _signed(self, record: dict[str, Any]) -> bytes:
+        text = json.dumps({"format": RECORD_FORMAT, **record}, sort_keys=True)
+        return json.dumps({"record": text, "mac": self.store.sign(text)}).encode()
+
+    def _verified(self, path: str, data: bytes) -> dict[str, Any]:
+        try:
+            outer = json.loads(data)
+            text, mac = outer["record"], outer["mac"]
+            record = dict(json.loads(text))
+        except (ValueError, KeyError, TypeError):
+            raise IntegrityError(f"the remote record {path} is damaged; it was not pulled") from None
+        if not isinstance(mac, str) or not hmac.compare_digest(self.store.sign(text), mac):
+            raise IntegrityError(f"the remote record {path} fails its signature check; it was not pulled")
+        if record.get("format") != RECORD_FORMAT or not path.endswith(f"/{record.get('uid')}.json"):
+            raise IntegrityError(f"the remote record {path} is not one this version reads; it was not pulled")
+        return record
+
+    # -- moving checkpoints ------------------------------------------------------
+
+    def push(self) -> int:
+        """Upload every checkpoint the remote lacks, blobs first and the record last; returns how many."""
+        with self._busy:
+            pushed = 0
+            for checkpoint_id, uid in self.store.to_upload():
+                record = self.store.remote_record(checkpoint_id)
+                list(self._pool.map(self._upload_blob, self.store.blobs_to_upload(checkpoint_id)))
+                self.remote.put_bytes(self.remote.record_path(record["session"], uid), self._signed(record))
+                self.store.mark_uploaded(checkpoint_id, uid)
+                pushed += 1
+            tombstones = self.store.tombstones()
+            if tombstones:
+                records = {_uid(path): path for path in self.remote.listing("sessions")}
+                for uid in tombstones:
+                    if uid in records:
+                        self.remote.delete(records[uid])
+                    self.store.mark_tombstone_pushed(uid)
+            return pushed
+
+    def _upload_blob(self, key: str) -> None:
+        path = self.remote.blob_path(key)
+        if not self.remote.exists(path):  # immutable and content-addressed: never uploaded twice
+            self.remote.put_file(str(self.store.blob_file(key)), path)
+        self.store.mark_blob_uploaded(key)
+
+    def pull(self, session: str | None = None) -> list[int]:
+        """Import the records of checkpoints this store has not seen (of one session, or all); returns their ids.
+
+        A record that fails its signature is refused with an IntegrityError once the others are in.
+        """
+        with self._busy:
+            known = self.store.known_uids()
+            wanted = [p for p in self.remote.listing("sessions") if _uid(p) not in known]
+            if session is not None:
+                prefix = self.remote.record_path(session, "")[: -len(".json")]
+                wanted = [p for p in wanted if p.startswith(prefix)]
+            records, refused = [], []
+            for path, data in zip(wanted, self._pool.map(self.remote.get_bytes, wanted), strict=True):
+                try:
+                    records.append(self._verified(path, data))
+                except IntegrityError as e:
+                    refused.append(str(e))
+            imported = [self.store.import_record(r) for r in _parents_first(records)]
+            if refused:
+                raise IntegrityError(refused[0] + (f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""))
+            return imported
+
+    def fetch(self, checkpoint_id: int) -> None:
+        """Download, in parallel, the blobs of a pulled checkpoint that are not here; each is verified."""
+        missing = self.store.missing_blobs(checkpoint_id)
+        list(self._pool.map(self._fetch_blob, missing))
+        if missing or checkpoint_id in self.store.remote_only():
+            self.store.mark_local(checkpoint_id)
+
+    def _fetch_blob(self, key: str) -> None:
+        self.store.import_blob(key, self.remote.get_bytes(self.remote.blob_path(key)))
+
+    def gc(self, grace: float = 24 * 3600) -> tuple[int, int]:
+        """Delete remote blobs no record names, once older than ``grace`` seconds; returns (objects, bytes).
+
+        A blob younger than the grace period may belong to a checkpoint still being
+        uploaded, whose record comes last: it stays.
+        """
+        with self._busy:
+            named: set[str] = set()
+            for path in self.remote.listing("sessions"):
+                try:
+                    record = self._verified(path, self.remote.get_bytes(path))
+                except IntegrityError:
+                    continue
+                named.update(key for key, _, _ in record["blobs"])
+            count = freed = 0
+            now = time.time()
+            for path, info in self.remote.listing("blobs").items():
+                if path.rsplit("/", 1)[1] in named or now - _modified(info, now) < grace:
+                    continue
+                self.remote.delete(path)
+                count += 1
+                freed += int(info.get("size", 0))
+            return count, freed
+
+    # -- the background thread -------------------------------------------------
+
+    def start(self, session: str) -> None:
+        """Pull ``session``, then push whenever poked, retrying with backoff while the remote is unreachable."""
+        self._thread = threading.Thread(target=self._run, args=(session,), name="jupyter-ckpt-upload", daemon=True)
+        self._thread.start()
+
+    def poke(self) -> None:
+        """A checkpoint was committed: upload it soon."""
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+
+    def _run(self, session: str) -> None:
+        delay = 0.0
+        while not self._stop.is_set():
+            with self._done:
+                self._begun += 1
+            try:
+                if not self.pulled.is_set():
+                    self.pull(session)
+                self.push()
+            except Exception as e:
+                self._failed(e)
+                delay = min(max(2 * delay, 1.0), _MAX_DELAY)
+            else:
+                self._recovered()
+                delay = 0.0
+            finally:
+                self.pulled.set()
+                with self._done:
+                    self._finished += 1
+                    self._done.notify_all()
+            self._wake.wait(delay or None)
+            self._wake.clear()
+
+    def _failed(self, e: BaseException) -> None:
+        message = str(e) if isinstance(e, RemoteError | IntegrityError) else f"upload failed: {_reason(e)}"
+        if message != self.error:  # once, not at every retry
+            behind, _ = self.store.behind()
+            self._notify(
+                f"jupyter-ckpt: {message}. Checkpoints go on locally ({behind} not uploaded yet) and are "
+                "uploaded when it can be reached."
+            )
+        self.error = message
+
+    def _recovered(self) -> None:
+        if self.error is not None:
+            self._notify(f"jupyter-ckpt: the checkpoint store {self.url} is reachable again; the backlog is uploaded")
+        self.error = None
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Block until the remote holds every checkpoint committed here; raise RemoteError if it cannot."""
+        if self._thread is None:
+            self.push()
+            return
+        with self._done:
+            target = self._begun + 1
+            self.poke()
+            if not self._done.wait_for(lambda: self._finished >= target, timeout):
+                raise RemoteError(f"the checkpoint store {self.url} did not take the uploads in {timeout} s")
+        if self.error is not None:
+            raise RemoteError(self.error)
+
+    def status(self) -> dict[str, Any]:
+        behind, size = self.store.behind()
+        return {"url": self.url, "behind": behind, "behind_bytes": size, "error": self.error}
+
+
+def _modified(info: dict[str, Any], default: float) -> float:
+    """When an object was written, from the details its filesystem lists (names differ between them)."""
+    stamp: Any = info.get("LastModified") or info.get("mtime") or info.get("last_modified")
+    if stamp is None:
+        return default
+    return float(stamp.timestamp() if hasattr(stamp, "timestamp") else stamp)
+
+
+def _uid(path: str) -> str:
+    """The uid a record's path names (``.../<uid>.json``)."""
+    return path.rsplit("/", 1)[-1].removesuffix(".json")
+
+
+def _parents_first(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Records ordered so that each comes after its parent when the parent is among them."""
+    pending = sorted(records, key=lambda r: r["uid"])
+    uids = {r["uid"] for r in pending}
+    done: set[str] = set()
+    ordered: list[dict[str, Any]] = []
+    while pending:
+        ready = [r for r in pending if r["parent"] not in uids or r["parent"] in done]
+        if not ready:  # a cycle cannot be made by this version; take the rest as they are
+            ready = pending
+        ordered.extend(ready)
+        done.update(r["uid"] for r in ready)
+        pending = [r for r in pending if r["uid"] not in done]
+    return ordered

@@ -1,0 +1,224 @@
+"""The remote tier against a real S3-protocol server: moto's server mode, on loopback, started here."""
+
+from __future__ import annotations
+
+import shutil
+import time
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import cli
+from objectstore import NOTEBOOK, S3, machine, notebook, objects
+
+from jupyter_ckpt.checkpointer import Checkpointer
+from jupyter_ckpt.errors import IntegrityError, RemoteError
+from jupyter_ckpt.remote import Remote, Replica
+from jupyter_ckpt.store import Store, load_secret
+
+
+def test_a_kernel_on_another_machine_restores_what_the_first_one_left(kernels: Any, s3: S3, jupyter_dirs: Path) -> None:
+    a = kernels("analysis.ipynb", JUPYTER_CKPT_DIR=str(jupyter_dirs / "machine-a"))
+    a.ok("%load_ext jupyter_ckpt\n%checkpoint auto on")
+    a.ok(NOTEBOOK)
+    a.ok("box.v.append(4)\nx = total(data)")
+    a.ok("y = 1")
+    a.ok("%checkpoint wait")
+    status = a.ok("%checkpoint status")
+    assert "0 checkpoints (0 B) not uploaded yet" in status
+    want = a.value("(x, total(data), box.v, view is not None and view.base is data, same['data'] is data)")
+    a.kill()  # the machine is gone, and its disk with it
+    shutil.rmtree(jupyter_dirs / "machine-a")
+
+    b = kernels("analysis.ipynb", JUPYTER_CKPT_DIR=str(jupyter_dirs / "machine-b"))
+    b.ok("%load_ext jupyter_ckpt")
+    listing = b.ok("%checkpoint list")
+    assert "box" in listing and "x" in listing
+    b.ok("%checkpoint restore last-good")
+    assert b.value("(x, total(data), box.v, view.base is data, same['data'] is data)") == want
+    history = b.ok("%checkpoint history")  # the cells came with the state: B's go on from A's
+    assert history.index("box.v.append(4)") < history.index("y = 1") < history.index("restore last-good")
+
+
+def test_checkpoints_go_on_while_the_store_is_down_and_the_backlog_uploads_after(
+    kernels: Any, s3: S3, jupyter_dirs: Path
+) -> None:
+    k = kernels("down.ipynb")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto on\na = 1")
+    k.ok("%checkpoint wait")
+    s3.stop()
+    try:
+        for i in range(3):
+            assert k.ok(f"a = {i + 2}\nprint(a)").startswith(str(i + 2))  # cells run and print as ever
+        deadline = time.time() + 120
+        said = ""
+        while "cannot be used" not in said and time.time() < deadline:
+            said += k.run("b = 0").stderr
+        assert said.count("cannot be used") == 1, said  # one clear message, not one per cell or retry
+        assert "Checkpoints go on locally" in said
+        status = k.ok("%checkpoint status")
+        assert "not uploaded yet" in status and "0 checkpoints" not in status
+        failed = k.run("%checkpoint wait")  # wait() promises the remote has everything: it says it cannot
+        assert failed.stderr.startswith("UsageError: the checkpoint store s3://") and "cannot be used" in failed.stderr
+    finally:
+        s3.start()
+    k.ok("%checkpoint wait")  # retries with backoff reach the store again, and wait() sees it all uploaded
+    assert "0 checkpoints (0 B) not uploaded yet" in k.ok("%checkpoint status")
+    other, replica = machine(jupyter_dirs / "machine-c", s3)
+    replica.pull()
+    mine = [
+        r.changed
+        for r in Store(jupyter_dirs / "store", load_secret(jupyter_dirs / "shared-secret")).checkpoints("down.ipynb")
+    ]
+    assert [r.changed for r in other.checkpoints("down.ipynb")] == mine
+
+
+def test_an_unusable_store_gets_one_clear_error(s3: S3, jupyter_dirs: Path) -> None:
+    store, _ = machine(jupyter_dirs / "a", s3)
+    notebook(store).save()
+    no_bucket = Replica(store, Remote("s3://no-such-bucket-here/x"))
+    with pytest.raises(RemoteError, match=r"s3://no-such-bucket-here/x cannot be used .*check that the bucket exists"):
+        no_bucket.push()
+    with pytest.raises(RemoteError, match=r"is not a store URL|needs a client"):
+        Remote("nosuchscheme://bucket/x")
+
+
+def test_wrong_credentials_are_refused_with_a_clear_error(jupyter_dirs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that checks signatures (moto with authentication on, in its own process) refuses unknown keys."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {"INITIAL_NO_AUTH_ACTION_COUNT": "0", "PATH": "/usr/bin:/bin"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        for name, value in {
+            "AWS_ACCESS_KEY_ID": "wrong",
+            "AWS_SECRET_ACCESS_KEY": "wrong",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+        }.items():
+            monkeypatch.setenv(name, value)
+        store = Store(jupyter_dirs / "a", load_secret(jupyter_dirs / "shared-secret"))
+        notebook(store).save()
+        with pytest.raises(RemoteError, match="access denied, check the credentials"):
+            Replica(store, Remote(f"s3://bucket-{port}/x")).push()
+        assert store.behind()[0] == 1  # nothing was lost: it is still waiting to be uploaded
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def test_a_changed_object_in_the_bucket_is_refused(s3: S3, jupyter_dirs: Path) -> None:
+    a, up = machine(jupyter_dirs / "a", s3)
+    notebook(a, up).save(tag="good")
+    up.push()
+    client = s3.client()
+    blobs = objects(s3, "users/alice/blobs/")
+    key, data = max(blobs.items(), key=lambda item: len(item[1]))
+    client.put_object(Bucket=s3.bucket, Key=key, Body=data[:-1] + bytes([data[-1] ^ 1]))
+
+    b, down = machine(jupyter_dirs / "b", s3)
+    (cid,) = down.pull()
+    with pytest.raises(IntegrityError, match="fails its signature check"):
+        down.fetch(cid)
+    assert not b.has_blob(key.rsplit("/", 1)[1])  # nothing unverified was kept
+
+    (record,) = objects(s3, "users/alice/sessions/").items()
+    client.put_object(Bucket=s3.bucket, Key=record[0], Body=record[1].replace(b"good", b"evil"))
+    c, fresh = machine(jupyter_dirs / "c", s3)
+    with pytest.raises(IntegrityError, match="fails its signature check; it was not pulled"):
+        fresh.pull()
+    assert c.sessions() == []
+
+
+def test_two_machines_write_one_prefix_without_colliding(s3: S3, jupyter_dirs: Path) -> None:
+    a, up_a = machine(jupyter_dirs / "a", s3)
+    b, up_b = machine(jupyter_dirs / "b", s3)
+    na, nb = notebook(a, session="nb.ipynb"), notebook(b, session="nb.ipynb")
+    for i in range(3):
+        na.module.x = i
+        na.save()
+        nb.module.y = -i
+        nb.save()
+    assert [r.id for r in na.checkpoints()] == [r.id for r in nb.checkpoints()]  # the same local ids...
+    up_a.push()
+    up_b.push()
+    assert len(up_a.pull()) == 3 and len(a.checkpoints("nb.ipynb")) == 6  # a pull brings the other's in, once
+    assert up_a.pull() == []
+    c, down = machine(jupyter_dirs / "c", s3)
+    assert len(down.pull()) == 6  # ...six checkpoints in the bucket, none overwritten
+    both = Checkpointer(c, "nb.ipynb", types.ModuleType("__main__"), replica=down)
+    xs, ys = set(), set()
+    for record in c.checkpoints("nb.ipynb"):
+        both.restore(str(record.id))
+        xs.add(both.module.__dict__.get("x"))
+        ys.add(both.module.__dict__.get("y"))
+    assert xs >= {0, 1, 2} and ys >= {0, -1, -2}
+
+
+def test_gc_keeps_the_blobs_of_a_writer_still_uploading_and_collects_a_dead_ones(s3: S3, jupyter_dirs: Path) -> None:
+    a, up = machine(jupyter_dirs / "a", s3)
+    nb = notebook(a)  # pushed by hand below, not by a replica's thread
+    first = nb.save()
+    up.push()
+    nb.module.data = nb.module.data + 1  # new chunks
+    second = nb.save()
+    for key in a.blobs_to_upload(second):  # a writer uploading: its blobs are there, its record not yet
+        up.remote.put_file(str(a.blob_file(key)), up.remote.blob_path(key))
+    before = set(objects(s3, "users/alice/blobs/"))
+
+    assert up.gc(grace=3600) == (0, 0)  # young unreferenced blobs may be a writer's: kept
+    assert set(objects(s3, "users/alice/blobs/")) == before
+    b, down = machine(jupyter_dirs / "b", s3)
+    assert [b.get(i).id for i in down.pull()] and len(b.checkpoints("nb.ipynb")) == 1  # half-uploaded: invisible
+
+    removed, _ = up.gc(grace=0)  # the writer died long ago: its blobs go, the committed ones stay
+    assert removed > 0
+    restored = Checkpointer(b, "nb.ipynb", types.ModuleType("__main__"), replica=down)
+    restored.restore("latest")
+    assert float(restored.module.data.sum()) == float(nb.module.data.sum() - len(nb.module.data))
+    assert first is not None
+
+
+def test_delete_and_tag_reach_the_bucket(s3: S3, jupyter_dirs: Path) -> None:
+    a, up = machine(jupyter_dirs / "a", s3)
+    nb = notebook(a, up)
+    keep, drop = nb.save(), nb.save()
+    up.push()
+    nb.tag(str(keep), "baseline")
+    nb.delete(str(drop))
+    up.push()
+    b, down = machine(jupyter_dirs / "b", s3)
+    down.pull()
+    assert [r.tag for r in b.checkpoints("nb.ipynb")] == ["baseline"]
+
+
+def test_the_cli_lists_and_exports_from_the_bucket_on_an_empty_machine(s3: S3, jupyter_dirs: Path) -> None:
+    a, up = machine(jupyter_dirs / "a", s3)
+    notebook(a, up).save(tag="done")
+    up.push()
+    env = dict(__import__("os").environ, JUPYTER_CKPT_DIR=str(jupyter_dirs / "empty"))
+    listed = cli("list", "nb.ipynb", env=env)
+    assert listed.returncode == 0 and "done" in listed.stdout, listed.stderr
+    out = jupyter_dirs / "state.pkl"
+    exported = cli("export", "done", str(out), "--session", "nb.ipynb", env=env)
+    assert exported.returncode == 0, exported.stderr
+    import dill
+
+    assert float(dill.load_module_asdict(str(out))["data"][:3].sum()) > 0
