@@ -1,0 +1,209 @@
+"""The remote tier against an S3-protocol server (moto's server mode, in its own process, on loopback).
+
+Measured side by side in one run, as ratios to what the same client does with the same bytes:
+
+* upload: ``Replica.push`` of one checkpoint against writing the same objects as one pickle-5 file
+  (buffers in band) with the same client (s3fs);
+* restore on a fresh machine (empty local directory): pull, fetch and restore against reading that
+  pickle file back with the same client (and unpickling it), and against downloading the checkpoint's
+  own objects from 8 threads, as the fetch does (the floor of any restore that reads them);
+* bytes uploaded over a session of cells that each change a little, against the pickle file per cell
+  that a naive upload would write;
+* the client: s3fs (fsspec) against obstore (Rust), putting and getting the same 4 MiB objects from
+  8 threads, to choose between them.
+
+moto keeps objects in memory and answers from Python, so absolute rates are moto's; the ratios are
+what the choices cost. Usage: ``.venv/bin/python benchmarks/remote.py [--mib 256]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import types
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from jupyter_ckpt.checkpointer import Checkpointer
+from jupyter_ckpt.remote import Remote, Replica
+from jupyter_ckpt.store import Store, load_secret
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_moto() -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    for _ in range(300):
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.1)
+    return server, f"http://127.0.0.1:{port}"
+
+
+def namespace(mib: int) -> types.ModuleType:
+    """Arrays (most of the bytes), a DataFrame with text and a dict of small objects."""
+    rng = np.random.default_rng(0)
+    module = types.ModuleType("__main__")
+    n = mib * (1 << 20) // 8
+    module.arrays = [rng.random(n // 4) for _ in range(4)]
+    module.frame = pd.DataFrame({"x": rng.random(200_000), "name": [f"row {i}" for i in range(200_000)]})
+    module.small = {f"k{i}": [i, str(i), (i, i * 2.0)] for i in range(50_000)}
+    return module
+
+
+def timed(fn: Any) -> tuple[float, Any]:
+    start = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - start, out
+
+
+def bench_tier(url: str, mib: int, cells: int) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix="ckpt-remote-"))
+    secret = load_secret(work / "secret")
+    module = namespace(mib)
+    a = Store(work / "a", secret)
+    ckpt = Checkpointer(a, "bench.ipynb", module)
+    ckpt.save()
+    replica = Replica(a, Remote(url))
+    push_s, _ = timed(replica.push)
+    fs = replica.remote.fs
+    objects = {n: getattr(module, n) for n in ("arrays", "frame", "small")}
+    payload = pickle.dumps(objects, protocol=5)
+    base = replica.remote.root + "/baseline.pkl"
+    pickle_put_s, _ = timed(lambda: fs.pipe_file(base, payload))
+
+    b = Store(work / "b", secret)
+    fresh = Replica(b, Remote(url))
+    restored = types.ModuleType("__main__")
+
+    def restore() -> None:  # as a kernel does: the replica's thread pulls, the restore fetches what it needs
+        Checkpointer(b, "bench.ipynb", restored, lazy=False, replica=fresh).restore("latest")
+
+    restore_s, _ = timed(restore)
+    keys = [path for path in fs.find(replica.remote.root + "/blobs")]
+    with ThreadPoolExecutor(8) as pool:  # the floor: the checkpoint's own objects, downloaded as the fetch does
+        floor_s, _ = timed(lambda: list(pool.map(fs.cat_file, keys)))
+    pickle_get_s, data = timed(lambda: fs.cat_file(base))
+    unpickle_s, _ = timed(lambda: pickle.loads(data))
+    assert np.array_equal(restored.arrays[0], module.arrays[0])
+
+    uploaded = sum(info["size"] for info in replica.remote.listing("").values() if not info["name"].endswith(".pkl"))
+    for i in range(cells):  # each cell changes a few rows of one array and one small object
+        module.arrays[i % 4][i * 1000 : i * 1000 + 100] += 1
+        module.small[f"k{i}"] = [i, "changed"]
+        ckpt.save()
+        replica.push()
+    session = sum(info["size"] for info in replica.remote.listing("").values() if not info["name"].endswith(".pkl"))
+    return {
+        "bytes": len(payload),
+        "push_s": push_s,
+        "pickle_put_s": pickle_put_s,
+        "push_vs_pickle_put": push_s / pickle_put_s,
+        "restore_fresh_s": restore_s,
+        "pickle_get_s": pickle_get_s,
+        "pickle_get_and_load_s": pickle_get_s + unpickle_s,
+        "restore_vs_pickle_get": restore_s / pickle_get_s,
+        "download_objects_s": floor_s,
+        "restore_vs_download_objects": restore_s / floor_s,
+        "restore_vs_pickle_get_and_load": restore_s / (pickle_get_s + unpickle_s),
+        "session_cells": cells,
+        "uploaded_first": uploaded,
+        "uploaded_session": session,
+        "naive_session": len(payload) * (cells + 1),
+    }
+
+
+def bench_clients(endpoint: str, bucket: str, count: int) -> dict[str, Any]:
+    """s3fs and obstore moving the same 4 MiB objects from 8 threads: MB/s each way, median of 3."""
+    import fsspec
+    from obstore import get, put
+    from obstore.store import S3Store
+
+    blobs = [os.urandom(4 << 20) for _ in range(count)]
+    total = sum(len(b) for b in blobs) / 1e6
+    fs = fsspec.filesystem("s3", skip_instance_cache=True)
+    obs = S3Store(
+        bucket,
+        endpoint=endpoint,
+        access_key_id="bench",
+        secret_access_key="bench",
+        region="us-east-1",
+        client_options={"allow_http": True},
+    )
+    clients = {
+        "s3fs": (
+            lambda i: fs.pipe_file(f"{bucket}/clients/s3fs/{i}", blobs[i]),
+            lambda i: fs.cat_file(f"{bucket}/clients/s3fs/{i}"),
+        ),
+        "obstore": (
+            lambda i: put(obs, f"clients/obstore/{i}", blobs[i]),
+            lambda i: bytes(get(obs, f"clients/obstore/{i}").bytes()),
+        ),
+    }
+    out: dict[str, Any] = {}
+    with ThreadPoolExecutor(8) as pool:
+        for name, (up, down) in clients.items():
+            ups, downs = [], []
+            for _ in range(3):
+                ups.append(total / timed(lambda up=up: list(pool.map(up, range(count))))[0])
+                downs.append(total / timed(lambda down=down: list(pool.map(down, range(count))))[0])
+            out[name] = {"put_MBps": statistics.median(ups), "get_MBps": statistics.median(downs)}
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--mib", type=int, default=256, help="size of the array data in the namespace")
+    p.add_argument("--cells", type=int, default=10, help="cells of the session whose uploaded bytes are counted")
+    p.add_argument("--objects", type=int, default=32, help="4 MiB objects per client in the client comparison")
+    args = p.parse_args()
+    server, endpoint = start_moto()
+    os.environ.update(
+        AWS_ACCESS_KEY_ID="bench",
+        AWS_SECRET_ACCESS_KEY="bench",
+        AWS_DEFAULT_REGION="us-east-1",
+        AWS_ENDPOINT_URL=endpoint,
+    )
+    try:
+        import boto3
+
+        boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="bench")
+        result = {
+            "tier": bench_tier("s3://bench/tier", args.mib, args.cells),
+            "clients": bench_clients(endpoint, "bench", args.objects),
+            "mib": args.mib,
+        }
+    finally:
+        server.terminate()
+        server.wait(10)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "remote.json").write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
