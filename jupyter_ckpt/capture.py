@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import serialize
-from .store import BlobInfo, Store, content_key
+from .blobs import BlobInfo, content_key
+from .manifest import FORMAT_VERSION
+from .store import Store
 
 # Names IPython and ipykernel put in the user namespace; never user data.
 MACHINERY = frozenset(
@@ -304,13 +306,13 @@ def prepare(
     """
 
     def put(data: bytes | memoryview, compress: bool) -> BlobInfo:
-        return store.put_blob(data, compress=compress)
+        return store.blobs.put(data, compress=compress)
 
     groups, variables, skipped, blobs = pack(module, capture, put)
     packed_random = serialize.dumps(capture.random, module)
     random_key, random_buffers = _put_group(put, packed_random, blobs)
     manifest = {
-        "format": 1,
+        "format": FORMAT_VERSION,
         "session": meta.session,
         "time": meta.at,
         "cell": meta.cell,

@@ -20,12 +20,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from . import capture
+from .blobs import BlobInfo, writer_alive
 from .errors import BadArgument, CheckpointError, UnknownCheckpoint, UnknownSession
 from .recipes import Recipe, RunCell, check_mode, exec_cell, plan, run_recipe
 from .remote import Replica
 from .restore import Diff, RestoreReport, diff_manifests, restore_namespace
 from .schedule import Scheduler
-from .store import BlobInfo, CheckpointRecord, Store, check_tag, writer_alive
+from .store import CheckpointRecord, Store, check_tag
 from .writer import ForkWriter, SyncWriter, fork_unsafe_reason, system_seconds
 
 TRIGGERS = ("cell", "interval", "manual", "loop", "restore", "crash-restore")
@@ -115,7 +116,7 @@ class Checkpointer:
         self._failing: str | None = None  # why automatic checkpoints fail, said once until one succeeds
         self._lock = threading.RLock()
         self._sync = SyncWriter()
-        self._fork = ForkWriter(store.tmp_dir, _encode, _decode) if background else None
+        self._fork = ForkWriter(store.blobs.tmp, _encode, _decode) if background else None
         self._lazy = lazy
         self.replay_mode = check_mode(replay_mode)
         self._run_cell = run_cell
@@ -303,7 +304,7 @@ class Checkpointer:
     def adopt_orphans(self) -> list[int]:
         """Commit checkpoints whose writer finished after its kernel was killed."""
         found = []
-        for path in self.store.tmp_dir.glob("result.*.json"):
+        for path in self.store.blobs.tmp.glob("result.*.json"):
             if writer_alive(path.name):
                 continue
             try:
@@ -434,7 +435,7 @@ class Checkpointer:
         failed: dict[str, str] = {}
         for key in report.unverified:
             try:
-                self.store.get_blob(key)
+                self.store.blobs.read(key)
             except CheckpointError as e:
                 failed[key] = str(e)
         if failed:

@@ -14,7 +14,8 @@ named by uids (``store.new_uid``), so machines writing one prefix need no
 counter between them; the local catalog gives each checkpoint it pulls an id of
 its own and can be rebuilt from the records.
 
-The local store stays the fast tier: a checkpoint is durable there first, and a
+``RemoteBlobs`` keeps blob files as ``blobs.LocalBlobs`` does, behind the same
+``BlobStorage`` interface. The local store stays the fast tier: a checkpoint is durable there first, and a
 ``Replica`` uploads it from a background thread, retrying with backoff while the
 remote cannot be reached. A pull imports the records only; a checkpoint's blobs
 are fetched, in parallel and verified, when it is restored.
@@ -29,8 +30,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
+from .blobs import BlobStat, check_key
 from .errors import IntegrityError, RemoteError
 from .store import Store
 
@@ -75,6 +78,7 @@ class Remote:
         except ValueError as e:
             raise RemoteError(f"{url!r} is not a store URL this version can use: {e}") from None
         self.root = str(root).rstrip("/")
+        self.blobs = RemoteBlobs(self)
 
     def _call(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
         try:
@@ -83,9 +87,6 @@ class Remote:
             raise
         except Exception as e:
             raise RemoteError(f"the checkpoint store {self.url} cannot be used ({what}): {_reason(e)}") from e
-
-    def blob_path(self, key: str) -> str:
-        return f"{self.root}/blobs/{key[:2]}/{key}"
 
     def record_path(self, session: str, uid: str) -> str:
         digest = hashlib.sha256(session.encode()).hexdigest()[:32]
@@ -112,6 +113,38 @@ class Remote:
         self.fs.invalidate_cache()
         found = self._call("list", self.fs.find, full, None, False, True)
         return dict(found)
+
+
+class RemoteBlobs:
+    """Blob files in an object store, under ``blobs/ab/<key>``: the same bytes as the local files."""
+
+    def __init__(self, remote: Remote) -> None:
+        self._remote = remote
+
+    def _path(self, key: str) -> str:
+        return f"{self._remote.root}/blobs/{key[:2]}/{check_key(key)}"
+
+    def has(self, key: str) -> bool:
+        return self._remote.exists(self._path(key))
+
+    def read_file(self, key: str) -> bytes:
+        return self._remote.get_bytes(self._path(key))
+
+    def write_file(self, key: str, source: bytes | Path) -> None:
+        if isinstance(source, Path):
+            self._remote.put_file(str(source), self._path(key))
+        else:
+            self._remote.put_bytes(self._path(key), source)
+
+    def delete(self, key: str) -> None:
+        self._remote.delete(self._path(key))
+
+    def listing(self) -> dict[str, BlobStat]:
+        now = time.time()
+        return {
+            path.rsplit("/", 1)[-1]: BlobStat(int(info.get("size", 0)), _modified(info, now))
+            for path, info in self._remote.listing("blobs").items()
+        }
 
 
 class Replica:
@@ -176,9 +209,8 @@ class Replica:
             return pushed
 
     def _upload_blob(self, key: str) -> None:
-        path = self.remote.blob_path(key)
-        if not self.remote.exists(path):  # immutable and content-addressed: never uploaded twice
-            self.remote.put_file(str(self.store.blob_file(key)), path)
+        if not self.remote.blobs.has(key):  # immutable and content-addressed: never uploaded twice
+            self.remote.blobs.write_file(key, self.store.blobs.path(key))
         self.store.mark_blob_uploaded(key)
 
     def pull(self, session: str | None = None) -> list[int]:
@@ -211,7 +243,7 @@ class Replica:
             self.store.mark_local(checkpoint_id)
 
     def _fetch_blob(self, key: str) -> None:
-        self.store.import_blob(key, self.remote.get_bytes(self.remote.blob_path(key)))
+        self.store.add_fetched_blob(key, self.remote.blobs.read_file(key))
 
     def gc(self, grace: float = 24 * 3600) -> tuple[int, int]:
         """Delete remote blobs no record names, once older than ``grace`` seconds; returns (objects, bytes).
@@ -229,12 +261,12 @@ class Replica:
                 named.update(key for key, _, _ in record["blobs"])
             count = freed = 0
             now = time.time()
-            for path, info in self.remote.listing("blobs").items():
-                if path.rsplit("/", 1)[1] in named or now - _modified(info, now) < grace:
+            for key, stat in self.remote.blobs.listing().items():
+                if key in named or now - stat.modified < grace:
                     continue
-                self.remote.delete(path)
+                self.remote.blobs.delete(key)
                 count += 1
-                freed += int(info.get("size", 0))
+                freed += stat.size
             return count, freed
 
     # -- the background thread -------------------------------------------------

@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import capture, mapping, serialize
+from .blobs import content_key
 from .capture import CHUNK, is_user_variable
 from .errors import BadArgument
-from .store import Store, content_key
+from .store import Store
 
 Patch = tuple[memoryview, int, memoryview]
 
@@ -82,7 +83,7 @@ def _read_buffer(store: Store, buffer: dict[str, Any]) -> memoryview:
     out = memoryview(mapping.private_memory(size)) if size else memoryview(bytearray())
 
     def fill(index: int, key: str) -> None:
-        store.get_blob(key, into=out[index * CHUNK : min(size, (index + 1) * CHUNK)])
+        store.blobs.read(key, into=out[index * CHUNK : min(size, (index + 1) * CHUNK)])
 
     # hashlib and file reads release the GIL, so verification (HMAC-SHA256, ~1 GB/s a core) runs in parallel.
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
@@ -96,7 +97,7 @@ def _map_buffer(store: Store, buffer: dict[str, Any]) -> memoryview | None:
         return None
     pieces: list[mapping.Piece] = []
     for index, key in enumerate(buffer["chunks"]):
-        extent = store.raw_extent(key)
+        extent = store.blobs.raw_extent(key)
         if extent is None:
             return None
         pieces.append((index * CHUNK, *extent))
@@ -120,7 +121,7 @@ def read_group(store: Store, entry: dict[str, Any], unverified: dict[str, list[s
                 unverified.setdefault(key, []).extend(entry["names"])
         else:
             buffers.append(_read_buffer(store, buffer))
-    return serialize.Packed(entry.get("serializer", "pickle"), bytes(store.get_blob(entry["key"])), buffers)
+    return serialize.Packed(entry.get("serializer", "pickle"), bytes(store.blobs.read(entry["key"])), buffers)
 
 
 def _chunk_keys(flat: memoryview) -> list[str]:
@@ -157,7 +158,7 @@ def _patches(
         changed = [(i, t) for i, (n, t) in enumerate(zip(_chunk_keys(flat), then["chunks"], strict=True)) if n != t]
         if changed and flat.readonly:
             return None  # a text column's buffer, or a read-only array: rebuild the group
-        plan += [(flat, i * CHUNK, store.get_blob(t)) for i, t in changed]
+        plan += [(flat, i * CHUNK, store.blobs.read(t)) for i, t in changed]
     return plan
 
 

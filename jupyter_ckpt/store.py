@@ -1,19 +1,10 @@
-"""The local checkpoint store: signed content-addressed blobs and a SQLite catalog.
+"""The local checkpoint store: a SQLite catalog over the blob files of ``blobs.LocalBlobs``.
 
 Layout under the store root (directory mode 0700, files 0600)::
 
     catalog.sqlite        sessions, checkpoints, cells, blob references (WAL)
-    blobs/ab/<key>        one file per blob, named by the xxh3-128 of its content
+    blobs/ab/<key>        one file per blob, named by the xxh3-128 of its content (format: blobs.py)
     blobs/tmp/            blobs being written
-
-A blob file is a fixed header followed by the payload::
-
-    magic "JCKPBLOB" | version u8 | codec u8 | reserved u16 | header size u32 |
-    payload size u64 | HMAC-SHA256(key + codec + payload) | padding to header size
-
-Compressed blobs (zstd level 1) have a 64-byte header; raw blobs (numeric
-buffers that do not compress) a 4096-byte one, so the payload is page-aligned
-and a restore reads it straight into the array's memory, with no copy between.
 
 A checkpoint is committed in two steps: every blob first (temp file, fsync,
 rename), then one catalog transaction that inserts the checkpoint row with its
@@ -24,17 +15,13 @@ only unreferenced blobs, which ``gc`` removes; nothing half-written is visible.
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import hmac
-import io
 import json
-import mmap
 import os
 import re
 import secrets
 import sqlite3
-import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -42,9 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import xxhash
-import zstandard
-
+from .blobs import BlobInfo, LocalBlobs, make_dir
 from .errors import (
     BadArgument,
     CheckpointError,
@@ -55,17 +40,8 @@ from .errors import (
     UnknownCheckpoint,
     UnknownSession,
 )
+from .manifest import FORMAT_VERSION
 
-FORMAT_VERSION = 1
-MAGIC = b"JCKPBLOB"
-_HEADER = struct.Struct("<8sBBHIQ32s")  # 56 bytes
-_SMALL_HEADER = 64
-_PAGE = mmap.PAGESIZE
-CODEC_RAW = 0
-CODEC_ZSTD = 1
-# Compress only when it pays: keep the raw bytes unless zstd saves a tenth.
-_MIN_RATIO = 0.9
-_KEY = re.compile(r"^[0-9a-f]{32}$")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions (
@@ -123,16 +99,6 @@ CREATE TABLE IF NOT EXISTS tombstones (uid TEXT PRIMARY KEY, pushed INTEGER NOT 
 """
 
 
-@dataclass(frozen=True)
-class BlobInfo:
-    """A blob as the catalog knows it: content size and bytes on disk."""
-
-    key: str
-    size: int
-    stored: int
-    new: bool
-
-
 @dataclass
 class CheckpointRecord:
     """One row of a session's timeline, as ``list()`` and the REST API return it."""
@@ -180,33 +146,11 @@ def check_tag(tag: str) -> str:
     return tag
 
 
-def content_key(data: bytes | memoryview) -> str:
-    """The content address of a blob: xxh3-128, hex."""
-    return xxhash.xxh3_128_hexdigest(data)
-
-
-def _check_key(key: str) -> str:
-    if not _KEY.match(key):
-        raise IntegrityError(f"malformed blob key {key!r}")
-    return key
-
-
-def _make_dir(path: Path, *, private: bool) -> None:
-    """Create a directory 0700 if it is missing; ``private`` also makes an existing one 0700 (ours alone:
-    a user's directory given as the store keeps its mode)."""
-    try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if private:
-            os.chmod(path, 0o700)
-    except OSError as e:
-        raise BadArgument(f"cannot keep checkpoints in {path}: {e.strerror or e}") from None
-
-
 def load_secret(path: Path, *, create: bool = True) -> bytes:
     """Read the per-user HMAC secret, creating it (0600) on first use unless ``create`` is false."""
     if not create and not path.is_file():
         raise NoStore(f"no checkpoint secret at {path}: no kernel has written checkpoints with it")
-    _make_dir(path.parent, private=False)
+    make_dir(path.parent, private=False)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
@@ -250,16 +194,14 @@ class Store:
     def __init__(self, root: str | os.PathLike[str], secret: bytes, *, create: bool = True) -> None:
         self.root = Path(root)
         self._secret = secret
-        self._blobs = self.root / "blobs"
-        self.tmp_dir = self._tmp = self._blobs / "tmp"
         self._create = create
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._pid = -1
         if create:
-            _make_dir(self.root, private=False)
-            _make_dir(self._blobs, private=True)
-            _make_dir(self._tmp, private=True)
+            make_dir(self.root, private=False)
+        self.blobs = LocalBlobs(self.root / "blobs", secret, create=create)
+        if create:
             self._check_version()
 
     # -- catalog --------------------------------------------------------------
@@ -330,146 +272,15 @@ class Store:
         with self._transaction() as db:
             db.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (str(FORMAT_VERSION),))
 
-    # -- blobs ----------------------------------------------------------------
-
-    def _mac(self, key: str, codec: int, payload: bytes | memoryview) -> bytes:
-        h = hmac.new(self._secret, key.encode() + bytes([codec]), hashlib.sha256)
-        h.update(payload)
-        return h.digest()
-
-    def _blob_path(self, key: str) -> Path:
-        return self._blobs / key[:2] / key
-
-    def has_blob(self, key: str) -> bool:
-        return self._blob_path(_check_key(key)).exists()
-
-    def put_blob(self, data: bytes | memoryview, *, compress: bool = True) -> BlobInfo:
-        """Write one blob unless the store holds it already; returns its key and sizes."""
-        view = memoryview(data).cast("B")
-        key = content_key(view)
-        path = self._blob_path(key)
-        if path.exists():
-            return BlobInfo(key, len(view), path.stat().st_size, new=False)
-        codec, payload = CODEC_RAW, view
-        if compress:
-            packed = zstandard.ZstdCompressor(level=1).compress(view)  # one per call: they are not thread-safe
-            if len(packed) < _MIN_RATIO * len(view):
-                codec, payload = CODEC_ZSTD, memoryview(packed)
-        header_size = _SMALL_HEADER if codec == CODEC_ZSTD or len(view) < _PAGE else _PAGE
-        header = _HEADER.pack(
-            MAGIC, FORMAT_VERSION, codec, 0, header_size, len(payload), self._mac(key, codec, payload)
-        )
-        header += b"\0" * (header_size - len(header))
-        tmp = self._tmp / f"{key}.{os.getpid()}.{threading.get_ident()}"
-        try:
-            path.parent.mkdir(mode=0o700, exist_ok=True)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(header)
-                f.write(payload)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except OSError as e:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-            if e.errno in (errno.ENOSPC, errno.EDQUOT):
-                raise StoreFullError(f"the disk under {self.root} is full; the checkpoint was not written") from e
-            raise
-        return BlobInfo(key, len(view), header_size + len(payload), new=True)
-
-    def _header(self, key: str, f: io.BufferedIOBase) -> tuple[int, int, int, bytes]:
-        """Check a blob file's header against its size: returns codec, header size, payload size and MAC."""
-        head = f.read(_HEADER.size)
-        if len(head) < _HEADER.size:
-            raise IntegrityError(f"blob {key} is truncated")
-        magic, version, codec, _, header_size, length, mac = _HEADER.unpack(head)
-        if magic != MAGIC:
-            raise IntegrityError(f"blob {key} is not a jupyter-ckpt blob")
-        if version > FORMAT_VERSION:
-            raise StoreVersionError(f"blob {key} was written by a newer jupyter-ckpt (format {version})")
-        size = os.fstat(f.fileno()).st_size
-        if size != header_size + length:
-            raise IntegrityError(f"blob {key} is truncated ({size} of {header_size + length} bytes)")
-        if header_size not in (_SMALL_HEADER, _PAGE) or f.read(header_size - _HEADER.size).strip(b"\0"):
-            raise IntegrityError(f"blob {key} has a damaged header")
-        return codec, header_size, length, mac
-
-    def _open_blob(self, key: str) -> io.BufferedReader:
-        path = self._blob_path(_check_key(key))
-        try:
-            return open(path, "rb")
-        except FileNotFoundError:
-            raise IntegrityError(f"blob {key} is missing from the store") from None
-
-    def raw_extent(self, key: str) -> tuple[Path, int, int] | None:
-        """Where a raw blob's payload lies in its file (path, offset, length), if page-aligned; else None.
-
-        The header is checked, the signature is not: whoever maps the payload
-        verifies it with ``get_blob`` afterwards.
-        """
-        with self._open_blob(key) as f:
-            codec, header_size, length, _ = self._header(key, f)
-        if codec != CODEC_RAW or header_size != _PAGE:
-            return None
-        return self._blob_path(key), header_size, length
-
-    def get_blob(self, key: str, into: memoryview | None = None) -> memoryview:
-        """The verified content of a blob, read into ``into`` when given (raw blobs go straight there).
-
-        Raises IntegrityError, naming the blob, if it is missing, truncated, damaged
-        or fails its signature check; nothing is returned before the check.
-        """
-        with self._open_blob(key) as f:
-            return self._read_verified(key, f, into)
-
-    def _read_verified(self, key: str, f: io.BufferedIOBase, into: memoryview | None) -> memoryview:
-        codec, _, length, mac = self._header(key, f)
-        raw = codec == CODEC_RAW and into is not None
-        if raw and into is not None and into.nbytes != length:
-            raise IntegrityError(f"blob {key} holds {length} bytes where {into.nbytes} were expected")
-        payload = into if raw and into is not None else memoryview(bytearray(length))
-        f.readinto(payload)
-        if not hmac.compare_digest(mac, self._mac(key, codec, payload)):
-            raise IntegrityError(f"blob {key} fails its signature check: it was modified after it was written")
-        if codec == CODEC_ZSTD:
-            content = memoryview(zstandard.ZstdDecompressor().decompress(payload, max_output_size=2**63 - 1))
-            if into is None:
-                return content
-            if into.nbytes != content.nbytes:
-                raise IntegrityError(f"blob {key} holds {content.nbytes} bytes where {into.nbytes} were expected")
-            into[:] = content
-            return into
-        return payload
-
-    def import_blob(self, key: str, data: bytes) -> None:
-        """Place a blob file fetched from the remote store, once its header and signature check out."""
-        path = self._blob_path(_check_key(key))
-        tmp = self._tmp / f"{key}.{os.getpid()}.{threading.get_ident()}"
-        try:
-            path.parent.mkdir(mode=0o700, exist_ok=True)
-            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "r+b") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-                f.seek(0)
-                self._read_verified(key, f, None)
-            os.replace(tmp, path)
-        except BaseException as e:
-            tmp.unlink(missing_ok=True)
-            if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
-                raise StoreFullError(f"the disk under {self.root} is full; the checkpoint was not fetched") from e
-            raise
-        length = _HEADER.unpack(data[: _HEADER.size])[5]  # the header checked out above
+    def add_fetched_blob(self, key: str, data: bytes) -> None:
+        """Keep a blob file fetched from the remote store, once its header and signature check out here."""
+        self.blobs.write_file(key, data)
+        size, stored = self.blobs.sizes(data)
         with self._transaction() as db:
-            db.execute("INSERT OR IGNORE INTO blobs (key, size, stored) VALUES (?, ?, ?)", (key, length, len(data)))
+            db.execute("INSERT OR IGNORE INTO blobs (key, size, stored) VALUES (?, ?, ?)", (key, size, stored))
             db.execute("INSERT OR IGNORE INTO uploaded_blobs VALUES (?)", (key,))
 
     # -- the remote tier's bookkeeping (remote.py moves the bytes) ---------------
-
-    def blob_file(self, key: str) -> Path:
-        return self._blob_path(_check_key(key))
 
     def to_upload(self) -> list[tuple[int, str]]:
         """Checkpoints written here whose record the remote store does not hold yet, oldest first: (id, uid)."""
@@ -559,7 +370,7 @@ class Store:
         if not rows or rows[0]["local"]:
             return []
         keys = [r["blob"] for r in self._query("SELECT blob FROM refs WHERE checkpoint_id=?", (checkpoint_id,))]
-        return [k for k in keys if not self.has_blob(k)]
+        return [k for k in keys if not self.blobs.has(k)]
 
     def mark_local(self, checkpoint_id: int) -> None:
         with self._transaction() as db:
@@ -660,7 +471,7 @@ class Store:
         if new_bytes is None:
             new_bytes = sum(b.stored for b in blobs.values() if b.new)
         total_bytes = sum(b.stored for b in blobs.values())
-        here = {key for key in blobs if self.has_blob(key)}
+        here = {key for key in blobs if self.blobs.has(key)}
         if uid is None and len(here) < len(blobs):
             missing = next(key for key in blobs if key not in here)
             raise IntegrityError(f"refusing to commit a checkpoint whose blob {missing} is missing")
@@ -898,20 +709,12 @@ class Store:
             db.executemany("DELETE FROM blobs WHERE key=?", [(k,) for k in dead])
             referenced = {r[0] for r in db.execute("SELECT DISTINCT blob FROM refs")}
         # Files go only after COMMIT, so a crash here leaves orphans, never dangling rows.
-        count = freed = 0
-        for sub in self._blobs.iterdir():
-            if sub == self._tmp:
-                for tmp in sub.iterdir():
-                    if not writer_alive(tmp.name):
-                        freed += tmp.stat().st_size
-                        tmp.unlink()
-                        count += 1
-                continue
-            for path in sub.iterdir():
-                if path.name not in referenced:
-                    freed += path.stat().st_size
-                    path.unlink()
-                    count += 1
+        count, freed = self.blobs.clean_tmp()
+        for key, stat in self.blobs.listing().items():
+            if key not in referenced:
+                self.blobs.delete(key)
+                count += 1
+                freed += stat.size
         return count, freed
 
     def verify(self) -> list[str]:
@@ -924,10 +727,10 @@ class Store:
                 problems.append(str(e))
         remote_only = self.remote_only()
         for row in self._query("SELECT DISTINCT blob, checkpoint_id FROM refs ORDER BY blob"):
-            if row["checkpoint_id"] in remote_only and not self.has_blob(row["blob"]):
+            if row["checkpoint_id"] in remote_only and not self.blobs.has(row["blob"]):
                 continue  # fetched from the remote store, and verified, when it is restored
             try:
-                self.get_blob(row["blob"])
+                self.blobs.read(row["blob"])
             except CheckpointError as e:
                 problems.append(f"checkpoint {row['checkpoint_id']}: {e}")
         return problems
@@ -937,18 +740,6 @@ def new_uid() -> str:
     """A checkpoint's global id: milliseconds since the epoch (so ids sort by time) and 64 random bits,
     so machines writing one remote prefix need no counter between them."""
     return f"{int(time.time() * 1000):012x}-{secrets.token_hex(8)}"
-
-
-def writer_alive(tmp_name: str) -> bool:
-    """Whether the process that owns a temp file (``<name>.<pid>.<more>``) still runs."""
-    try:
-        pid = int(tmp_name.split(".")[1])
-        os.kill(pid, 0)
-    except (IndexError, ValueError, ProcessLookupError):
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _translate_sqlite(e: sqlite3.OperationalError) -> CheckpointError:

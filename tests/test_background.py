@@ -63,7 +63,7 @@ def test_a_write_that_outlives_its_killed_kernel_is_adopted(kernels: Any, store:
     k.ok("step = 2")  # its child waits for a turn to write when the kernel dies
     os.kill(k.pid, signal.SIGKILL)  # the kernel dies; its writers go on and finish
     deadline = time.time() + 60
-    while len(list(store.tmp_dir.glob("result.*.json"))) < 3 and time.time() < deadline:
+    while len(list(store.blobs.tmp.glob("result.*.json"))) < 3 and time.time() < deadline:
         time.sleep(0.1)
     k.kill()
     revived = kernels("orphan.ipynb")

@@ -62,7 +62,7 @@ def test_verify_finds_tampering(written: tuple[Store, list[int]]) -> None:
 
 def test_gc_and_enable_disable(written: tuple[Store, list[int]], jupyter_dirs: Path) -> None:
     store, _ = written
-    orphan = store.put_blob(b"nobody uses this" * 100)
+    orphan = store.blobs.put(b"nobody uses this" * 100)
     r = cli("gc", "--keep-last", "1")
     assert r.returncode == 0 and "removed 0 checkpoint(s) and 1 file(s)" in r.stdout  # the tagged one stays
     assert not (store.root / "blobs" / orphan.key[:2] / orphan.key).exists()

@@ -137,7 +137,7 @@ def test_a_changed_object_in_the_bucket_is_refused(s3: S3, jupyter_dirs: Path) -
     (cid,) = down.pull()
     with pytest.raises(IntegrityError, match="fails its signature check"):
         down.fetch(cid)
-    assert not b.has_blob(key.rsplit("/", 1)[1])  # nothing unverified was kept
+    assert not b.blobs.has(key.rsplit("/", 1)[1])  # nothing unverified was kept
 
     (record,) = objects(s3, "users/alice/sessions/").items()
     client.put_object(Bucket=s3.bucket, Key=record[0], Body=record[1].replace(b"good", b"evil"))
@@ -180,7 +180,7 @@ def test_gc_keeps_the_blobs_of_a_writer_still_uploading_and_collects_a_dead_ones
     nb.module.data = nb.module.data + 1  # new chunks
     second = nb.save()
     for key in a.blobs_to_upload(second):  # a writer uploading: its blobs are there, its record not yet
-        up.remote.put_file(str(a.blob_file(key)), up.remote.blob_path(key))
+        up.remote.blobs.write_file(key, a.blobs.path(key))
     before = set(objects(s3, "users/alice/blobs/"))
 
     assert up.gc(grace=3600) == (0, 0)  # young unreferenced blobs may be a writer's: kept

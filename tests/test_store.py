@@ -35,20 +35,20 @@ def blob_file(store: Store, key: str) -> Path:
 
 def test_blob_round_trip_dedupes_and_compresses_what_pays(store: Store) -> None:
     text = b"the same words again " * 10_000
-    first = store.put_blob(text)
+    first = store.blobs.put(text)
     assert first.new and first.stored < len(text) / 10
-    assert not store.put_blob(text).new  # unchanged data is never written twice
-    assert bytes(store.get_blob(first.key)) == text
+    assert not store.blobs.put(text).new  # unchanged data is never written twice
+    assert bytes(store.blobs.read(first.key)) == text
 
     noise = np.random.default_rng(0).random(200_000).tobytes()
-    raw = store.put_blob(noise)
+    raw = store.blobs.put(noise)
     assert raw.stored == 4096 + len(noise)  # random doubles do not compress: kept raw behind a page header
-    view = store.get_blob(raw.key)
+    view = store.blobs.read(raw.key)
     assert bytes(view) == noise
 
 
 def test_permissions_are_private(store: Store, jupyter_dirs: Path) -> None:
-    info = store.put_blob(b"x" * 100)
+    info = store.blobs.put(b"x" * 100)
     assert stat.S_IMODE(store.root.stat().st_mode) == 0o700
     assert stat.S_IMODE(blob_file(store, info.key).stat().st_mode) == 0o600
     assert stat.S_IMODE((store.root / "catalog.sqlite").stat().st_mode) == 0o600
@@ -73,26 +73,26 @@ def test_a_directory_the_user_gave_keeps_its_mode(tmp_path: Path) -> None:
     [(30, "fails its signature check"), (60, "has a damaged header"), (-1, "fails its signature check")],
 )
 def test_a_flipped_byte_is_refused_before_anything_reads_it(store: Store, offset: int, error: str) -> None:
-    info = store.put_blob(b"payload " * 1000)
+    info = store.blobs.put(b"payload " * 1000)
     path = blob_file(store, info.key)
     data = bytearray(path.read_bytes())
     data[offset] ^= 0x01
     path.write_bytes(bytes(data))
     with pytest.raises(IntegrityError, match=f"blob {info.key} {error}"):
-        store.get_blob(info.key)
+        store.blobs.read(info.key)
 
 
 def test_truncated_and_missing_blobs_are_refused(store: Store) -> None:
-    info = store.put_blob(b"payload " * 1000)
+    info = store.blobs.put(b"payload " * 1000)
     path = blob_file(store, info.key)
     path.write_bytes(path.read_bytes()[:-10])
     with pytest.raises(IntegrityError, match="truncated"):
-        store.get_blob(info.key)
+        store.blobs.read(info.key)
     path.unlink()
     with pytest.raises(IntegrityError, match="missing"):
-        store.get_blob(info.key)
+        store.blobs.read(info.key)
     with pytest.raises(IntegrityError, match="malformed blob key"):
-        store.get_blob("../../secret")
+        store.blobs.read("../../secret")
 
 
 def test_a_tampered_manifest_is_refused(store: Store) -> None:
@@ -147,8 +147,8 @@ def test_refs_resolve_and_unknown_refs_are_clear(store: Store) -> None:
 
 
 def test_gc_removes_only_what_nothing_references(store: Store) -> None:
-    kept = store.put_blob(b"kept" * 100)
-    orphan = store.put_blob(b"orphan" * 100)
+    kept = store.blobs.put(b"kept" * 100)
+    orphan = store.blobs.put(b"orphan" * 100)
     store.commit("nb.ipynb", manifest(), {kept.key: kept})
     dead_writer_tmp = store.root / "blobs" / "tmp" / f"{'0' * 32}.999999999.1"
     dead_writer_tmp.write_bytes(b"half")
@@ -178,11 +178,11 @@ def test_a_full_disk_gives_a_clear_error_and_keeps_earlier_checkpoints(tmp_path:
         pytest.skip("mounting a small tmpfs needs root")
     try:
         store = Store(small / "store", b"x" * 64)
-        first = store.put_blob(b"fits" * 1000)
+        first = store.blobs.put(b"fits" * 1000)
         cid = store.commit("nb.ipynb", manifest(), {first.key: first})
         noise = os.urandom(3 << 20)
         with pytest.raises(StoreFullError, match="full"):
-            store.put_blob(noise)
+            store.blobs.put(noise)
         assert list((small / "store" / "blobs" / "tmp").iterdir()) == []
         assert store.verify() == []
         assert store.manifest(cid)["status"] == "ok"

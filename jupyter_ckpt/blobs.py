@@ -1,0 +1,287 @@
+"""Blob storage: signed, content-addressed blob files, in a local directory or an object store.
+
+A blob file is a fixed header followed by the payload::
+
+    magic "JCKPBLOB" | version u8 | codec u8 | reserved u16 | header size u32 |
+    payload size u64 | HMAC-SHA256(key + codec + payload) | padding to header size
+
+Compressed blobs (zstd level 1) have a 64-byte header; raw blobs (numeric
+buffers that do not compress) a 4096-byte one, so the payload is page-aligned
+and a restore reads it straight into the array's memory, with no copy between.
+The key is the xxh3-128 of the content, so equal content is one blob, written once.
+
+The file is the same wherever it is kept: ``LocalBlobs`` (the fast tier, a
+directory) and ``remote.RemoteBlobs`` (an object store) both implement
+``BlobStorage``, and moving a blob between them copies its bytes unchanged.
+A file is made visible only when complete (temp file, fsync, rename here; one
+PUT there), and nothing is returned from one before its signature checks out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import hmac
+import io
+import mmap
+import os
+import re
+import struct
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import xxhash
+import zstandard
+
+from .errors import BadArgument, IntegrityError, StoreFullError, StoreVersionError
+from .manifest import FORMAT_VERSION
+
+MAGIC = b"JCKPBLOB"
+_HEADER = struct.Struct("<8sBBHIQ32s")  # 56 bytes
+_SMALL_HEADER = 64
+_PAGE = mmap.PAGESIZE
+CODEC_RAW = 0
+CODEC_ZSTD = 1
+# Compress only when it pays: keep the raw bytes unless zstd saves a tenth.
+_MIN_RATIO = 0.9
+_KEY = re.compile(r"^[0-9a-f]{32}$")
+
+
+@dataclass(frozen=True)
+class BlobInfo:
+    """A blob as the catalog knows it: content size and bytes on disk."""
+
+    key: str
+    size: int
+    stored: int
+    new: bool
+
+
+@dataclass(frozen=True)
+class BlobStat:
+    """A blob file as its storage lists it: bytes, and when it was written (seconds since the epoch)."""
+
+    size: int
+    modified: float
+
+
+class BlobStorage(Protocol):
+    """Where blob files are kept: the files themselves, byte for byte, by key."""
+
+    def has(self, key: str) -> bool: ...
+
+    def read_file(self, key: str) -> bytes:
+        """The whole blob file (header and payload), unverified."""
+        ...
+
+    def write_file(self, key: str, source: bytes | Path) -> None:
+        """Make a complete blob file visible under ``key`` (from its bytes or a local file holding them)."""
+        ...
+
+    def delete(self, key: str) -> None: ...
+
+    def listing(self) -> dict[str, BlobStat]: ...
+
+
+def content_key(data: bytes | memoryview) -> str:
+    """The content address of a blob: xxh3-128, hex."""
+    return xxhash.xxh3_128_hexdigest(data)
+
+
+def check_key(key: str) -> str:
+    if not _KEY.match(key):
+        raise IntegrityError(f"malformed blob key {key!r}")
+    return key
+
+
+def make_dir(path: Path, *, private: bool) -> None:
+    """Create a directory 0700 if it is missing; ``private`` also makes an existing one 0700 (ours alone:
+    a user's directory given as the store keeps its mode)."""
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if private:
+            os.chmod(path, 0o700)
+    except OSError as e:
+        raise BadArgument(f"cannot keep checkpoints in {path}: {e.strerror or e}") from None
+
+
+def writer_alive(tmp_name: str) -> bool:
+    """Whether the process that owns a temp file (``<name>.<pid>.<more>``) still runs."""
+    try:
+        pid = int(tmp_name.split(".")[1])
+        os.kill(pid, 0)
+    except (IndexError, ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class LocalBlobs:
+    """Blob files in a directory: ``ab/<key>``, and ``tmp/`` for files being written."""
+
+    def __init__(self, root: Path, secret: bytes, *, create: bool) -> None:
+        self.root = root
+        self.tmp = root / "tmp"
+        self._secret = secret
+        if create:
+            make_dir(self.root, private=True)
+            make_dir(self.tmp, private=True)
+
+    def path(self, key: str) -> Path:
+        return self.root / key[:2] / check_key(key)
+
+    def _mac(self, key: str, codec: int, payload: bytes | memoryview) -> bytes:
+        h = hmac.new(self._secret, key.encode() + bytes([codec]), hashlib.sha256)
+        h.update(payload)
+        return h.digest()
+
+    # -- BlobStorage -----------------------------------------------------------
+
+    def has(self, key: str) -> bool:
+        return self.path(key).exists()
+
+    def read_file(self, key: str) -> bytes:
+        with self._open(key) as f:
+            return f.read()
+
+    def write_file(self, key: str, source: bytes | Path) -> None:
+        """Place a blob file (fetched from elsewhere) once its header and signature check out here."""
+        data = source.read_bytes() if isinstance(source, Path) else source
+        self._read_verified(key, io.BytesIO(data), None, len(data))
+        self._write(key, [data], "fetched")
+
+    def delete(self, key: str) -> None:
+        self.path(key).unlink(missing_ok=True)
+
+    def listing(self) -> dict[str, BlobStat]:
+        found = {}
+        for sub in self.root.iterdir():
+            if sub != self.tmp and sub.is_dir():
+                for path in sub.iterdir():
+                    st = path.stat()
+                    found[path.name] = BlobStat(st.st_size, st.st_mtime)
+        return found
+
+    # -- writing -----------------------------------------------------------------
+
+    def put(self, data: bytes | memoryview, *, compress: bool = True) -> BlobInfo:
+        """Encode and write one blob unless it is here already; returns its key and sizes."""
+        view = memoryview(data).cast("B")
+        key = content_key(view)
+        path = self.path(key)
+        if path.exists():
+            return BlobInfo(key, len(view), path.stat().st_size, new=False)
+        codec, payload = CODEC_RAW, view
+        if compress:
+            packed = zstandard.ZstdCompressor(level=1).compress(view)  # one per call: they are not thread-safe
+            if len(packed) < _MIN_RATIO * len(view):
+                codec, payload = CODEC_ZSTD, memoryview(packed)
+        header_size = _SMALL_HEADER if codec == CODEC_ZSTD or len(view) < _PAGE else _PAGE
+        header = _HEADER.pack(
+            MAGIC, FORMAT_VERSION, codec, 0, header_size, len(payload), self._mac(key, codec, payload)
+        )
+        self._write(key, [header + b"\0" * (header_size - len(header)), payload], "written")
+        return BlobInfo(key, len(view), header_size + len(payload), new=True)
+
+    def _write(self, key: str, parts: list[bytes | memoryview], what: str) -> None:
+        """Write a blob file atomically: a temp file named after this process, fsync, rename."""
+        path = self.path(key)
+        tmp = self.tmp / f"{key}.{os.getpid()}.{threading.get_ident()}"
+        try:
+            path.parent.mkdir(mode=0o700, exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                for part in parts:
+                    f.write(part)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise StoreFullError(f"the disk under {self.root} is full; the checkpoint was not {what}") from e
+            raise
+
+    def clean_tmp(self) -> tuple[int, int]:
+        """Delete the temp files of writers that are gone; returns (files, bytes)."""
+        count = freed = 0
+        for tmp in self.tmp.iterdir():
+            if not writer_alive(tmp.name):
+                freed += tmp.stat().st_size
+                tmp.unlink()
+                count += 1
+        return count, freed
+
+    # -- reading -------------------------------------------------------------------
+
+    def _open(self, key: str) -> io.BufferedReader:
+        try:
+            return open(self.path(key), "rb")
+        except FileNotFoundError:
+            raise IntegrityError(f"blob {key} is missing from the store") from None
+
+    def _header(self, key: str, f: io.BufferedIOBase, size: int) -> tuple[int, int, int, bytes]:
+        """Check a blob file's header against its size: returns codec, header size, payload size and MAC."""
+        head = f.read(_HEADER.size)
+        if len(head) < _HEADER.size:
+            raise IntegrityError(f"blob {key} is truncated")
+        magic, version, codec, _, header_size, length, mac = _HEADER.unpack(head)
+        if magic != MAGIC:
+            raise IntegrityError(f"blob {key} is not a jupyter-ckpt blob")
+        if version > FORMAT_VERSION:
+            raise StoreVersionError(f"blob {key} was written by a newer jupyter-ckpt (format {version})")
+        if size != header_size + length:
+            raise IntegrityError(f"blob {key} is truncated ({size} of {header_size + length} bytes)")
+        if header_size not in (_SMALL_HEADER, _PAGE) or f.read(header_size - _HEADER.size).strip(b"\0"):
+            raise IntegrityError(f"blob {key} has a damaged header")
+        return codec, header_size, length, mac
+
+    def raw_extent(self, key: str) -> tuple[Path, int, int] | None:
+        """Where a raw blob's payload lies in its file (path, offset, length), if page-aligned; else None.
+
+        The header is checked, the signature is not: whoever maps the payload
+        verifies it with ``read`` afterwards.
+        """
+        with self._open(key) as f:
+            codec, header_size, length, _ = self._header(key, f, os.fstat(f.fileno()).st_size)
+        if codec != CODEC_RAW or header_size != _PAGE:
+            return None
+        return self.path(key), header_size, length
+
+    def read(self, key: str, into: memoryview | None = None) -> memoryview:
+        """The verified content of a blob, read into ``into`` when given (raw blobs go straight there).
+
+        Raises IntegrityError, naming the blob, if it is missing, truncated, damaged
+        or fails its signature check; nothing is returned before the check.
+        """
+        with self._open(key) as f:
+            return self._read_verified(key, f, into, os.fstat(f.fileno()).st_size)
+
+    def _read_verified(self, key: str, f: io.BufferedIOBase, into: memoryview | None, size: int) -> memoryview:
+        codec, _, length, mac = self._header(key, f, size)
+        raw = codec == CODEC_RAW and into is not None
+        if raw and into is not None and into.nbytes != length:
+            raise IntegrityError(f"blob {key} holds {length} bytes where {into.nbytes} were expected")
+        payload = into if raw and into is not None else memoryview(bytearray(length))
+        f.readinto(payload)
+        if not hmac.compare_digest(mac, self._mac(key, codec, payload)):
+            raise IntegrityError(f"blob {key} fails its signature check: it was modified after it was written")
+        if codec == CODEC_ZSTD:
+            content = memoryview(zstandard.ZstdDecompressor().decompress(payload, max_output_size=2**63 - 1))
+            if into is None:
+                return content
+            if into.nbytes != content.nbytes:
+                raise IntegrityError(f"blob {key} holds {content.nbytes} bytes where {into.nbytes} were expected")
+            into[:] = content
+            return into
+        return payload
+
+    @staticmethod
+    def sizes(data: bytes) -> tuple[int, int]:
+        """(payload size, file size) of a blob file whose header checked out."""
+        return int(_HEADER.unpack(data[: _HEADER.size])[5]), len(data)

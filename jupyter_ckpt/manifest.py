@@ -1,0 +1,65 @@
+"""The manifest: what one checkpoint holds, as the catalog keeps it (signed JSON) and the remote record carries it.
+
+``capture.prepare`` builds it, ``capture.link`` ties it to its parent, ``Store.commit``
+signs and stores it, and ``restore``, ``timeline`` and the adapters read it. One
+format version covers the manifest, the blob files and the catalog: a store or a
+record written with a higher one is refused, never half read.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+FORMAT_VERSION = 1
+
+
+class Buffer(TypedDict):
+    """An out-of-band buffer (an array's data), stored as content-addressed chunks."""
+
+    size: int
+    chunks: list[str]
+
+
+class Group(TypedDict):
+    """Variables pickled together (they share objects): one stream and its buffers."""
+
+    key: str
+    buffers: list[Buffer]
+    names: list[str]
+    serializer: str
+
+
+class RandomState(TypedDict):
+    key: str
+    buffers: list[Buffer]
+
+
+class Skipped(TypedDict):
+    """A variable no pickler could write, and why."""
+
+    reason: str
+    type: str
+
+
+class Manifest(TypedDict, total=False):
+    """One checkpoint. ``variables`` maps each name to its group, its content key (``gkey``) and a preview."""
+
+    format: int
+    session: str
+    time: float
+    cell: int | None
+    last_cell: int | None
+    trigger: str
+    status: str
+    message: str | None
+    tag: str | None
+    groups: list[Group]
+    variables: dict[str, dict[str, Any]]
+    modules: dict[str, Any]
+    skipped: dict[str, Skipped]
+    random: RandomState
+    versions: dict[str, str]
+    # Set by capture.link when the checkpoint takes its place on the timeline:
+    parent: int | None
+    changed: list[str]
+    removed: list[str]
