@@ -25,7 +25,7 @@ from typing import Any
 
 from . import serialize
 from .blobs import BlobInfo, content_key
-from .manifest import FORMAT_VERSION
+from .manifest import FORMAT_VERSION, Buffer, Group, Manifest, Skipped
 from .store import Store
 
 # Names IPython and ipykernel put in the user namespace; never user data.
@@ -222,7 +222,7 @@ def hash_only(data: bytes | memoryview, compress: bool) -> BlobInfo:
     return BlobInfo(content_key(view), view.nbytes, view.nbytes, new=False)
 
 
-def _put_buffer(put: Put, buf: memoryview, blobs: dict[str, BlobInfo]) -> dict[str, Any]:
+def _put_buffer(put: Put, buf: memoryview, blobs: dict[str, BlobInfo]) -> Buffer:
     """Store one out-of-band buffer as content-addressed chunks; returns its size and chunk keys.
 
     A cell that changes a few rows of a large array writes the chunks those rows
@@ -243,19 +243,19 @@ def _put_buffer(put: Put, buf: memoryview, blobs: dict[str, BlobInfo]) -> dict[s
     return {"size": view.nbytes, "chunks": [first.key] + [info.key for info in rest]}
 
 
-def _put_group(put: Put, packed: serialize.Packed, blobs: dict[str, BlobInfo]) -> tuple[str, list[dict[str, Any]]]:
+def _put_group(put: Put, packed: serialize.Packed, blobs: dict[str, BlobInfo]) -> tuple[str, list[Buffer]]:
     buffers = [_put_buffer(put, buf, blobs) for buf in packed.buffers]
     info = put(packed.payload, True)
     blobs[info.key] = info
     return info.key, buffers
 
 
-def group_key(key: str, buffers: list[dict[str, Any]]) -> str:
+def group_key(key: str, buffers: list[Buffer]) -> str:
     """One short key for a group's whole content: its stream and every chunk."""
     return content_key("+".join([key, *(k for b in buffers for k in b["chunks"])]).encode())
 
 
-def blob_keys(manifest: dict[str, Any]) -> list[str]:
+def blob_keys(manifest: Manifest) -> list[str]:
     """Every blob a manifest references."""
     entries = [*manifest["groups"], manifest["random"]]
     return [k for e in entries for k in [e["key"], *(c for b in e["buffers"] for c in b["chunks"])]]
@@ -263,12 +263,12 @@ def blob_keys(manifest: dict[str, Any]) -> list[str]:
 
 def pack(
     module: types.ModuleType, capture: Capture, put: Put
-) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]], dict[str, dict[str, Any]], dict[str, BlobInfo]]:
+) -> tuple[list[Group], dict[str, dict[str, Any]], dict[str, Skipped], dict[str, BlobInfo]]:
     """Serialize every group through ``put``: returns groups, variables, skipped ones and blobs."""
     blobs: dict[str, BlobInfo] = {}
-    groups: list[dict[str, Any]] = []
+    groups: list[Group] = []
     variables: dict[str, dict[str, Any]] = {}
-    skipped: dict[str, dict[str, Any]] = {}
+    skipped: dict[str, Skipped] = {}
     pending = group(capture.variables)
     while pending:
         names = pending.pop()
@@ -297,7 +297,7 @@ def prepare(
     module: types.ModuleType,
     capture: Capture,
     meta: Meta,
-) -> tuple[dict[str, Any], dict[str, BlobInfo]]:
+) -> tuple[Manifest, dict[str, BlobInfo]]:
     """Serialize a checkpoint and make its blobs durable; returns the manifest and blobs to commit.
 
     Nothing is visible until ``Store.commit`` inserts the manifest, after ``link``
@@ -311,7 +311,7 @@ def prepare(
     groups, variables, skipped, blobs = pack(module, capture, put)
     packed_random = serialize.dumps(capture.random, module)
     random_key, random_buffers = _put_group(put, packed_random, blobs)
-    manifest = {
+    manifest: Manifest = {
         "format": FORMAT_VERSION,
         "session": meta.session,
         "time": meta.at,
@@ -331,7 +331,7 @@ def prepare(
     return manifest, blobs
 
 
-def link(manifest: dict[str, Any], parent: int | None, parent_manifest: dict[str, Any] | None) -> dict[str, Any]:
+def link(manifest: Manifest, parent: int | None, parent_manifest: Manifest | None) -> Manifest:
     """The manifest with its place on the timeline: its parent, and what changed since it."""
     before = parent_manifest["variables"] if parent_manifest else {}
     previous_modules = parent_manifest["modules"] if parent_manifest else {}

@@ -22,6 +22,7 @@ from typing import Any
 from . import capture
 from .blobs import BlobInfo, writer_alive
 from .errors import BadArgument, CheckpointError, UnknownCheckpoint, UnknownSession
+from .manifest import Manifest, Skipped
 from .recipes import Recipe, RunCell, check_mode, exec_cell, plan, run_recipe
 from .remote import Replica
 from .restore import Diff, RestoreReport, diff_manifests, restore_namespace
@@ -109,8 +110,8 @@ class Checkpointer:
         self.schedule = scheduler or Scheduler()
         self._cost_at_fork: float | None = None  # _writers_cost() when the first running writer was forked
         self._reported: set[tuple[str, str]] = set()
-        self._skipped: dict[str, dict[str, Any]] = {}
-        self._head_manifest: dict[str, Any] | None = None
+        self._skipped: dict[str, Skipped] = {}
+        self._head_manifest: Manifest | None = None
         self._owed: tuple[str, str, int | None] | None = None
         self._fork_refused: str | None = None
         self._failing: str | None = None  # why automatic checkpoints fail, said once until one succeeds
@@ -245,7 +246,7 @@ class Checkpointer:
             meta = capture.Meta(self.session, cell, self.last_cell, trigger, status, message, tag)
             outcome: dict[str, int | None] = {}
 
-            def job() -> tuple[dict[str, Any], dict[str, BlobInfo]]:
+            def job() -> tuple[Manifest, dict[str, BlobInfo]]:
                 return capture.prepare(self.store, self.module, cap, meta)
 
             def done(result: Any, error: BaseException | None) -> None:
@@ -337,7 +338,7 @@ class Checkpointer:
         self.head = parent
         self._head_manifest = self.store.manifest(parent) if parent is not None else None
 
-    def _committed(self, cid: int, manifest: dict[str, Any], cap: capture.Capture) -> None:
+    def _committed(self, cid: int, manifest: Manifest, cap: capture.Capture) -> None:
         if self._failing is not None:
             self._notify(f"jupyter-ckpt: checkpoints are written again (checkpoint {cid})")
             self._failing = None
@@ -455,10 +456,19 @@ class Checkpointer:
         if self.replica is not None:
             self.replica.flush()
 
-    def _record_restore(self, target: CheckpointRecord, manifest: dict[str, Any], trigger: str) -> None:
+    def _record_restore(self, target: CheckpointRecord, manifest: Manifest, trigger: str) -> None:
         """Put the restore on the timeline: an entry with the target's content, so the next cell branches from it."""
-        entry = dict(manifest, parent=target.id, trigger=trigger, time=time.time(), changed=[], removed=[])
-        entry.update(tag=None, message=f"restored checkpoint {target.id}", cell=target.cell)
+        entry: Manifest = {
+            **manifest,
+            "parent": target.id,
+            "trigger": trigger,
+            "time": time.time(),
+            "changed": [],
+            "removed": [],
+            "tag": None,
+            "message": f"restored checkpoint {target.id}",
+            "cell": target.cell,
+        }
         blobs = {k: BlobInfo(k, 0, 0, new=False) for k in capture.blob_keys(manifest)}
         cid = self.store.commit(self.session, entry, blobs)
         self.last_cell = manifest["last_cell"]
@@ -467,7 +477,7 @@ class Checkpointer:
         self._reported.update((n, i["reason"]) for n, i in manifest["skipped"].items())
         self._committed(cid, entry, capture.Capture({}, {}, ids))
 
-    def _offer_replay(self, report: RestoreReport, manifest: dict[str, Any], mode: str) -> None:
+    def _offer_replay(self, report: RestoreReport, manifest: Manifest, mode: str) -> None:
         """Plan how to rebuild the skipped variables the restore left absent, and replay now or offer it."""
         missing = [n for n in report.not_restored if n in manifest["skipped"] and n not in self.module.__dict__]
         self._pending = None
@@ -512,7 +522,7 @@ class Checkpointer:
         after = self.store.manifest(self.resolve(b).id) if b is not None else self.describe_now()
         return diff_manifests(before, after)
 
-    def describe_now(self) -> dict[str, Any]:
+    def describe_now(self) -> Manifest:
         """The live namespace shaped like a manifest (hashed, not written)."""
         with self._lock:
             cap = capture.collect(self.module.__dict__, self._hidden(), self.policy.exclude)
@@ -602,11 +612,11 @@ class Checkpointer:
             return {"checkpoints": len(doomed), "files": files, "bytes": freed}
 
 
-def _encode(outcome: tuple[dict[str, Any], dict[str, BlobInfo]]) -> list[Any]:
+def _encode(outcome: tuple[Manifest, dict[str, BlobInfo]]) -> list[Any]:
     manifest, blobs = outcome
     return [manifest, [[b.key, b.size, b.stored, b.new] for b in blobs.values()]]
 
 
-def _decode(data: list[Any]) -> tuple[dict[str, Any], dict[str, BlobInfo]]:
+def _decode(data: list[Any]) -> tuple[Manifest, dict[str, BlobInfo]]:
     manifest, blobs = data
     return manifest, {b[0]: BlobInfo(*b) for b in blobs}

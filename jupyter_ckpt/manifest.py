@@ -8,7 +8,7 @@ record written with a higher one is refused, never half read.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 FORMAT_VERSION = 1
 
@@ -30,8 +30,12 @@ class Group(TypedDict):
 
 
 class RandomState(TypedDict):
+    """The global random states, stored as a group of their own."""
+
     key: str
     buffers: list[Buffer]
+    serializer: NotRequired[str]
+    names: NotRequired[list[str]]
 
 
 class Skipped(TypedDict):

@@ -35,9 +35,9 @@ from typing import Any
 
 from .blobs import BlobStat, check_key
 from .errors import IntegrityError, RemoteError
+from .manifest import FORMAT_VERSION
 from .store import Store
 
-RECORD_FORMAT = 1
 _MAX_DELAY = 60.0
 
 
@@ -171,7 +171,7 @@ class Replica:
     # -- the record of a checkpoint ---------------------------------------------
 
     def _signed(self, record: dict[str, Any]) -> bytes:
-        text = json.dumps({"format": RECORD_FORMAT, **record}, sort_keys=True)
+        text = json.dumps({"format": FORMAT_VERSION, **record}, sort_keys=True)
         return json.dumps({"record": text, "mac": self.store.sign(text)}).encode()
 
     def _verified(self, path: str, data: bytes) -> dict[str, Any]:
@@ -183,7 +183,7 @@ class Replica:
             raise IntegrityError(f"the remote record {path} is damaged; it was not pulled") from None
         if not isinstance(mac, str) or not hmac.compare_digest(self.store.sign(text), mac):
             raise IntegrityError(f"the remote record {path} fails its signature check; it was not pulled")
-        if record.get("format") != RECORD_FORMAT or not path.endswith(f"/{record.get('uid')}.json"):
+        if record.get("format") != FORMAT_VERSION or not path.endswith(f"/{record.get('uid')}.json"):
             raise IntegrityError(f"the remote record {path} is not one this version reads; it was not pulled")
         return record
 

@@ -25,6 +25,7 @@ from . import capture, mapping, serialize
 from .blobs import content_key
 from .capture import CHUNK, is_user_variable
 from .errors import BadArgument
+from .manifest import Buffer, Group, Manifest, RandomState
 from .store import Store
 
 Patch = tuple[memoryview, int, memoryview]
@@ -76,7 +77,7 @@ class RestoreReport:
         return line
 
 
-def _read_buffer(store: Store, buffer: dict[str, Any]) -> memoryview:
+def _read_buffer(store: Store, buffer: Buffer) -> memoryview:
     """One out-of-band buffer, its chunks read straight into place and verified, on every core."""
     size = buffer["size"]
     # Anonymous memory: the kernel hands out zero pages as they are written, with no upfront memset.
@@ -91,7 +92,7 @@ def _read_buffer(store: Store, buffer: dict[str, Any]) -> memoryview:
     return out
 
 
-def _map_buffer(store: Store, buffer: dict[str, Any]) -> memoryview | None:
+def _map_buffer(store: Store, buffer: Buffer) -> memoryview | None:
     """A large buffer whose chunks are all raw, mapped from their files unverified; else None."""
     if buffer["size"] < LAZY_MIN or not mapping.supported():
         return None
@@ -107,7 +108,9 @@ def _map_buffer(store: Store, buffer: dict[str, Any]) -> memoryview | None:
         return None  # read it instead
 
 
-def read_group(store: Store, entry: dict[str, Any], unverified: dict[str, list[str]] | None = None) -> serialize.Packed:
+def read_group(
+    store: Store, entry: Group | RandomState, unverified: dict[str, list[str]] | None = None
+) -> serialize.Packed:
     """The verified bytes of one group (or of the random states).
 
     With ``unverified``, large raw buffers are mapped instead of read, and their
@@ -118,7 +121,7 @@ def read_group(store: Store, entry: dict[str, Any], unverified: dict[str, list[s
         if unverified is not None and (mapped := _map_buffer(store, buffer)) is not None:
             buffers.append(mapped)
             for key in buffer["chunks"]:
-                unverified.setdefault(key, []).extend(entry["names"])
+                unverified.setdefault(key, []).extend(entry.get("names", []))
         else:
             buffers.append(_read_buffer(store, buffer))
     return serialize.Packed(entry.get("serializer", "pickle"), bytes(store.blobs.read(entry["key"])), buffers)
@@ -130,9 +133,7 @@ def _chunk_keys(flat: memoryview) -> list[str]:
         return list(pool.map(lambda start: content_key(flat[start : start + CHUNK]), range(0, flat.nbytes, CHUNK)))
 
 
-def _patches(
-    store: Store, module: types.ModuleType, target: dict[str, Any], namespace: dict[str, Any]
-) -> list[Patch] | None:
+def _patches(store: Store, module: types.ModuleType, target: Group, namespace: dict[str, Any]) -> list[Patch] | None:
     """The chunks to copy into the live objects of a group to give them the target's content, or None.
 
     The live objects are pickled again with the target's pickler: their stream
@@ -177,7 +178,7 @@ def restore_namespace(
     store: Store,
     module: types.ModuleType,
     checkpoint: int,
-    manifest: dict[str, Any],
+    manifest: Manifest,
     *,
     held: dict[str, int] | None = None,
     only: Iterable[str] | None = None,
@@ -291,7 +292,7 @@ class Diff:
         }
 
 
-def diff_manifests(before: dict[str, Any], after: dict[str, Any]) -> Diff:
+def diff_manifests(before: Manifest, after: Manifest) -> Diff:
     """Variables added, removed and changed between two manifests (or captures shaped like them)."""
     a: dict[str, dict[str, Any]] = {
         **before["variables"],

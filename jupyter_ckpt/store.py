@@ -40,7 +40,7 @@ from .errors import (
     UnknownCheckpoint,
     UnknownSession,
 )
-from .manifest import FORMAT_VERSION
+from .manifest import FORMAT_VERSION, Manifest
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -344,7 +344,7 @@ class Store:
         last = self.last_cell(parent) if parent is not None else None
         for c in record["cells"]:
             last = self.add_cell(record["session"], last, c["count"], c["source"], c["status"], c["duration"])
-        manifest.update(parent=parent, last_cell=last, tag=record["tag"])
+        manifest["parent"], manifest["last_cell"], manifest["tag"] = parent, last, record["tag"]
         blobs = {k: BlobInfo(k, size, stored, new=False) for k, size, stored in record["blobs"]}
         return self.commit(record["session"], manifest, blobs, uid=record["uid"], new_bytes=record["new_bytes"])
 
@@ -457,7 +457,7 @@ class Store:
     def commit(
         self,
         session: str,
-        manifest: dict[str, Any],
+        manifest: Manifest,
         blobs: dict[str, BlobInfo],
         *,
         uid: str | None = None,
@@ -526,7 +526,7 @@ class Store:
             )
         return cid
 
-    def manifest(self, checkpoint_id: int) -> dict[str, Any]:
+    def manifest(self, checkpoint_id: int) -> Manifest:
         """The signed manifest of one checkpoint, verified before anyone reads it."""
         rows = self._query("SELECT manifest, mac FROM checkpoints WHERE id=?", (checkpoint_id,))
         if not rows:
@@ -536,11 +536,12 @@ class Store:
     def sign(self, text: str) -> str:
         return hmac.new(self._secret, text.encode(), hashlib.sha256).hexdigest()
 
-    def manifest_text(self, text: str, mac: str, name: int | str) -> dict[str, Any]:
+    def manifest_text(self, text: str, mac: str, name: int | str) -> Manifest:
         """A manifest read from its signed text; raises IntegrityError naming checkpoint ``name`` if it fails."""
         if not isinstance(mac, str) or not hmac.compare_digest(self.sign(text), mac):
             raise IntegrityError(f"checkpoint {name}: its manifest fails its signature check; it will not be restored")
-        return dict(json.loads(text))
+        manifest: Manifest = json.loads(text)  # signed by this store's secret: written by capture
+        return manifest
 
     def _record(self, row: sqlite3.Row) -> CheckpointRecord:
         return CheckpointRecord(

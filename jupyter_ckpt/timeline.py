@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import CheckpointError
+from .manifest import Manifest
 from .restore import diff_manifests
 from .store import Store
 
-_NOTHING: dict[str, Any] = {"variables": {}, "modules": {}}
+_NOTHING: Manifest = {"variables": {}, "modules": {}}
 
 
 def _preview(info: dict[str, Any]) -> dict[str, Any]:
@@ -16,7 +17,7 @@ def _preview(info: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in info.items() if k not in ("group", "gkey")}
 
 
-def cells_between(store: Store, parent: dict[str, Any], manifest: dict[str, Any]) -> list[dict[str, Any]]:
+def cells_between(store: Store, parent: Manifest, manifest: Manifest) -> list[dict[str, Any]]:
     """The cells executed from the parent's state to this checkpoint's, oldest first."""
     cells = store.cells(manifest["last_cell"])
     ids = [c["id"] for c in cells]
