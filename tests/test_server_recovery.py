@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_ckpt.recovery import KernelConnection
+from jupyter_ckpt.kernelclient import KernelConnection
 
 pytest_plugins = ("pytest_jupyter.jupyter_server", "conftest_server")
 
@@ -150,6 +150,7 @@ async def test_a_server_request_beside_a_running_cell_gets_its_own_reply(noteboo
     nb = await notebook("analysis.ipynb")
     failing = asyncio.create_task(nb.run("import time\ntime.sleep(1)\nraise ValueError('bad data')"))
     await asyncio.sleep(0.3)  # the cell runs; the request waits behind it
-    async with KernelConnection(ckpt_app, nb.kernel_id, idle=False) as kernel:
-        assert await kernel.evaluate("6 * 7") == 42
+    service = ckpt_app.service
+    async with KernelConnection(service.kernels, nb.kernel_id, service.kernel_timeout, idle=False) as kernel:
+        assert await kernel.call("session") == service.session_keys(nb.path)[1]
     assert (await failing).error == "ValueError: bad data"
