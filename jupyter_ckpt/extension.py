@@ -287,3 +287,5 @@ def unload(shell: InteractiveShell) -> None:
     if cell_hooks is not None:
         cell_hooks.close()
         delattr(shell, _ON_SHELL)
+        for name in ("checkpoint", "ckpt"):  # the magics hold the hooks: they go with them
+            shell.magics_manager.magics["line"].pop(name, None)
