@@ -145,7 +145,7 @@ async def test_a_restore_asked_for_as_the_kernel_dies_is_refused_at_once_and_rec
 
 async def test_a_server_request_beside_a_running_cell_gets_its_own_reply(notebook: Any, ckpt_app: Any) -> None:
     # The frontend's socket, the server's autoload and this request all talk to one kernel: each reply must
-    # reach the one that asked (a shared socket identity once gave this request another's reply). When the
+    # reach the one that asked, which a socket identity shared between them would not ensure. When the
     # failing cell makes the kernel abort the request, it is sent again.
     nb = await notebook("analysis.ipynb")
     failing = asyncio.create_task(nb.run("import time\ntime.sleep(1)\nraise ValueError('bad data')"))
