@@ -6,6 +6,9 @@ restarter notices a dead kernel process and starts a new one; it calls the
 notes the death, and the work happens on the ``restart`` success event that
 follows, once the new kernel can answer. A restart the user asked for emits the
 same event with no death before it: it only gets the extension loaded.
+
+It reaches kernels through ``kernelclient`` and the store through the
+``CheckpointService``, whose worker threads keep SQLite off the event loop.
 """
 
 from __future__ import annotations
