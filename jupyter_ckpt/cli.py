@@ -98,8 +98,8 @@ def _cmd_show(store: Store, args: argparse.Namespace) -> None:
         print(f"  {name}: {info['type']} {human_bytes(info['size'])}  {info['repr'][:80]}")
     for alias, mod in sorted(manifest["modules"].items()):
         print(f"  {alias}: module {mod}")
-    for name, info in sorted(manifest["skipped"].items()):
-        print(f"  {name}: not checkpointed ({info['reason']})")
+    for name, why in sorted(manifest["skipped"].items()):
+        print(f"  {name}: not checkpointed ({why['reason']})")
 
 
 def _cmd_diff(store: Store, args: argparse.Namespace) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from IPython.core.getipython import get_ipython
 from IPython.core.interactiveshell import InteractiveShell
 from jupyter_core.paths import jupyter_data_dir
 from traitlets import Bool, Enum, Float, Int, Unicode
@@ -27,7 +28,8 @@ from .remote import Remote, Replica, is_remote
 from .schedule import Scheduler
 from .store import Store, check_catalog, load_secret
 
-_active: Checkpointer | None = None
+# The shell attribute holding the extension's CellHooks, and through them its Checkpointer.
+_ON_SHELL = "jupyter_ckpt_hooks"
 
 
 def default_store_dir() -> Path:
@@ -258,22 +260,20 @@ def notify(message: str) -> None:
     print(message, file=sys.__stderr__ if sys.stderr is None else sys.stderr, flush=True)
 
 
-_hooks: CellHooks | None = None
+def hooks(shell: InteractiveShell | None = None) -> CellHooks | None:
+    """The extension's hooks on ``shell`` (default: the running one), holding its Checkpointer; None if not loaded."""
+    return getattr(shell or get_ipython(), _ON_SHELL, None)
 
 
-def active() -> Checkpointer:
-    if _active is None:
+def active(shell: InteractiveShell | None = None) -> Checkpointer:
+    found = hooks(shell)
+    if found is None:
         raise CheckpointError("jupyter-ckpt is not loaded in this kernel: run %load_ext jupyter_ckpt first")
-    return _active
-
-
-def hooks() -> CellHooks | None:
-    return _hooks
+    return found.ckpt
 
 
 def load(shell: InteractiveShell) -> None:
-    global _active, _hooks
-    if _active is not None:
+    if hooks(shell) is not None:
         return
     from .magics import CheckpointMagics
 
@@ -300,13 +300,13 @@ def load(shell: InteractiveShell) -> None:
         run_cell=lambda source, namespace: exec(compile(shell.transform_cell(source), "<replay>", "exec"), namespace),
         replica=replica,
     )
-    _active = ckpt
-    _hooks = CellHooks(shell, ckpt, config.idle_poll, notices)
-    shell.register_magics(CheckpointMagics(shell, hooks=_hooks))
+    cell_hooks = CellHooks(shell, ckpt, config.idle_poll, notices)
+    setattr(shell, _ON_SHELL, cell_hooks)
+    shell.register_magics(CheckpointMagics(shell, hooks=cell_hooks))
     shell.magics_manager.register_alias("ckpt", "checkpoint", "line")
-    shell.events.register("pre_run_cell", _hooks.pre_run_cell)
-    shell.events.register("post_run_cell", _hooks.post_run_cell)
-    _hooks.start_idle_timer()  # owed checkpoints are taken when idle, whatever the writer
+    shell.events.register("pre_run_cell", cell_hooks.pre_run_cell)
+    shell.events.register("post_run_cell", cell_hooks.post_run_cell)
+    cell_hooks.start_idle_timer()  # owed checkpoints are taken when idle, whatever the writer
     atexit.register(ckpt.wait)  # a clean shutdown commits the write in flight
     if config.restore_on_start and ckpt.checkpoints():
         try:
@@ -316,7 +316,9 @@ def load(shell: InteractiveShell) -> None:
 
 
 def unload(shell: InteractiveShell) -> None:
-    global _active, _hooks
-    if _hooks is not None:
-        _hooks.close()
-    _active = _hooks = None
+    cell_hooks = hooks(shell)
+    if cell_hooks is not None:
+        cell_hooks.close()
+        delattr(shell, _ON_SHELL)
+        for name in ("checkpoint", "ckpt"):  # the magics hold the hooks: they go with them
+            shell.magics_manager.magics["line"].pop(name, None)

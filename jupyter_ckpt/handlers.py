@@ -1,10 +1,11 @@
 """The REST API under ``/api/ckpt/``, documented in ``docs/rest-api.yml``.
 
-Listing and browsing read the store, never a kernel, so they work while the
-kernel is dead. Taking and restoring a checkpoint run in the live kernel.
-Every verb is authenticated and authorized against the ``jupyter_ckpt``
-resource; the core's errors become HTTP errors with their ``http_status``
-in ``http_errors``, and APIHandler writes them as JSON.
+Each handler parses its request and awaits one ``CheckpointService`` call,
+which does the work off the event loop. Listing and browsing read the store,
+never a kernel, so they work while the kernel is dead. Taking and restoring a
+checkpoint run in the live kernel. Every verb is authenticated and authorized
+against the ``jupyter_ckpt`` resource; the core's errors become HTTP errors
+with their ``http_status`` in ``http_errors``, and APIHandler writes them as JSON.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import tornado.web
 from jupyter_server.auth.decorator import authorized
@@ -20,16 +21,13 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 from tornado.web import HTTPError
 
-from .errors import BadArgument, CheckpointError, UnknownSession
-from .recipes import check_mode
-from .recovery import ACTIVE, restored
+from .errors import BadArgument, CheckpointError
+from .service import CheckpointService
 from .store import parse_id
-from .timeline import details
-
-if TYPE_CHECKING:
-    from .server import CkptServerApp
 
 AUTH_RESOURCE = "jupyter_ckpt"
+# The key of the CheckpointService in the web application's settings.
+SERVICE = "jupyter_ckpt_service"
 
 Verb = TypeVar("Verb", bound=Callable[..., Awaitable[None]])
 
@@ -65,8 +63,8 @@ class CkptHandler(APIHandler):
     auth_resource = AUTH_RESOURCE
 
     @property
-    def ckpt(self) -> CkptServerApp:
-        return self.settings["jupyter_ckpt"]  # type: ignore[no-any-return]
+    def ckpt(self) -> CheckpointService:
+        return self.settings[SERVICE]  # type: ignore[no-any-return]
 
     def json_body(self, *required: str) -> dict[str, Any]:
         """The request's JSON object, with every ``required`` field a string."""
@@ -88,17 +86,7 @@ class SessionsHandler(CkptHandler):
     @authorized
     @http_errors
     async def get(self) -> None:
-        sessions = [
-            {
-                "key": s["key"],
-                "path": self.ckpt.api_path(s["key"]),
-                "checkpoints": s["checkpoints"],
-                "last": s["last"],
-                "bytes": s["bytes"],
-            }
-            for s in self.ckpt.store.sessions()
-        ]
-        self.reply({"sessions": sessions})
+        self.reply({"sessions": await self.ckpt.sessions()})
 
 
 class CheckpointsHandler(CkptHandler):
@@ -109,15 +97,7 @@ class CheckpointsHandler(CkptHandler):
         name = self.get_query_argument("session", None)
         if name is None:
             raise BadArgument("the request needs a 'session': the notebook's path or the session key")
-        for key in self.ckpt.session_keys(name):
-            try:
-                records = self.ckpt.store.checkpoints(key)
-            except UnknownSession:
-                continue
-            remote = self.ckpt.replica.status() if self.ckpt.replica is not None else None
-            self.reply({"session": key, "checkpoints": [r.as_dict() for r in records], "remote": remote})
-            return
-        raise UnknownSession(f"no session {name!r} in the checkpoint store")
+        self.reply(await self.ckpt.checkpoints(name))
 
     @tornado.web.authenticated
     @authorized
@@ -125,13 +105,9 @@ class CheckpointsHandler(CkptHandler):
     async def post(self) -> None:
         body = self.json_body("session", "kernel_id")
         message, tag = _optional_text(body, "message"), _optional_text(body, "tag")
-        async with self.ckpt.kernel(body["kernel_id"]) as kernel:
-            session = await kernel.evaluate(f"{ACTIVE}.session")
-            if session not in self.ckpt.session_keys(body["session"]):
-                raise BadArgument(f"kernel {body['kernel_id']} checkpoints {session!r}, not {body['session']!r}")
-            cid = await kernel.evaluate(f"__import__('jupyter_ckpt').save({message!r}, {tag!r})")
-        self.set_header("Location", url_path_join(self.base_url, "api/ckpt/checkpoints", str(cid)))
-        self.reply(self.ckpt.store.get(cid).as_dict(), status=201)
+        record = await self.ckpt.save(body["session"], body["kernel_id"], message, tag)
+        self.set_header("Location", url_path_join(self.base_url, "api/ckpt/checkpoints", str(record["id"])))
+        self.reply(record, status=201)
 
 
 class CheckpointHandler(CkptHandler):
@@ -139,7 +115,7 @@ class CheckpointHandler(CkptHandler):
     @authorized
     @http_errors
     async def get(self, ref: str) -> None:
-        self.reply(details(self.ckpt.store, checkpoint_id(ref)))
+        self.reply(await self.ckpt.details(checkpoint_id(ref)))
 
     @tornado.web.authenticated
     @authorized
@@ -149,14 +125,13 @@ class CheckpointHandler(CkptHandler):
         body = self.json_body()
         if "tag" not in body:
             raise BadArgument("the request body needs 'tag', a string or null")
-        self.ckpt.store.tag(cid, _optional_text(body, "tag"))
-        self.reply(self.ckpt.store.get(cid).as_dict())
+        self.reply(await self.ckpt.tag(cid, _optional_text(body, "tag")))
 
     @tornado.web.authenticated
     @authorized
     @http_errors
     async def delete(self, ref: str) -> None:
-        self.ckpt.store.delete([checkpoint_id(ref)])
+        await self.ckpt.delete(checkpoint_id(ref))
         self.set_status(204)
         self.finish()
 
@@ -166,14 +141,9 @@ class RestoreHandler(CkptHandler):
     @authorized
     @http_errors
     async def post(self, ref: str) -> None:
-        cid = self.ckpt.store.get(checkpoint_id(ref)).id
+        cid = checkpoint_id(ref)
         body = self.json_body("kernel_id")
-        replay = _optional_text(body, "replay")
-        if replay is not None:
-            check_mode(replay)
-        async with self.ckpt.kernel(body["kernel_id"]) as kernel:
-            result = await kernel.evaluate(restored(f"__import__('jupyter_ckpt').restore({cid}, replay={replay!r})"))
-        self.reply({"checkpoint": cid, **result})
+        self.reply(await self.ckpt.restore(cid, body["kernel_id"], _optional_text(body, "replay")))
 
 
 class ReplayHandler(CkptHandler):
@@ -182,9 +152,7 @@ class ReplayHandler(CkptHandler):
     @http_errors
     async def post(self) -> None:
         body = self.json_body("kernel_id")
-        async with self.ckpt.kernel(body["kernel_id"]) as kernel:
-            outcome = await kernel.evaluate("__import__('jupyter_ckpt').replay()")
-        self.reply({"variables": outcome})
+        self.reply({"variables": await self.ckpt.replay(body["kernel_id"])})
 
 
 class EventsHandler(CkptHandler):
@@ -193,13 +161,11 @@ class EventsHandler(CkptHandler):
     @http_errors
     async def get(self) -> None:
         name = self.get_query_argument("session", None)
-        keys = self.ckpt.session_keys(name) if name is not None else None
         try:
             since = float(self.get_query_argument("since", "0"))
         except ValueError:
             raise BadArgument("'since' must be a number of seconds since the epoch") from None
-        events = [e for e in self.ckpt.recovery.events if e["time"] > since and (keys is None or e["session"] in keys)]
-        self.reply({"events": events})
+        self.reply({"events": self.ckpt.events_since(since, name)})
 
 
 default_handlers = [

@@ -5,14 +5,13 @@ from __future__ import annotations
 import datetime
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from . import extension
-from .checkpointer import parse_size
+from .checkpointer import Checkpointer, parse_size
 from .errors import CheckpointError
 from .store import CheckpointRecord
 
@@ -76,9 +75,16 @@ def format_diff(d: Diff) -> str:
     return "\n".join(lines) or "no differences"
 
 
+class Hooks(Protocol):
+    """What the magics use of the extension's cell hooks: its Checkpointer, and the flag a restore sets."""
+
+    ckpt: Checkpointer
+    skip_cell: bool
+
+
 @magics_class
 class CheckpointMagics(Magics):
-    def __init__(self, shell: Any, hooks: extension.CellHooks) -> None:
+    def __init__(self, shell: Any, hooks: Hooks) -> None:
         super().__init__(shell)
         self._hooks = hooks
 
@@ -145,8 +151,8 @@ class CheckpointMagics(Magics):
             return getattr(self, "_" + opts.command)(opts)
 
     @property
-    def ckpt(self) -> Any:
-        return extension.active()
+    def ckpt(self) -> Checkpointer:
+        return self._hooks.ckpt
 
     def _no_args(self, opts: Any) -> None:
         if opts.args:

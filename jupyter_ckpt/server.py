@@ -2,22 +2,22 @@
 
 Enabled on install by ``jupyter-config/server-config/jupyter_ckpt.json``;
 configured as ``c.CkptServerApp.<option>`` in ``jupyter_server_config.py``.
+The app wires one ``CheckpointService`` (the handlers' and crash recovery's
+way to the store and the kernels) into the handlers' settings.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 
 from jupyter_server.extension.application import ExtensionApp
-from jupyter_server.utils import to_api_path
 from traitlets import Bool, Float
 
 from .errors import CheckpointError
 from .extension import StoreOptions, open_replica
-from .handlers import default_handlers
-from .recovery import CrashRecovery, KernelConnection
-from .remote import Replica
+from .handlers import SERVICE, default_handlers
+from .recovery import CrashRecovery
+from .service import CheckpointService
 from .store import Store
 
 
@@ -50,23 +50,29 @@ class CkptServerApp(StoreOptions, ExtensionApp):
         "REST API show what kernels on other machines checkpointed (0: never pull).",
     ).tag(config=True)
 
+    service: CheckpointService
     recovery: CrashRecovery
-    _store: Store | None = None
-    replica: Replica | None = None
 
     @property
     def store(self) -> Store:
-        """The store, opened at its first use. One this version cannot use (a newer format, a lost catalog)
-        then fails each request with its error as JSON, and the server runs on."""
-        if self._store is None:
-            self._store = self.open_store()
-        return self._store
+        """The service's store, opened at its first use: one this version cannot use (a newer format,
+        a lost catalog) fails each request with its error as JSON, and the server runs on."""
+        return self.service.store
 
     def initialize_settings(self) -> None:
+        assert self.serverapp is not None and self.serverapp.event_logger is not None  # set up by the server
         restarter = self.serverapp.config.KernelRestarter
         if self.kernel_poll_interval and "time_to_dead" not in restarter:
             restarter.time_to_dead = self.kernel_poll_interval
-        self.recovery = CrashRecovery(self)
+        self.service = CheckpointService(self.open_store, self.serverapp.kernel_manager, self.kernel_timeout)
+        self.settings[SERVICE] = self.service
+        self.recovery = CrashRecovery(
+            self.service,
+            self.serverapp.event_logger,
+            self.log,
+            restore=self.auto_restore_on_crash,
+            autoload=self.autoload,
+        )
         self.recovery.start()
         self._stopping = threading.Event()
         if self.remote_poll > 0:
@@ -85,11 +91,11 @@ class CkptServerApp(StoreOptions, ExtensionApp):
         said = None
         while True:
             try:
-                if self.replica is None:
-                    self.replica = open_replica(self.store, self.store_url, self.log.warning)
-                    if self.replica is None:
+                if self.service.replica is None:
+                    self.service.replica = open_replica(self.service.store, self.store_url, self.log.warning)
+                    if self.service.replica is None:
                         return  # no remote store: nothing to follow
-                self.replica.pull()
+                self.service.replica.pull()
                 said = None
             except CheckpointError as e:
                 if str(e) != said:  # once, not at every poll
@@ -97,23 +103,3 @@ class CkptServerApp(StoreOptions, ExtensionApp):
                 said = str(e)
             if self._stopping.wait(self.remote_poll):
                 return
-
-    def kernel(self, kernel_id: str) -> KernelConnection:
-        """A connection to a live kernel that is not busy, for ``async with``."""
-        return KernelConnection(self, kernel_id)
-
-    def session_keys(self, name: str) -> tuple[str, str]:
-        """The store keys a session name can mean: itself, and the key of the notebook at that path.
-
-        Clients name a session by its key or by its notebook's path relative to the
-        server root. The second key is what jupyter_server puts in ``JPY_SESSION_NAME``
-        for a kernel on that notebook (``SessionManager.get_kernel_env``): a string to
-        look up in the catalog, never a file to open.
-        """
-        kernel_manager = self.serverapp.kernel_manager
-        return name, os.path.join(kernel_manager.cwd_for_path(name), os.path.basename(name))
-
-    def api_path(self, key: str) -> str | None:
-        """The notebook path relative to the server root of a session key, if it lies under the root."""
-        root = self.serverapp.kernel_manager.root_dir
-        return to_api_path(key, root) if key.startswith(os.path.join(root, "")) else None

@@ -216,14 +216,14 @@ def test_two_kernels_on_one_notebook_share_the_store_safely(kernels: Any, store:
 
 
 def test_cells_run_before_the_server_loaded_the_extension_are_caught_up(kernels: Any, store: Store) -> None:
-    from jupyter_ckpt.recovery import ACTIVE, CATCH_UP, LOAD
+    from jupyter_ckpt.kernelclient import request
 
     k = kernels("early.ipynb")
     k.ok("x = 1")  # a frontend's first cells can reach a new kernel before the server's load request
     k.run("y = 2\nraise ValueError('late')")
-    k.kc.execute(LOAD, silent=True, user_expressions={"v": f"({CATCH_UP}, {ACTIVE}.session)[1]"})
+    k.kc.execute("", silent=True, user_expressions={"v": request("catch_up")})
     reply = k.kc.get_shell_msg(timeout=60)["content"]
-    assert reply["user_expressions"]["v"]["data"]["text/plain"] == "'early.ipynb'"
+    assert reply["user_expressions"]["v"]["data"]["text/plain"] == repr('"early.ipynb"')
     k.ok("%checkpoint wait")
     (caught,) = store.checkpoints("early.ipynb")
     assert caught.cell == 2

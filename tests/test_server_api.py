@@ -28,7 +28,7 @@ VERBS = ("get", "post", "put", "patch", "delete")
 def timeline(ckpt_app: Any) -> dict[str, Any]:
     """A notebook's session with two checkpoints, written by the core as a kernel would: n = 1, then n = 2."""
     path = "analysis.ipynb"
-    key = ckpt_app.session_keys(path)[1]
+    key = ckpt_app.service.session_keys(path)[1]
     module = types.ModuleType("notebook")
     ckpt = Checkpointer(ckpt_app.store, key, module, policy=Policy(every=1))
     module.n = 1
@@ -189,6 +189,30 @@ async def test_malformed_requests_get_clear_errors_and_change_nothing(
         assert response.code == 400 and "not a checkpoint id" in json.loads(response.body)["message"]
 
     assert await api("GET", *CKPT, "checkpoints", params={"session": timeline["path"]}) == before
+
+
+async def test_writes_waiting_for_the_catalog_do_not_hold_up_other_requests(
+    api: Any, timeline: dict[str, Any], ckpt_app: Any
+) -> None:
+    first, second = timeline["ids"]
+    # Another writer (a kernel committing a checkpoint, say) holds the catalog's write lock.
+    holder = sqlite3.connect(ckpt_app.store.root / "catalog.sqlite", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        tagging = asyncio.create_task(api("PATCH", *CKPT, "checkpoints", str(first), body={"tag": "held"}))
+        deleting = asyncio.ensure_future(api.fetch(*CKPT, "checkpoints", str(second), method="DELETE"))
+        await asyncio.sleep(0.5)  # both reach the store and wait for the lock (up to SQLite's 30 s timeout)
+        # The server answers meanwhile: its event loop is not waiting on SQLite.
+        assert "started" in await api("GET", "api", "status")
+        assert await api("GET", *CKPT, "events") == {"events": []}
+        assert not tagging.done() and not deleting.done()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert (await tagging)["tag"] == "held"
+    assert (await deleting).code == 204
+    listing = await api("GET", *CKPT, "checkpoints", params={"session": timeline["path"]})
+    assert [(r["id"], r["tag"]) for r in listing["checkpoints"]] == [(first, "held")]
 
 
 async def test_a_tampered_checkpoint_is_refused_with_409(api: Any, timeline: dict[str, Any], ckpt_app: Any) -> None:

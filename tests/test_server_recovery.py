@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_ckpt.recovery import KernelConnection
+from jupyter_ckpt.kernelclient import KernelConnection
 
 pytest_plugins = ("pytest_jupyter.jupyter_server", "conftest_server")
 
@@ -145,11 +145,12 @@ async def test_a_restore_asked_for_as_the_kernel_dies_is_refused_at_once_and_rec
 
 async def test_a_server_request_beside_a_running_cell_gets_its_own_reply(notebook: Any, ckpt_app: Any) -> None:
     # The frontend's socket, the server's autoload and this request all talk to one kernel: each reply must
-    # reach the one that asked (a shared socket identity once gave this request another's reply). When the
+    # reach the one that asked, which a socket identity shared between them would not ensure. When the
     # failing cell makes the kernel abort the request, it is sent again.
     nb = await notebook("analysis.ipynb")
     failing = asyncio.create_task(nb.run("import time\ntime.sleep(1)\nraise ValueError('bad data')"))
     await asyncio.sleep(0.3)  # the cell runs; the request waits behind it
-    async with KernelConnection(ckpt_app, nb.kernel_id, idle=False) as kernel:
-        assert await kernel.evaluate("6 * 7") == 42
+    service = ckpt_app.service
+    async with KernelConnection(service.kernels, nb.kernel_id, service.kernel_timeout, idle=False) as kernel:
+        assert await kernel.call("session") == service.session_keys(nb.path)[1]
     assert (await failing).error == "ValueError: bad data"

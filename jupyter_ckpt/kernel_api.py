@@ -1,0 +1,67 @@
+"""The kernel's side of the server's requests: one ``dispatch`` with JSON in and out.
+
+The server evaluates ``dispatch(get_ipython(), request)`` silently (see
+``kernelclient``). ``request`` is ``{"verb": ..., "args": {...}, "resume": ...}``;
+the extension is loaded first when it is not, and the verb runs on the
+Checkpointer the extension keeps on the shell.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from IPython.core.interactiveshell import InteractiveShell
+
+from .errors import CheckpointError
+from .extension import CellHooks, hooks
+
+
+def _session(cell_hooks: CellHooks) -> str:
+    return cell_hooks.ckpt.session
+
+
+def _catch_up(cell_hooks: CellHooks) -> str:
+    """Checkpoint the cells a frontend ran before the extension was loaded; the kernel's session."""
+    cell_hooks.catch_up()
+    return cell_hooks.ckpt.session
+
+
+def _save(cell_hooks: CellHooks, message: str | None = None, tag: str | None = None) -> int | None:
+    return cell_hooks.ckpt.save(trigger="manual", message=message, tag=tag)
+
+
+def _restore(
+    cell_hooks: CellHooks, checkpoint: int, replay: str | None = None, trigger: str = "restore"
+) -> dict[str, str]:
+    """Restore a checkpoint; its summary and the variables running their cells again would rebuild."""
+    report = cell_hooks.ckpt.restore(checkpoint, replay_mode=replay, trigger=trigger)
+    return {"summary": report.summary(), "replayable": report.replayable}
+
+
+def _replay(cell_hooks: CellHooks) -> dict[str, str]:
+    return cell_hooks.ckpt.replay()
+
+
+VERBS: dict[str, Callable[..., Any]] = {
+    "session": _session,
+    "catch_up": _catch_up,
+    "save": _save,
+    "restore": _restore,
+    "replay": _replay,
+}
+
+
+def dispatch(shell: InteractiveShell, request: str) -> str:
+    """Run one request of the server in this kernel; returns the verb's result as JSON."""
+    call = json.loads(request)
+    verb = VERBS[call["verb"]]  # only the server sends requests: an unknown verb is its bug, a KeyError
+    if not call["resume"]:
+        shell.config.Checkpoints.restore_on_start = False
+    if shell.extension_manager is not None:
+        shell.extension_manager.load_extension("jupyter_ckpt")
+    cell_hooks = hooks(shell)
+    if cell_hooks is None:
+        raise CheckpointError("jupyter-ckpt did not load in this kernel")
+    return json.dumps(verb(cell_hooks, **call["args"]))
