@@ -319,6 +319,8 @@ def unload(shell: InteractiveShell) -> None:
     cell_hooks = hooks(shell)
     if cell_hooks is not None:
         cell_hooks.close()
+        if cell_hooks.ckpt.replica is not None:
+            cell_hooks.ckpt.replica.stop()  # what is not uploaded yet goes with the next kernel on this store
         delattr(shell, _ON_SHELL)
         for name in ("checkpoint", "ckpt"):  # the magics hold the hooks: they go with them
             shell.magics_manager.magics["line"].pop(name, None)

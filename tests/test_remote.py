@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 from conftest import cli
 from objectstore import NOTEBOOK, S3, machine, notebook, objects
+from oracle import digest
 
 from jupyter_ckpt.checkpointer import Checkpointer
 from jupyter_ckpt.errors import IntegrityError, RemoteError
 from jupyter_ckpt.remote import Remote, Replica
+from jupyter_ckpt.restore import restore_namespace
 from jupyter_ckpt.store import Store, load_secret
 
 
@@ -222,3 +224,31 @@ def test_the_cli_lists_and_exports_from_the_bucket_on_an_empty_machine(s3: S3, j
     import dill
 
     assert float(dill.load_module_asdict(str(out))["data"][:3].sum()) > 0
+
+
+def test_a_machine_killed_while_uploading_leaves_only_whole_checkpoints_in_the_bucket(
+    kernels: Any, s3: S3, jupyter_dirs: Path
+) -> None:
+    """Each cell seals its state (the oracle's digest); the kill comes while uploads are in flight."""
+    here = str(Path(__file__).parent)
+    a = kernels("upload.ipynb", JUPYTER_CKPT_DIR=str(jupyter_dirs / "machine-a"), PYTHONPATH=here)
+    a.ok("%load_ext jupyter_ckpt\n%checkpoint auto on\nimport numpy as np")
+    for i in range(8):
+        a.ok(
+            f"big = np.random.default_rng({i}).random(1_000_000)\nn = {i}\n"
+            "seal = __import__('oracle').digest(globals(), skip=('seal',))"
+        )
+    deadline = time.time() + 60
+    while not objects(s3, "users/alice/sessions/") and time.time() < deadline:
+        time.sleep(0.02)
+    a.kill()  # the first record is in, the others are on their way
+    shutil.rmtree(jupyter_dirs / "machine-a")
+
+    b, replica = machine(jupyter_dirs / "machine-b", s3)
+    pulled = replica.pull()  # only checkpoints whose record was written: each complete
+    assert 1 <= len(pulled) <= 8
+    for cid in pulled:
+        replica.fetch(cid)
+        module = types.ModuleType("__main__")
+        restore_namespace(b, module, cid, b.manifest(cid))
+        assert digest(module.__dict__, skip=("seal",)) == module.__dict__["seal"], f"checkpoint {cid} is torn"
