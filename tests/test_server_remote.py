@@ -22,7 +22,7 @@ def jp_server_config(s3: S3, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 
 async def test_the_timeline_of_another_machine_is_listed(api: Any, ckpt_app: Any, s3: S3, jupyter_dirs: Path) -> None:
-    key = ckpt_app.session_keys("analysis.ipynb")[1]
+    key = ckpt_app.service.session_keys("analysis.ipynb")[1]
     a, up = machine(jupyter_dirs / "machine-a", s3)
     nb = notebook(a, session=key)
     nb.save(tag="loaded")
