@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import random
 import textwrap
 import types
@@ -166,6 +167,34 @@ def test_closures_sharing_a_cell_are_one_group() -> None:
     groups = group(user_variables(module))
     assert group_of(groups, "bump") == ["bump", "read"]
     assert group_of(groups, "other") == ["other"]
+
+
+Row = collections.namedtuple("Row", "cells n")
+
+
+class Cells(list[Any]):
+    """A list subclass, as libraries define them."""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="group: _reach walks only the exact built-in container types, so what a defaultdict, OrderedDict, "
+    "namedtuple, deque or list subclass holds is never seen as shared, and identity is lost on restore",
+)
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda x: collections.defaultdict(list, {"k": x}), id="defaultdict"),
+        pytest.param(lambda x: collections.OrderedDict(k=x), id="OrderedDict"),
+        pytest.param(lambda x: Row(x, 1), id="namedtuple"),
+        pytest.param(lambda x: collections.deque([x]), id="deque"),
+        pytest.param(lambda x: Cells([x]), id="list-subclass"),
+    ],
+)
+def test_what_a_container_subclass_holds_is_grouped_with_it(make: Any) -> None:
+    rows = [[1], [2]]
+    assert group({"rows": rows, "index": make(rows[0])}) == [["index", "rows"]]
 
 
 def test_a_function_and_the_default_it_holds_are_one_group() -> None:
