@@ -208,6 +208,21 @@ def test_a_variable_whose_class_is_gone_is_left_out_and_named_while_the_rest_com
     assert report.not_restored["g"].endswith("; kept its current value")
 
 
+def test_a_module_that_no_longer_imports_is_named_while_the_rest_comes_back(
+    store: Store, gauges: types.ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = notebook("x = [1, 2]")
+    module.__dict__["gg"] = gauges
+    cid, manifest = save(store, module)
+    monkeypatch.delitem(sys.modules, gauges.__name__)
+    fresh = types.ModuleType("__main__")
+    report = restore_namespace(store, fresh, cid, manifest)
+    assert user_names(fresh) == ["x"] and report.modules == []
+    assert report.not_restored == {
+        "gg": f"import {gauges.__name__} failed: ModuleNotFoundError: No module named '{gauges.__name__}'"
+    }
+
+
 def test_the_diff_of_two_checkpoints_names_what_was_added_removed_and_changed(store: Store) -> None:
     module = notebook("import json\nkept = [1]\nedited = {'a': 1}\ndropped = 'old'")
     first, before = save(store, module)
