@@ -1,0 +1,308 @@
+"""blobs.py on its own: the blob file format and ``LocalBlobs``, in a directory of the test's own."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jupyter_ckpt.blobs import MAGIC, LocalBlobs, content_key
+from jupyter_ckpt.errors import IntegrityError, StoreVersionError
+from jupyter_ckpt.manifest import FORMAT_VERSION
+
+SECRET = b"a secret of the test, long enough to sign with"
+TEXT = b"the same words again " * 5_000  # compresses well
+NOISE = np.random.default_rng(0).random(3 * mmap.PAGESIZE // 8 + 5).tobytes()  # random doubles do not
+DEAD_PID = 4_194_305  # above the largest pid_max Linux allows: no process has it
+
+
+@pytest.fixture
+def blobs(tmp_path: Path) -> LocalBlobs:
+    return LocalBlobs(tmp_path / "blobs", SECRET, create=True)
+
+
+def edited(blobs: LocalBlobs, key: str, edit: Callable[[bytearray], None]) -> bytes:
+    """Change a blob file in place as an outside hand would; returns its new bytes."""
+    data = bytearray(blobs.path(key).read_bytes())
+    edit(data)
+    blobs.path(key).write_bytes(bytes(data))
+    return bytes(data)
+
+
+def test_a_blob_that_compresses_has_a_small_header_and_cannot_be_mapped(blobs: LocalBlobs) -> None:
+    info = blobs.put(TEXT)
+    assert info.key == content_key(TEXT) and info.size == len(TEXT) and info.new
+    data = blobs.path(info.key).read_bytes()
+    assert data.startswith(MAGIC) and len(data) == info.stored < len(TEXT) / 10
+    assert blobs.sizes(data)[1] == len(data) and blobs.sizes(data)[0] == len(data) - 64
+    assert blobs.raw_extent(info.key) is None
+    assert bytes(blobs.read(info.key)) == TEXT
+
+
+def test_a_raw_blob_is_page_aligned_so_its_payload_can_be_mapped_from_the_file(blobs: LocalBlobs) -> None:
+    info = blobs.put(NOISE)
+    assert info.stored == mmap.PAGESIZE + len(NOISE)
+    extent = blobs.raw_extent(info.key)
+    assert extent is not None
+    path, offset, length = extent
+    assert (path, offset, length) == (blobs.path(info.key), mmap.PAGESIZE, len(NOISE))
+    assert path.read_bytes()[offset : offset + length] == NOISE
+
+
+def test_compress_false_keeps_even_compressible_data_raw(blobs: LocalBlobs) -> None:
+    info = blobs.put(TEXT, compress=False)
+    assert info.stored == mmap.PAGESIZE + len(TEXT)
+    assert blobs.raw_extent(info.key) is not None
+    assert bytes(blobs.read(info.key)) == TEXT
+
+
+def test_a_raw_blob_smaller_than_a_page_keeps_the_small_header(blobs: LocalBlobs) -> None:
+    info = blobs.put(b"tiny", compress=False)
+    assert info.stored == 64 + 4
+    assert blobs.raw_extent(info.key) is None  # nothing to map: it is read
+    assert bytes(blobs.read(info.key)) == b"tiny"
+
+
+def test_an_empty_blob_round_trips(blobs: LocalBlobs) -> None:
+    info = blobs.put(b"")
+    assert bytes(blobs.read(info.key)) == b""
+
+
+def test_any_buffer_is_stored_as_its_bytes(blobs: LocalBlobs) -> None:
+    array = np.arange(1000, dtype=np.int64).reshape(10, 100)
+    info = blobs.put(array.data)
+    assert info.key == content_key(array.tobytes()) and info.size == array.nbytes
+    assert bytes(blobs.read(info.key)) == array.tobytes()
+
+
+@pytest.mark.parametrize("content", [TEXT, NOISE], ids=["compressed", "raw"])
+def test_read_into_a_buffer_fills_that_buffer(blobs: LocalBlobs, content: bytes) -> None:
+    info = blobs.put(content)
+    into = memoryview(bytearray(len(content)))
+    assert blobs.read(info.key, into=into) is into
+    assert bytes(into) == content
+
+
+@pytest.mark.parametrize("content", [TEXT, NOISE], ids=["compressed", "raw"])
+def test_read_into_a_buffer_of_another_size_is_refused(blobs: LocalBlobs, content: bytes) -> None:
+    info = blobs.put(content)
+    with pytest.raises(IntegrityError, match=f"blob {info.key} holds {len(content)} bytes where 10 were expected"):
+        blobs.read(info.key, into=memoryview(bytearray(10)))
+
+
+def test_equal_content_is_one_file(blobs: LocalBlobs) -> None:
+    first = blobs.put(NOISE)
+    again = blobs.put(memoryview(bytearray(NOISE)))
+    assert again.key == first.key and not again.new and again.stored == first.stored
+    assert list(blobs.listing()) == [first.key]
+
+
+def test_listing_gives_every_blob_its_size_and_time_and_leaves_temp_files_out(blobs: LocalBlobs) -> None:
+    text, noise = blobs.put(TEXT), blobs.put(NOISE)
+    (blobs.tmp / f"{'0' * 32}.{os.getpid()}.1").write_bytes(b"being written")
+    os.utime(blobs.path(text.key), (1_000_000.0, 1_000_000.0))
+    listing = blobs.listing()
+    assert set(listing) == {text.key, noise.key}
+    assert listing[text.key].size == text.stored and listing[noise.key].size == noise.stored
+    assert listing[text.key].modified == 1_000_000.0
+
+
+def test_has_and_delete(blobs: LocalBlobs) -> None:
+    info = blobs.put(TEXT)
+    assert blobs.has(info.key)
+    blobs.delete(info.key)
+    assert not blobs.has(info.key) and blobs.listing() == {}
+    blobs.delete(info.key)  # gone already: nothing to do
+    with pytest.raises(IntegrityError, match=f"blob {info.key} is missing"):
+        blobs.read(info.key)
+    with pytest.raises(IntegrityError, match=f"blob {info.key} is missing"):
+        blobs.raw_extent(info.key)
+
+
+def test_clean_tmp_removes_only_the_files_of_writers_that_are_gone(blobs: LocalBlobs) -> None:
+    live = blobs.tmp / f"{'1' * 32}.{os.getpid()}.7"
+    dead = blobs.tmp / f"{'2' * 32}.{DEAD_PID}.7"
+    stray = blobs.tmp / "not-a-writers-name"
+    live.write_bytes(b"x" * 10)
+    dead.write_bytes(b"y" * 300)
+    stray.write_bytes(b"z" * 5)
+    assert blobs.clean_tmp() == (2, 305)
+    assert sorted(blobs.tmp.iterdir()) == [live]
+    assert blobs.clean_tmp() == (0, 0)
+
+
+def test_a_write_leaves_no_temp_file(blobs: LocalBlobs) -> None:
+    blobs.put(TEXT)
+    blobs.put(NOISE)
+    assert list(blobs.tmp.iterdir()) == []
+
+
+def test_a_blob_file_under_another_key_fails_its_signature(blobs: LocalBlobs) -> None:
+    text, noise = blobs.put(TEXT), blobs.put(NOISE)
+    blobs.path(noise.key).write_bytes(blobs.path(text.key).read_bytes())
+    with pytest.raises(IntegrityError, match=f"blob {noise.key} fails its signature check"):
+        blobs.read(noise.key)
+
+
+def test_a_blob_signed_with_another_secret_is_refused(blobs: LocalBlobs) -> None:
+    info = blobs.put(TEXT)
+    other = LocalBlobs(blobs.root, b"another secret, just as long as the first one", create=False)
+    with pytest.raises(IntegrityError, match="fails its signature check"):
+        other.read(info.key)
+
+
+def _set_version(data: bytearray) -> None:
+    data[8] = FORMAT_VERSION + 1
+
+
+def _flip_codec(data: bytearray) -> None:
+    data[9] ^= 1
+
+
+def _bad_magic(data: bytearray) -> None:
+    data[:8] = b"NOTABLOB"
+
+
+def _longer_payload_field(data: bytearray) -> None:
+    length = struct.unpack_from("<Q", data, 16)[0]
+    struct.pack_into("<Q", data, 16, length + 1)
+
+
+def _odd_header_size(data: bytearray) -> None:
+    # a header of 128 bytes, all zeros past the fields: consistent with the file size, but not a size we write
+    struct.pack_into("<I", data, 12, 128)
+    data[64:64] = b"\0" * 64
+
+
+def _appended(data: bytearray) -> None:
+    data += b"more"
+
+
+def _cut(data: bytearray) -> None:
+    del data[-1]
+
+
+def _cut_inside_header(data: bytearray) -> None:
+    del data[20:]
+
+
+DAMAGE = [
+    (_flip_codec, IntegrityError, "fails its signature check"),  # the codec is signed
+    (_bad_magic, IntegrityError, "is not a jupyter-ckpt blob"),
+    (_longer_payload_field, IntegrityError, "is truncated"),
+    (_odd_header_size, IntegrityError, "has a damaged header"),
+    (_appended, IntegrityError, "is truncated"),
+    (_cut, IntegrityError, "is truncated"),
+    (_cut_inside_header, IntegrityError, "is truncated"),
+    (_set_version, StoreVersionError, "was written by a newer jupyter-ckpt"),
+]
+
+
+@pytest.mark.parametrize(("damage", "error", "message"), DAMAGE, ids=[d[0].__name__.strip("_") for d in DAMAGE])
+def test_a_damaged_blob_is_refused_with_its_error(
+    blobs: LocalBlobs, damage: Callable[[bytearray], None], error: type[Exception], message: str
+) -> None:
+    info = blobs.put(TEXT)
+    edited(blobs, info.key, damage)
+    with pytest.raises(error, match=f"blob {info.key} {message}"):
+        blobs.read(info.key)
+
+
+@pytest.mark.parametrize(
+    ("damage", "error"), [(_set_version, StoreVersionError), (_cut, IntegrityError), (_bad_magic, IntegrityError)]
+)
+def test_raw_extent_checks_the_header_before_it_points_into_a_file(
+    blobs: LocalBlobs, damage: Callable[[bytearray], None], error: type[Exception]
+) -> None:
+    info = blobs.put(NOISE)
+    edited(blobs, info.key, damage)
+    with pytest.raises(error):
+        blobs.raw_extent(info.key)
+
+
+def test_raw_extent_does_not_check_the_signature_but_read_does(blobs: LocalBlobs) -> None:
+    info = blobs.put(NOISE)
+
+    def flip_last(data: bytearray) -> None:
+        data[-1] ^= 0xFF
+
+    edited(blobs, info.key, flip_last)
+    assert blobs.raw_extent(info.key) is not None  # whoever maps it verifies it with read afterwards
+    with pytest.raises(IntegrityError, match="fails its signature check"):
+        blobs.read(info.key)
+
+
+@pytest.mark.parametrize("content", [TEXT, NOISE], ids=["compressed", "raw"])
+@pytest.mark.parametrize("as_path", [False, True], ids=["bytes", "file"])
+def test_a_fetched_blob_file_is_placed_byte_for_byte(
+    blobs: LocalBlobs, tmp_path: Path, content: bytes, as_path: bool
+) -> None:
+    info = blobs.put(content)
+    fetched = blobs.read_file(info.key)
+    assert fetched == blobs.path(info.key).read_bytes()
+    here = LocalBlobs(tmp_path / "elsewhere", SECRET, create=True)
+    source: bytes | Path = fetched
+    if as_path:
+        source = tmp_path / "download"
+        source.write_bytes(fetched)
+    here.write_file(info.key, source)
+    assert here.path(info.key).read_bytes() == fetched
+    assert bytes(here.read(info.key)) == content
+    assert list(here.tmp.iterdir()) == []
+
+
+def _tampered(data: bytearray) -> None:
+    data[-1] ^= 0xFF
+
+
+@pytest.mark.parametrize(
+    ("damage", "error", "message"),
+    [
+        (_tampered, IntegrityError, "fails its signature check"),
+        (_cut, IntegrityError, "is truncated"),
+        (_bad_magic, IntegrityError, "is not a jupyter-ckpt blob"),
+        (_set_version, StoreVersionError, "newer jupyter-ckpt"),
+    ],
+    ids=["tampered", "truncated", "not-a-blob", "newer-version"],
+)
+def test_a_fetched_blob_is_verified_before_it_becomes_visible(
+    blobs: LocalBlobs, tmp_path: Path, damage: Callable[[bytearray], None], error: type[Exception], message: str
+) -> None:
+    info = blobs.put(TEXT)
+    fetched = bytearray(blobs.read_file(info.key))
+    damage(fetched)
+    here = LocalBlobs(tmp_path / "elsewhere", SECRET, create=True)
+    with pytest.raises(error, match=message):
+        here.write_file(info.key, bytes(fetched))
+    assert not here.has(info.key)
+    assert here.listing() == {} and list(here.tmp.iterdir()) == []
+
+
+def test_a_fetched_blob_under_the_wrong_key_is_refused(blobs: LocalBlobs, tmp_path: Path) -> None:
+    text, noise = blobs.put(TEXT), blobs.put(NOISE)
+    here = LocalBlobs(tmp_path / "elsewhere", SECRET, create=True)
+    with pytest.raises(IntegrityError, match=f"blob {noise.key} fails its signature check"):
+        here.write_file(noise.key, blobs.read_file(text.key))
+    assert here.listing() == {}
+
+
+def test_a_fetched_blob_signed_with_another_secret_is_refused(blobs: LocalBlobs, tmp_path: Path) -> None:
+    info = blobs.put(TEXT)
+    here = LocalBlobs(tmp_path / "elsewhere", b"another secret, just as long as the first one", create=True)
+    with pytest.raises(IntegrityError, match="fails its signature check"):
+        here.write_file(info.key, blobs.read_file(info.key))
+    assert not here.has(info.key)
+
+
+@pytest.mark.parametrize("key", ["../../secret", "ABCDEF" * 6, "0" * 31, "0" * 33])
+def test_a_malformed_key_never_reaches_the_filesystem(blobs: LocalBlobs, key: str) -> None:
+    for call in (blobs.read, blobs.raw_extent, blobs.delete, blobs.has):
+        with pytest.raises(IntegrityError, match="malformed blob key"):
+            call(key)
+    with pytest.raises(IntegrityError):
+        blobs.write_file(key, blobs.read_file(blobs.put(TEXT).key))
