@@ -10,6 +10,7 @@ content-addressed, so an unchanged group costs a hash and no write.
 
 from __future__ import annotations
 
+import collections
 import os
 import platform
 import random
@@ -39,6 +40,7 @@ _ATOMIC = (int, float, complex, str, bytes, bool, type(None), range)
 # Whether a type is atomic, filled in as types are met: one lookup per object, not an isinstance with
 # eight types. It keeps the types it has met alive (a few classes a notebook redefined, at most).
 _ATOMIC_TYPES: dict[type, bool] = dict.fromkeys(_ATOMIC, True)
+_CONTAINERS: tuple[type, ...] = (list, tuple, set, frozenset, collections.deque)
 # Past this many objects reached from one variable, it is grouped with the other oversized ones.
 REACH_BUDGET = 2_000_000
 # Large buffers are stored in chunks of this size, each content-addressed.
@@ -147,10 +149,25 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int) -> set[str]:
         else:
             if getattr(t, "__module__", None) == "__main__":
                 _claim(owner, id(t), name, met)  # an instance travels with its notebook-defined class
+            stack.extend(_contents(o))
             state = getattr(o, "__dict__", None)
             if isinstance(state, dict):
                 stack.extend(state.values())
     return met
+
+
+def _contents(o: Any) -> list[Any]:
+    """What an instance of a container subclass holds (a defaultdict and its factory, an OrderedDict, a
+    namedtuple, a deque, a list subclass), read through the built-in type's own methods: an override of
+    ``__iter__`` or ``values`` is user code, and the walk runs none."""
+    if isinstance(o, dict):
+        held = list(dict.values(o))
+        return [*held, o.default_factory] if isinstance(o, collections.defaultdict) else held
+    for base in _CONTAINERS:
+        if isinstance(o, base):
+            iterate: Callable[[Any], Iterable[Any]] = base.__iter__  # type: ignore[attr-defined]
+            return list(iterate(o))
+    return []
 
 
 def group(variables: dict[str, Any], budget: int = REACH_BUDGET) -> list[list[str]]:
@@ -277,8 +294,11 @@ def pack(
             packed = serialize.dumps(objs, module)
         except serialize.NotSerializable as e:
             if len(names) > 1:
-                # Find the culprit: try each variable alone (identity among them is lost only with it).
-                pending.extend([n] for n in names)
+                # Find the culprits, each alone; the others stay one group, so what they share stays shared
+                # (with the culprits it cannot be). Failing only together, they are written one by one.
+                culprits = [n for n in names if not _serializable(n, objs[n], module)]
+                rest = [n for n in names if n not in culprits]
+                pending.extend([[n] for n in culprits] + [rest] if culprits and rest else [[n] for n in names])
                 continue
             value = objs[names[0]]
             skipped[names[0]] = {"reason": e.reason, "type": type(value).__qualname__}
@@ -290,6 +310,14 @@ def pack(
             variables[n] = {"group": index, "gkey": group_key(key, buffer_keys)}
             variables[n].update(serialize.preview(objs[n], packed.nbytes))
     return groups, variables, skipped, blobs
+
+
+def _serializable(name: str, value: Any, module: types.ModuleType) -> bool:
+    try:
+        serialize.dumps({name: value}, module)
+    except serialize.NotSerializable:
+        return False
+    return True
 
 
 def prepare(

@@ -198,7 +198,7 @@ def restore_namespace(
     variables: dict[str, dict[str, Any]] = manifest["variables"]
     wanted = set(only) if only is not None else None
     if wanted is not None:
-        unknown = wanted - set(variables) - set(manifest["modules"])
+        unknown = wanted - set(variables) - set(manifest["modules"]) - set(manifest["skipped"])
         if unknown:
             raise BadArgument(f"checkpoint {checkpoint} has no variable {', '.join(sorted(unknown))}")
     report = RestoreReport(checkpoint)

@@ -176,12 +176,6 @@ class Cells(list[Any]):
     """A list subclass, as libraries define them."""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="group: _reach walks only the exact built-in container types, so what a defaultdict, OrderedDict, "
-    "namedtuple, deque or list subclass holds is never seen as shared, and identity is lost on restore",
-)
 @pytest.mark.parametrize(
     "make",
     [
@@ -281,12 +275,6 @@ def test_pack_skips_an_unserializable_variable_with_its_reason_and_keeps_the_oth
     assert sorted(g["names"] for g in groups) == [["data"], ["n"]]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="pack: when a group fails, every variable is retried alone, so variables that shared an object "
-    "with each other (not only with the culprit) land in separate groups and lose their identity",
-)
 def test_skipping_a_variable_keeps_identity_among_the_others() -> None:
     data = [1, 2, 3]
     holder = Box(data=data, rows=(i for i in data))

@@ -145,12 +145,6 @@ def test_only_a_name_the_checkpoint_lacks_is_refused_before_anything_changes(sto
     assert module.__dict__ == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=BadArgument,
-    reason="restore_namespace: only= checks names against variables and modules, not the skipped ones, so "
-    "naming a variable the checkpoint skipped says it has no such variable instead of why it was skipped",
-)
 def test_only_a_variable_the_checkpoint_skipped_is_reported_with_its_reason(store: Store) -> None:
     module = notebook("rows = (i for i in range(3))\nx = 1")
     cid, manifest = save(store, module)
@@ -159,12 +153,6 @@ def test_only_a_variable_the_checkpoint_skipped_is_reported_with_its_reason(stor
     assert report.not_restored["rows"].startswith("generator could not be serialized: TypeError")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="capture.group does not look inside a defaultdict, so an index into a list is checkpointed apart "
-    "from the list and restored pointing at copies",
-)
 def test_an_index_built_with_a_defaultdict_points_into_the_restored_list(store: Store) -> None:
     module = notebook("from collections import defaultdict\nrows = [[1], [2]]\nby_key = defaultdict(list, a=rows[0])")
     cid, manifest = save(store, module)
