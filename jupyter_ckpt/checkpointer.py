@@ -28,9 +28,17 @@ from .store import BlobInfo, CheckpointRecord, Store, check_tag, writer_alive
 from .writer import ForkWriter, SyncWriter, fork_unsafe_reason, system_seconds
 
 TRIGGERS = ("cell", "interval", "manual", "loop", "restore", "crash-restore")
+# How a restore that is a kernel's first entry on the timeline begins its message: the mark of a kernel start
+# that is not a root (timeline.kernel_started; labextension/src/format.ts).
+NEW_KERNEL = "new kernel: "
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def numbers(records: Iterable[CheckpointRecord]) -> dict[int, int]:
+    """Each checkpoint's number in its session, from 1 in id order: ``#N`` in a REF, the UI and the lists."""
+    return {r.id: n for n, r in enumerate(sorted(records, key=lambda r: r.id), start=1)}
 
 
 def parse_size(text: str) -> int:
@@ -117,7 +125,12 @@ class Checkpointer:
         self._run_cell = run_cell
         self._pending: Recipe | None = None  # what the last restore could not bring back, to replay
         self._verifier: threading.Thread | None = None
+        # Whether this kernel has restored its namespace (a whole one) yet.
+        self.restored = False
         self.adopt_orphans()
+        # Everything on the timeline now was left by earlier kernels: ``previous`` looks no further.
+        earlier = self.checkpoints_committed()
+        self._started_after = earlier[-1].id if earlier else 0
 
     # -- taking checkpoints ---------------------------------------------------
 
@@ -367,9 +380,27 @@ class Checkpointer:
     # -- going back -----------------------------------------------------------
 
     def resolve(self, ref: str | int) -> CheckpointRecord:
-        """The checkpoint a REF names, once every requested checkpoint is on the timeline."""
+        """The checkpoint a REF names, once every requested checkpoint is on the timeline.
+
+        Besides the store's REFs, ``previous`` is the last good checkpoint that the
+        kernels before this one left, whatever this kernel has done since.
+        """
         self.wait()
+        if str(ref).strip() == "previous":
+            previous = self.previous()
+            if previous is None:
+                raise UnknownCheckpoint("no earlier kernel of this session left a checkpoint that ran without error")
+            return previous
         return self.store.resolve(self.session, ref, self.head)
+
+    def previous(self) -> CheckpointRecord | None:
+        """The last good checkpoint on the timeline when this kernel started (the REF ``previous``)."""
+        good = [r for r in self.checkpoints_committed() if r.id <= self._started_after and r.status == "ok"]
+        return good[-1] if good else None
+
+    def number(self, checkpoint_id: int) -> int | None:
+        """A checkpoint's number in the session, from 1 in id order (the REF ``#N``)."""
+        return numbers(self.checkpoints_committed()).get(checkpoint_id)
 
     def restore(
         self,
@@ -401,6 +432,7 @@ class Checkpointer:
                 exclude=self.policy.exclude,
                 lazy=self._lazy,
             )
+            report.number = self.number(target.id)
             if only is None:
                 self._record_restore(target, manifest, trigger)
             self._offer_replay(report, manifest, mode)
@@ -438,9 +470,12 @@ class Checkpointer:
     def _record_restore(self, target: CheckpointRecord, manifest: dict[str, Any], trigger: str) -> None:
         """Put the restore on the timeline: an entry with the target's content, so the next cell branches from it."""
         entry = dict(manifest, parent=target.id, trigger=trigger, time=time.time(), changed=[], removed=[])
-        entry.update(tag=None, message=f"restored checkpoint {target.id}", cell=target.cell)
+        # A kernel that begins by restoring has no root checkpoint of its own: the message marks its start.
+        message = ("" if self.head is not None else NEW_KERNEL) + f"restored checkpoint {target.id}"
+        entry.update(tag=None, message=message, cell=target.cell)
         blobs = {k: BlobInfo(k, 0, 0, new=False) for k in capture.blob_keys(manifest)}
         cid = self.store.commit(self.session, entry, blobs)
+        self.restored = True
         self.last_cell = manifest["last_cell"]
         ids = {n: id(self.module.__dict__[n]) for n in manifest["variables"] if n in self.module.__dict__}
         # The restore's report names what it could not bring back: not again as "not checkpointed".

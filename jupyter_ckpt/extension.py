@@ -24,6 +24,7 @@ from .checkpointer import Checkpointer, Policy
 from .errors import CheckpointError
 from .schedule import Scheduler
 from .store import Store, check_catalog, load_secret
+from .timeline import previous_session
 
 _active: Checkpointer | None = None
 
@@ -72,7 +73,9 @@ class Checkpoints(StoreOptions):
     """Options of the jupyter-ckpt IPython extension (``c.Checkpoints.<name>``)."""
 
     restore_on_start = Bool(
-        False, help="When a kernel starts on a notebook whose session has checkpoints, restore the last good one."
+        False,
+        help="When a kernel starts on a notebook whose session has checkpoints, restore the last good one. "
+        "Off, the kernel's first cell prints one line: what the earlier kernels left, and the command to restore it.",
     ).tag(config=True)
     auto = Bool(True, help="Checkpoint automatically (after cells and/or periodically) in new sessions.").tag(
         config=True
@@ -136,6 +139,8 @@ class CellHooks:
         self._notices = notices  # what the Checkpointer reported since the last cell boundary
         self._timer: threading.Thread | None = None
         self._cell_ended = threading.Event()
+        # What the notebook's earlier kernels left (timeline.previous_session), said at the first cell boundary.
+        self.greeting: str | None = None
 
     def pre_run_cell(self, info: Any) -> None:
         with self.ckpt._lock:  # an idle checkpoint in progress finishes before the cell starts
@@ -166,6 +171,9 @@ class CellHooks:
         except Exception as e:  # never let a checkpoint break the user's cell
             notify(f"jupyter-ckpt: checkpoint failed: {type(e).__name__}: {e}")
         self._cell_ended.set()
+        if self.greeting is not None and not self.ckpt.restored:  # a crash restore has brought it back already
+            notify(self.greeting)
+        self.greeting = None
         self.flush_notices()
 
     def catch_up(self) -> None:
@@ -280,6 +288,9 @@ def load(shell: InteractiveShell) -> None:
             notify("jupyter-ckpt: " + ckpt.restore("last-good").summary())
         except CheckpointError as e:
             notify(f"jupyter-ckpt: could not restore the last good checkpoint: {e}")
+    else:
+        # Loaded by the server, the extension prints nowhere a user looks: the line waits for the first cell.
+        _hooks.greeting = previous_session(ckpt)
 
 
 def unload(shell: InteractiveShell) -> None:

@@ -35,6 +35,8 @@ LAZY_MIN = 64 << 20
 @dataclass
 class RestoreReport:
     checkpoint: int
+    # Its number in the session (``#N``), when the restore knows it.
+    number: int | None = None
     loaded: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     patched: list[str] = field(default_factory=list)
@@ -54,7 +56,8 @@ class RestoreReport:
         return sorted({n for key in chosen for n in self.unverified[key]})
 
     def summary(self) -> str:
-        parts = [f"restored checkpoint {self.checkpoint}: {len(self.loaded)} variable(s) read"]
+        name = f"#{self.number} (id {self.checkpoint})" if self.number is not None else f"(id {self.checkpoint})"
+        parts = [f"restored kernel checkpoint {name}: {len(self.loaded)} variable(s) read"]
         if self.patched:
             parts.append(f"{len(self.patched)} changed in place")
         if self.kept:
