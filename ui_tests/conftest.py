@@ -92,6 +92,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         f"--ServerApp.root_dir={notebooks}",
         f"--IdentityProvider.token={token}",
         "--LabApp.expose_app_in_browser=True",
+        "--JupyterNotebookApp.expose_app_in_browser=True",  # Notebook 7, served by the same server
     ]
     if os.getuid() == 0:
         command.append("--allow-root")

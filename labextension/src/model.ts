@@ -1,19 +1,17 @@
 // The timeline of the active notebook, polled from the server; the sidebar and the status bar draw it.
-import { DocumentWidget } from '@jupyterlab/docregistry';
+import type { DocumentWidget } from '@jupyterlab/docregistry';
 import { KernelMessage } from '@jupyterlab/services';
-import { ISignal, Signal } from '@lumino/signaling';
-import { CheckpointAPIError, ICheckpoint, requestAPI, sessionQuery } from './api';
+import { type ISignal, Signal } from '@lumino/signaling';
+import { CheckpointAPIError, type ICheckpoint, listCheckpoints } from './api';
+import { label, numbers } from './format';
 
 /** How long after a cell finishes its automatic checkpoint is expected to land. */
 const WRITE_WINDOW_MS = 10_000;
 
-export function isNotebook(widget: unknown): widget is DocumentWidget {
-  return widget instanceof DocumentWidget && widget.context.path.endsWith('.ipynb');
-}
-
 export class TimelineModel {
   private _notebook: DocumentWidget | null = null;
   private _checkpoints: ICheckpoint[] = [];
+  private _numbers = new Map<number, number>();
   private _error = '';
   private _cellDone: { at: number; count: number } | null = null;
   private _timer = 0;
@@ -41,6 +39,11 @@ export class TimelineModel {
   /** Oldest first. */
   get checkpoints(): ICheckpoint[] {
     return this._checkpoints;
+  }
+
+  /** A checkpoint's number in this notebook (``#N``), or its id in parentheses when it is not listed. */
+  label(id: number): string {
+    return label(this._numbers, id);
   }
 
   get error(): string {
@@ -75,6 +78,7 @@ export class TimelineModel {
     this._notebook?.context.sessionContext.iopubMessage.disconnect(this._onIOPub, this);
     this._notebook = widget;
     this._checkpoints = [];
+    this._numbers = new Map();
     this._error = '';
     this._cellDone = null;
     widget?.context.sessionContext.iopubMessage.connect(this._onIOPub, this);
@@ -90,8 +94,7 @@ export class TimelineModel {
     let checkpoints: ICheckpoint[] = [];
     let error = '';
     try {
-      checkpoints = (await requestAPI<{ checkpoints: ICheckpoint[] }>(`checkpoints${sessionQuery(session)}`))
-        .checkpoints;
+      checkpoints = await listCheckpoints(session);
     } catch (e) {
       // 404: the session has no checkpoints yet, which is not an error.
       if (!(e instanceof CheckpointAPIError && e.status === 404)) {
@@ -102,6 +105,7 @@ export class TimelineModel {
       return; // the user switched notebooks while this request was out
     }
     this._checkpoints = checkpoints;
+    this._numbers = numbers(checkpoints);
     this._error = error;
     this._changed.emit();
   }

@@ -1,7 +1,7 @@
-// The status-bar item: how old the active notebook's last checkpoint is, and whether one is being written.
+// The status item: how old the current notebook's last kernel checkpoint is, and whether one is being written.
 import { Widget } from '@lumino/widgets';
 import { age } from './format';
-import { TimelineModel } from './model';
+import type { TimelineModel } from './model';
 
 export class CheckpointStatus extends Widget {
   constructor(
@@ -10,7 +10,7 @@ export class CheckpointStatus extends Widget {
   ) {
     super();
     this.addClass('jp-ckpt-statusbar');
-    this.node.title = 'Checkpoints of this notebook: click to open the timeline';
+    this.node.title = "Kernel checkpoints (of the kernel's variables, not of the file): click to open the timeline";
     this.node.addEventListener('click', onClick);
     _model.changed.connect(this._update, this);
     // The age keeps growing between polls.
@@ -22,8 +22,9 @@ export class CheckpointStatus extends Widget {
   private _update(): void {
     const checkpoints = this._model.checkpoints;
     const last = checkpoints[checkpoints.length - 1];
-    const text = last ? `Checkpoint ${age(Date.now() / 1000 - last.time)} ago` : 'No checkpoint yet';
+    const text = last ? `Kernel checkpoint ${age(Date.now() / 1000 - last.time)} ago` : 'No kernel checkpoint yet';
     this.node.textContent = this._model.writing ? `${text} · writing…` : text;
     this.node.classList.toggle('jp-ckpt-writing', this._model.writing);
+    this.setHidden(this._model.notebook === null); // Notebook 7's file browser page
   }
 }
