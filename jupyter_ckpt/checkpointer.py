@@ -22,7 +22,7 @@ from typing import Any
 from . import capture
 from .errors import BadArgument, CheckpointError, UnknownCheckpoint, UnknownSession
 from .recipes import Recipe, RunCell, check_mode, exec_cell, plan, run_recipe
-from .restore import Diff, RestoreReport, diff_manifests, restore_namespace
+from .restore import Diff, Progress, RestoreReport, diff_manifests, restore_namespace
 from .schedule import Scheduler
 from .store import BlobInfo, CheckpointRecord, Store, check_tag, writer_alive
 from .writer import ForkWriter, SyncWriter, fork_unsafe_reason, system_seconds
@@ -39,6 +39,11 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 def numbers(records: Iterable[CheckpointRecord]) -> dict[int, int]:
     """Each checkpoint's number in its session, from 1 in id order: ``#N`` in a REF, the UI and the lists."""
     return {r.id: n for n, r in enumerate(sorted(records, key=lambda r: r.id), start=1)}
+
+
+def no_progress(what: str) -> Progress:
+    """A restore's progress, told to nobody."""
+    return lambda done, total: None
 
 
 def parse_size(text: str) -> int:
@@ -95,8 +100,11 @@ class Checkpointer:
         replay_mode: str = "ask",
         run_cell: RunCell = exec_cell,
         scheduler: Scheduler | None = None,
+        progress: Callable[[str], Progress] = no_progress,
     ) -> None:
         self.store = store
+        # Gives each restore, by what it does ("restoring kernel checkpoint #3"), where to tell its progress.
+        self._progress = progress
         self.session = session
         self.module = module
         self._hidden = hidden
@@ -421,6 +429,8 @@ class Checkpointer:
             self.wait()
             target = self.resolve(ref)
             manifest = self.store.manifest(target.id)
+            number = self.number(target.id)
+            after = " into the new kernel after a crash" if trigger == "crash-restore" else ""
             report = restore_namespace(
                 self.store,
                 self.module,
@@ -431,8 +441,9 @@ class Checkpointer:
                 hidden=self._hidden(),
                 exclude=self.policy.exclude,
                 lazy=self._lazy,
+                progress=self._progress(f"restoring kernel checkpoint #{number}{after}"),
             )
-            report.number = self.number(target.id)
+            report.number = number
             if only is None:
                 self._record_restore(target, manifest, trigger)
             self._offer_replay(report, manifest, mode)

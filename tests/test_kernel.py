@@ -139,6 +139,28 @@ def test_a_new_kernel_names_what_the_last_one_left_and_previous_still_reaches_it
     assert refused == "UsageError: '#2' cannot be a tag: it would read as a checkpoint reference\n"
 
 
+def test_a_long_restore_shows_its_progress_in_the_cell(kernels: Any) -> None:
+    k = kernels("progress.ipynb")
+    # Shown once a restore has run progress_after seconds (1 by default): here from the start.
+    k.ok("get_ipython().config.Checkpoints.progress_after = 0\n%load_ext jupyter_ckpt\n%checkpoint auto on")
+    k.ok("import numpy as np\nbig = np.random.default_rng(0).random(3_000_000)")  # 24 MB: 6 chunks to read
+    k.ok("big = None")
+    r = k.run("%checkpoint restore -1")
+    assert r.error is None and r.stdout.startswith("restored kernel checkpoint #1 (id ")
+    shown = [d["text/plain"] for d in r.data]
+    # One display, updated in place as the chunks are read: from nothing to all of it.
+    assert shown[0] == "restoring kernel checkpoint #1: 0 B of 22.9 MiB"
+    assert shown[-1] == "restoring kernel checkpoint #1: 22.9 MiB of 22.9 MiB"
+    last = r.data[-1]["application/vnd.jupyter-ckpt.progress+json"]
+    assert last["done"] == last["total"] > 24_000_000  # the array and its pickle
+    assert k.value("big.shape") == (3_000_000,)
+    # A restore quicker than progress_after shows nothing.
+    k.ok("get_ipython().config.Checkpoints.progress_after = 1.0\n%unload_ext jupyter_ckpt\n%load_ext jupyter_ckpt")
+    k.ok("big = None")
+    quick = k.run("%checkpoint restore #1")
+    assert quick.stdout.startswith("restored kernel checkpoint #1 (id ") and quick.data == []
+
+
 def test_a_store_from_a_newer_version_is_refused(kernels: Any, store: Store, jupyter_dirs: Path) -> None:
     db = sqlite3.connect(store.root / "catalog.sqlite")
     db.execute("UPDATE meta SET value='7' WHERE key='format'")

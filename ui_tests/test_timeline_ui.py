@@ -204,8 +204,13 @@ def test_notebook7_has_the_sidebar_and_restores(page: Page, lab: Lab) -> None:
     details = sidebar.locator(".jp-ckpt-details")
     expect(details.locator(".jp-ckpt-touched .jp-ckpt-name")).to_have_text(["orders", "rng"])
     page.screenshot(path=ARTIFACTS / "notebook7.png")
+    run(page, "orders = None")  # gone: the restore reads it back whole
     details.locator(".jp-ckpt-restore").click()
     page.locator(".jp-Dialog button.jp-mod-accept").click()
     expect(sidebar.locator(".jp-ckpt-status-line")).to_contain_text("restored kernel checkpoint #3 (id ")
+    # The kernel told the sidebar how far the restore was, in bytes (the server asked for it, not a cell).
+    expect(sidebar.locator(".jp-ckpt-progress")).to_have_text(
+        re.compile(r"restoring kernel checkpoint #3: (\d+\.\d \w+) of \1")
+    )
     assert "(5000, 4)" in run(page, "print(orders.shape)")
     save_for_docs("notebook7.png", "notebook7.png")

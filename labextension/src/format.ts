@@ -35,6 +35,11 @@ export function age(seconds: number): string {
   return `${(seconds / 3600).toFixed(1)} h`;
 }
 
+/** "restoring kernel checkpoint #3: 1.2 GiB of 4.0 GiB". */
+export function progressLine(p: { what: string; done: number; total: number }): string {
+  return `${p.what}: ${humanBytes(p.done)} of ${humanBytes(p.total)}`;
+}
+
 export function cellLabel(cell: number | null): string {
   return cell === null ? '' : `[${cell}]`;
 }

@@ -1,12 +1,12 @@
 // jupyter-ckpt in JupyterLab and Jupyter Notebook 7: the Kernel checkpoints sidebar, the status item,
 // crash notifications, commands. Nothing here needs JupyterLab's shell: the notebook comes from the tracker.
 import { ILabShell, type JupyterFrontEnd, type JupyterFrontEndPlugin } from '@jupyterlab/application';
-import { ICommandPalette } from '@jupyterlab/apputils';
+import { ICommandPalette, Notification } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import { CrashWatcher } from './crash';
-import { NAME } from './format';
+import { NAME, progressLine } from './format';
 import { TimelineModel } from './model';
 import { CheckpointsPanel } from './panel';
 import { CheckpointStatus } from './status';
@@ -47,6 +47,25 @@ const plugin: JupyterFrontEndPlugin<void> = {
       return paths;
     };
     const crashes = new CrashWatcher(openNotebooks);
+    // A restore the server runs (a crash recovery, the sidebar's) shows its progress in a notification too.
+    let restoring: string | null = null;
+    model.changed.connect(() => {
+      const progress = model.progress;
+      if (progress === null || !progress.elsewhere) {
+        return;
+      }
+      const message = progressLine(progress);
+      if (progress.done >= progress.total) {
+        if (restoring !== null) {
+          Notification.dismiss(restoring);
+        }
+        restoring = null;
+      } else if (restoring === null) {
+        restoring = Notification.emit(message, 'in-progress', { autoClose: false });
+      } else {
+        Notification.update({ id: restoring, message });
+      }
+    });
     const show = () => app.shell.activateById(panel.id);
 
     const hasNotebook = () => model.notebook !== null;

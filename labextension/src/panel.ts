@@ -4,7 +4,19 @@ import { historyIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 import { type ICheckpoint, type ICheckpointDetails, type IPreview, requestAPI } from './api';
 import { h } from './dom';
-import { age, brief, cellLabel, clock, humanBytes, type IRow, kernelStarted, NAME, shape, treeRows } from './format';
+import {
+  age,
+  brief,
+  cellLabel,
+  clock,
+  humanBytes,
+  type IRow,
+  kernelStarted,
+  NAME,
+  progressLine,
+  shape,
+  treeRows
+} from './format';
 import type { TimelineModel } from './model';
 import { offerReplay } from './replay';
 
@@ -13,6 +25,7 @@ export class CheckpointsPanel extends Widget {
   private _details: ICheckpointDetails | null = null;
   private _listKey = '';
   private _header = h('div', { class: 'jp-ckpt-header' });
+  private _progress = h('div', { class: 'jp-ckpt-progress' });
   private _list = h('ul', { class: 'jp-ckpt-list' });
   private _pane = h('div', { class: 'jp-ckpt-details' });
   private _status = h('div', { class: 'jp-ckpt-status-line' });
@@ -23,7 +36,7 @@ export class CheckpointsPanel extends Widget {
     this.title.icon = historyIcon;
     this.title.caption = NAME;
     this.addClass('jp-ckpt-panel');
-    this.node.append(this._header, this._list, this._pane, this._status);
+    this.node.append(this._header, this._progress, this._list, this._pane, this._status);
     _model.changed.connect(this._update, this);
     this._update();
   }
@@ -144,6 +157,15 @@ export class CheckpointsPanel extends Widget {
       h('div', { class: 'jp-ckpt-title' }, NAME),
       h('div', { class: 'jp-ckpt-notebook', title: name }, name),
       h('button', { class: 'jp-ckpt-save jp-mod-styled', onclick: () => void this.checkpointNow() }, 'Checkpoint now')
+    );
+    const progress = model.progress;
+    this._progress.replaceChildren(
+      ...(progress === null
+        ? []
+        : [
+            h('div', {}, progressLine(progress)),
+            h('progress', { max: progress.total, value: progress.done, title: progressLine(progress) })
+          ])
     );
     const rows = treeRows(model.checkpoints);
     // Redraw only on change: a row replaced under the pointer would swallow the click.

@@ -1,4 +1,5 @@
-// The status item: how old the current notebook's last kernel checkpoint is, and whether one is being written.
+// The status item: how old the current notebook's last kernel checkpoint is, whether one is being written,
+// how far a restore is.
 import { Widget } from '@lumino/widgets';
 import { age } from './format';
 import type { TimelineModel } from './model';
@@ -23,8 +24,14 @@ export class CheckpointStatus extends Widget {
     const checkpoints = this._model.checkpoints;
     const last = checkpoints[checkpoints.length - 1];
     const text = last ? `Kernel checkpoint ${age(Date.now() / 1000 - last.time)} ago` : 'No kernel checkpoint yet';
-    this.node.textContent = this._model.writing ? `${text} · writing…` : text;
-    this.node.classList.toggle('jp-ckpt-writing', this._model.writing);
+    const progress = this._model.progress;
+    const restoring = progress !== null && progress.done < progress.total;
+    if (restoring) {
+      this.node.textContent = `Restoring kernel checkpoint… ${Math.floor((100 * progress.done) / progress.total)}%`;
+    } else {
+      this.node.textContent = this._model.writing ? `${text} · writing…` : text;
+    }
+    this.node.classList.toggle('jp-ckpt-writing', this._model.writing || restoring);
     this.setHidden(this._model.notebook === null); // Notebook 7's file browser page
   }
 }

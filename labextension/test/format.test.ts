@@ -1,7 +1,17 @@
 // What the sidebar and the status item print, checked without a browser.
 import { describe, expect, it } from 'vitest';
 import type { ICheckpoint } from '../src/api';
-import { age, brief, humanBytes, kernelStarted, label, numbers, shape, treeRows } from '../src/format';
+import {
+  age,
+  brief,
+  humanBytes,
+  kernelStarted,
+  label,
+  numbers,
+  progressLine,
+  shape,
+  treeRows
+} from '../src/format';
 
 function checkpoint(id: number, parent: number | null, extra: Partial<ICheckpoint> = {}): ICheckpoint {
   return {
@@ -65,6 +75,8 @@ describe('sizes, ages and values', () => {
       '-'
     ]);
     expect([age(4.6), age(125), age(5400)]).toEqual(['5 s', '2 min', '1.5 h']);
+    const progress = { what: 'restoring kernel checkpoint #3', done: 1.2 * 1024 ** 3, total: 4 * 1024 ** 3 };
+    expect(progressLine(progress)).toBe('restoring kernel checkpoint #3: 1.2 GiB of 4.0 GiB');
   });
 
   it('gives a long value by its shape and size', () => {
