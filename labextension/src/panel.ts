@@ -287,20 +287,29 @@ function variablesView(d: ICheckpointDetails): HTMLElement {
     return h('p', { class: 'jp-ckpt-empty' }, 'no variables');
   }
   const touched = new Set([...Object.keys(d.diff.added), ...Object.keys(d.diff.changed)]);
-  const row = (name: string, v: IPreview) =>
+  const rows = (name: string, v: IPreview) => [
     h(
       'tr',
       { class: touched.has(name) && 'jp-ckpt-touched', 'data-name': name },
       h('td', { class: 'jp-ckpt-name' }, name),
-      h('td', {}, v.type),
       h('td', {}, shape(v)),
-      h('td', {}, humanBytes(v.size)),
-      h('td', { class: 'jp-ckpt-repr' }, v.repr)
-    );
+      h('td', {}, humanBytes(v.size))
+    ),
+    h(
+      'tr',
+      { 'data-value': name },
+      h(
+        'td',
+        { class: 'jp-ckpt-value', colspan: 3, title: `${v.type}\n${v.repr}` },
+        h('div', { class: 'jp-ckpt-type' }, v.type),
+        h('div', { class: 'jp-ckpt-repr' }, v.repr)
+      )
+    )
+  ];
   return h(
     'table',
     { class: 'jp-ckpt-variables' },
-    h('tr', {}, ['name', 'type', 'shape', 'size', 'value'].map(c => h('th', {}, c))),
-    names.map(name => row(name, d.variables[name]))
+    h('tr', {}, ['name', 'shape', 'size'].map(c => h('th', {}, c))),
+    names.flatMap(name => rows(name, d.variables[name]))
   );
 }
