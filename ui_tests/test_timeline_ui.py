@@ -183,6 +183,33 @@ def test_timeline_widget_restores_a_savepoint(page: Page, lab: Lab) -> None:
     save_for_docs("widget.png", "widget.png")
 
 
+def test_a_restarted_kernel_says_what_the_last_one_left(page: Page, lab: Lab) -> None:
+    shutil.copy(lab.notebooks / "analysis_session.ipynb", lab.notebooks / "restart_session.ipynb")
+    open_notebook(page, lab, "restart_session.ipynb")
+    sidebar = open_sidebar(page)
+    run_next(page, 3)  # markdown and %load_ext [1], imports [2]
+    expect(sidebar.locator(".jp-ckpt-row .jp-ckpt-cell")).to_have_text(["[1]", "[2]"])
+    page.evaluate("async () => { await window.jupyterapp.shell.currentWidget.sessionContext.restartKernel(); }")
+
+    # The server loads the extension into the new kernel as it starts; the first cell after that says
+    # what the earlier kernel left, and how to get it back.
+    for _ in range(3):
+        said = run(page, "x = 1")
+        if "jupyter-ckpt:" in said:
+            break
+    assert re.search(r"the last good one is #2 after cell \[2\], \d+ s ago, 2 variable\(s\)", said), said
+    assert said.strip().endswith("Get it back with: %checkpoint restore previous")
+    # The new kernel's own checkpoint starts a line of its own; previous still names the old one's.
+    new_kernel = sidebar.locator(".jp-ckpt-kernel-start").last
+    expect(new_kernel.locator(".jp-ckpt-id")).to_have_text("#3")
+    expect(new_kernel.locator(".jp-ckpt-kernel-label")).to_have_text("new kernel")
+    # (progress_after = 0 here: the restore shows its progress, bytes read of all, in the cell first)
+    restored = run(page, "%checkpoint restore previous").splitlines()
+    assert re.fullmatch(r"restoring kernel checkpoint #2: (\d+ B) of \1", restored[0])
+    assert restored[1].startswith("restored kernel checkpoint #2 (id ")
+    assert run(page, "print(n_orders, 'x' in dir())").strip() == "5000 False"
+
+
 def test_notebook7_has_the_sidebar_and_restores(page: Page, lab: Lab) -> None:
     """Jupyter Notebook 7 (``jupyter notebook``): the same extension, from its command palette."""
     shutil.copy(lab.notebooks / "analysis_session.ipynb", lab.notebooks / "notebook7_session.ipynb")
