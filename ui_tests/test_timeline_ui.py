@@ -139,6 +139,9 @@ def test_a_killed_kernel_comes_back_with_its_variables(page: Page, lab: Lab) -> 
     os.kill(pid, signal.SIGKILL)
     toast = page.locator(".Toastify__toast", has_text="was restored to kernel checkpoint")
     expect(toast).to_be_visible(timeout=60_000)
+    # The restore told its progress as it ran (progress_after = 0 here), in a notification of its own.
+    progress = page.locator(".Toastify__toast", has_text="into the new kernel after a crash")
+    expect(progress).to_contain_text(re.compile(r"restoring kernel checkpoint #\d+ .+: (\d+\.\d \w+) of \1"))
     page.screenshot(path=ARTIFACTS / "crash-notification.png")
     restored = re.search(r"kernel checkpoint (#\d+)", toast.inner_text())
     assert restored is not None

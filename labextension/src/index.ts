@@ -57,7 +57,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       const message = progressLine(progress);
       if (progress.done >= progress.total) {
         if (restoring !== null) {
-          Notification.dismiss(restoring);
+          Notification.update({ id: restoring, message, type: 'success', autoClose: 5000 });
         }
         restoring = null;
       } else if (restoring === null) {
