@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test install lint unit ui ui-deps bench faults
+.PHONY: lab test install lint unit ts ui ui-deps bench faults
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ lint: install
 unit: install
 	$(PY) -m pytest tests
 
+# The lab extension's TypeScript: biome's lint and vitest's unit tests (npm installed it with the pip install).
+ts: install
+	cd labextension && npm run lint && npm test
+
 # Browser tests: Debian's chromium, never a browser downloaded by playwright.
 ui-deps:
 	command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
@@ -35,7 +39,7 @@ ui-deps:
 ui: install ui-deps
 	$(PY) -m pytest ui_tests -p no:pytest_jupyter -p no:cacheprovider
 
-test: lint unit ui
+test: lint ts unit ui
 
 bench: install
 	$(PY) benchmarks/run.py

@@ -25,16 +25,29 @@ from .errors import BadArgument, CheckpointError, UnknownCheckpoint, UnknownSess
 from .manifest import Manifest, Skipped
 from .recipes import Recipe, RunCell, check_mode, exec_cell, plan, run_recipe
 from .remote import Replica
-from .restore import Diff, RestoreReport, diff_manifests, restore_namespace
+from .restore import Diff, Progress, RestoreReport, diff_manifests, restore_namespace
 from .schedule import Scheduler
 from .store import CheckpointRecord, Store, check_tag
 from .writer import ForkWriter, SyncWriter, fork_unsafe_reason, system_seconds
 
 TRIGGERS = ("cell", "interval", "manual", "loop", "restore", "crash-restore")
+# How a restore that is a kernel's first entry on the timeline begins its message: the mark of a kernel start
+# that is not a root (timeline.kernel_started; labextension/src/format.ts).
+NEW_KERNEL = "new kernel: "
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 PULL_WAIT = 60.0  # seconds a look at the timeline waits for the remote one to be pulled at kernel start
+
+
+def numbers(records: Iterable[CheckpointRecord]) -> dict[int, int]:
+    """Each checkpoint's number in its session, from 1 in id order: ``#N`` in a REF, the UI and the lists."""
+    return {r.id: n for n, r in enumerate(sorted(records, key=lambda r: r.id), start=1)}
+
+
+def no_progress(what: str) -> Progress:
+    """A restore's progress, told to nobody."""
+    return lambda done, total: None
 
 
 def parse_size(text: str) -> int:
@@ -92,9 +105,12 @@ class Checkpointer:
         run_cell: RunCell = exec_cell,
         scheduler: Scheduler | None = None,
         replica: Replica | None = None,
+        progress: Callable[[str], Progress] = no_progress,
     ) -> None:
         self.store = store
         self.replica = replica
+        # Gives each restore, by what it does ("restoring kernel checkpoint #3"), where to tell its progress.
+        self._progress = progress
         self.session = session
         self.module = module
         self._hidden = hidden
@@ -123,7 +139,12 @@ class Checkpointer:
         self._run_cell = run_cell
         self._pending: Recipe | None = None  # what the last restore could not bring back, to replay
         self._verifier: threading.Thread | None = None
+        # Whether this kernel has restored its namespace (a whole one) yet.
+        self.restored = False
         self.adopt_orphans()
+        # The checkpoints this kernel committed: ``previous`` is the last good one another kernel left, here
+        # or (pulled from the remote store) on another machine.
+        self._mine: set[int] = set()
         if replica is not None:
             replica.start(session)  # pulls the session's remote timeline, then uploads what the remote lacks
 
@@ -345,6 +366,7 @@ class Checkpointer:
         self.head = cid
         self._head_manifest = manifest
         self._held = cap.ids
+        self._mine.add(cid)
         self._upload_soon()
         self._skipped = manifest["skipped"]
         fresh = [
@@ -383,9 +405,28 @@ class Checkpointer:
     # -- going back -----------------------------------------------------------
 
     def resolve(self, ref: str | int) -> CheckpointRecord:
-        """The checkpoint a REF names, once every requested checkpoint is on the timeline."""
+        """The checkpoint a REF names, once every requested checkpoint is on the timeline.
+
+        Besides the store's REFs, ``previous`` is the last good checkpoint that the
+        kernels before this one left, whatever this kernel has done since.
+        """
         self.wait()
+        if str(ref).strip() == "previous":
+            previous = self.previous()
+            if previous is None:
+                raise UnknownCheckpoint("no earlier kernel of this session left a checkpoint that ran without error")
+            return previous
         return self.store.resolve(self.session, ref, self.head)
+
+    def previous(self) -> CheckpointRecord | None:
+        """The last good checkpoint another kernel left (the REF ``previous``): the one before this kernel started,
+        or a newer one pulled from another machine, whatever this kernel has done since."""
+        good = [r for r in self.checkpoints_committed() if r.id not in self._mine and r.status == "ok"]
+        return good[-1] if good else None
+
+    def number(self, checkpoint_id: int) -> int | None:
+        """A checkpoint's number in the session, from 1 in id order (the REF ``#N``)."""
+        return numbers(self.checkpoints_committed()).get(checkpoint_id)
 
     def restore(
         self,
@@ -408,6 +449,8 @@ class Checkpointer:
             manifest = self.store.manifest(target.id)
             if self.replica is not None:
                 self.replica.fetch(target.id)
+            number = self.number(target.id)
+            after = " into the new kernel after a crash" if trigger == "crash-restore" else ""
             report = restore_namespace(
                 self.store,
                 self.module,
@@ -418,7 +461,9 @@ class Checkpointer:
                 hidden=self._hidden(),
                 exclude=self.policy.exclude,
                 lazy=self._lazy,
+                progress=self._progress(f"restoring kernel checkpoint #{number}{after}"),
             )
+            report.number = number
             if only is None:
                 self._record_restore(target, manifest, trigger)
             self._offer_replay(report, manifest, mode)
@@ -458,6 +503,8 @@ class Checkpointer:
 
     def _record_restore(self, target: CheckpointRecord, manifest: Manifest, trigger: str) -> None:
         """Put the restore on the timeline: an entry with the target's content, so the next cell branches from it."""
+        # A kernel that begins by restoring has no root checkpoint of its own: the message marks its start.
+        message = ("" if self.head is not None else NEW_KERNEL) + f"restored checkpoint {target.id}"
         entry: Manifest = {
             **manifest,
             "parent": target.id,
@@ -466,11 +513,12 @@ class Checkpointer:
             "changed": [],
             "removed": [],
             "tag": None,
-            "message": f"restored checkpoint {target.id}",
+            "message": message,
             "cell": target.cell,
         }
         blobs = {k: BlobInfo(k, 0, 0, new=False) for k in capture.blob_keys(manifest)}
         cid = self.store.commit(self.session, entry, blobs)
+        self.restored = True
         self.last_cell = manifest["last_cell"]
         ids = {n: id(self.module.__dict__[n]) for n in manifest["variables"] if n in self.module.__dict__}
         # The restore's report names what it could not bring back: not again as "not checkpointed".

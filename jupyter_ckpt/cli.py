@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .checkpointer import parse_size
+from .checkpointer import numbers, parse_size
 from .errors import BadArgument, CheckpointError
 from .extension import default_store_dir, open_replica, open_store, store_location
 from .magics import format_diff, format_table, human_bytes
@@ -72,13 +72,14 @@ def _resolve(store: Store, ref: str, session: str | None) -> CheckpointRecord:
         return store.resolve(session, ref)
     cid = parse_id(ref)
     if cid is None:
-        raise BadArgument(f"{ref!r} is not a checkpoint id; give --session to use a tag or latest")
+        raise BadArgument(f"{ref!r} is not a checkpoint id; give --session to use a tag, #N or latest")
     return store.get(cid)
 
 
 def _cmd_list(store: Store, args: argparse.Namespace) -> None:
     if args.session:
-        print(format_table(store.checkpoints(args.session), None))
+        records = store.checkpoints(args.session)
+        print(format_table(records, None, numbers(records)))
         return
     sessions = store.sessions()
     if not sessions:
@@ -93,7 +94,7 @@ def _cmd_show(store: Store, args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps(manifest, indent=2, sort_keys=True))
         return
-    print(format_table([record], None))
+    print(format_table([record], None, numbers(store.checkpoints(record.session))))
     for name, info in sorted(manifest["variables"].items()):
         print(f"  {name}: {info['type']} {human_bytes(info['size'])}  {info['repr'][:80]}")
     for alias, mod in sorted(manifest["modules"].items()):

@@ -8,6 +8,7 @@ the ``pre_run_cell`` / ``post_run_cell`` hooks that drive automatic checkpoints.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import sys
 import threading
@@ -27,6 +28,7 @@ from .errors import CheckpointError
 from .remote import Remote, Replica, is_remote
 from .schedule import Scheduler
 from .store import Store, check_catalog, load_secret
+from .timeline import previous_session
 
 # The shell attribute holding the extension's CellHooks, and through them its Checkpointer.
 _ON_SHELL = "jupyter_ckpt_hooks"
@@ -101,7 +103,9 @@ class Checkpoints(StoreOptions):
     """Options of the jupyter-ckpt IPython extension (``c.Checkpoints.<name>``)."""
 
     restore_on_start = Bool(
-        False, help="When a kernel starts on a notebook whose session has checkpoints, restore the last good one."
+        False,
+        help="When a kernel starts on a notebook whose session has checkpoints, restore the last good one. "
+        "Off, the kernel's first cell prints one line: what the earlier kernels left, and the command to restore it.",
     ).tag(config=True)
     auto = Bool(True, help="Checkpoint automatically (after cells and/or periodically) in new sessions.").tag(
         config=True
@@ -141,6 +145,11 @@ class Checkpoints(StoreOptions):
         "is back at once, pages are read as they are touched, and the chunks are verified in the background "
         "(a damaged one is reported at the next cell). False: read and verify everything before the restore returns.",
     ).tag(config=True)
+    progress_after = Float(
+        1.0,
+        help="Seconds a restore runs before it shows its progress (bytes read of the total) in the output of "
+        "the cell that asked for it, and in the sidebar.",
+    ).tag(config=True)
     replay = Enum(
         ["ask", "auto", "never"],
         "ask",
@@ -148,6 +157,43 @@ class Checkpoints(StoreOptions):
         "'ask' names them and the cells that would rebuild them (%checkpoint replay runs those), 'auto' runs "
         "them at once, 'never' only names them. Replay runs code again, with its side effects.",
     ).tag(config=True)
+
+
+# The data of a progress display, for the lab extension's sidebar (labextension/src/model.ts PROGRESS).
+PROGRESS_MIME = "application/vnd.jupyter-ckpt.progress+json"
+
+
+class ProgressLine:
+    """One restore's progress as a display in the output of what runs it, shown once it has run ``after``
+    seconds and updated in place: "restoring kernel checkpoint #3: 1.2 GiB of 4.0 GiB"."""
+
+    def __init__(self, what: str, after: float) -> None:
+        self._what = what
+        self._after = after
+        self._start = time.monotonic()
+        self._shown = 0.0
+        self._handle: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        from IPython.display import display
+
+        from .magics import human_bytes
+
+        now = time.monotonic()
+        finished = done >= total
+        if self._handle is None and (finished or now - self._start < self._after):
+            return  # quick ones show nothing
+        if self._handle is not None and not finished and now - self._shown < 0.25:
+            return
+        self._shown = now
+        bundle = {
+            "text/plain": f"{self._what}: {human_bytes(done)} of {human_bytes(total)}",
+            PROGRESS_MIME: {"what": self._what, "done": done, "total": total},
+        }
+        if self._handle is None:
+            self._handle = display(bundle, raw=True, display_id=True)
+        else:
+            self._handle.update(bundle, raw=True)
 
 
 class CellHooks:
@@ -165,6 +211,9 @@ class CellHooks:
         self._notices = notices  # what the Checkpointer reported since the last cell boundary
         self._timer: threading.Thread | None = None
         self._cell_ended = threading.Event()
+        # Whether to say, at the first cell boundary, what the notebook's earlier kernels left (by then, a
+        # timeline pulled from a remote store is in too): timeline.previous_session.
+        self.greet = False
 
     def pre_run_cell(self, info: Any) -> None:
         with self.ckpt._lock:  # an idle checkpoint in progress finishes before the cell starts
@@ -195,6 +244,11 @@ class CellHooks:
         except Exception as e:  # never let a checkpoint break the user's cell
             notify(f"jupyter-ckpt: checkpoint failed: {type(e).__name__}: {e}")
         self._cell_ended.set()
+        if self.greet and not self.ckpt.restored:  # a crash restore has brought it back already
+            with contextlib.suppress(CheckpointError):  # the line is a courtesy: never an error in a cell
+                if (line := previous_session(self.ckpt)) is not None:
+                    notify(line)
+        self.greet = False
         self.flush_notices()
 
     def catch_up(self) -> None:
@@ -299,6 +353,7 @@ def load(shell: InteractiveShell) -> None:
         scheduler=Scheduler(budget=config.budget, max_lag=config.max_lag),
         run_cell=lambda source, namespace: exec(compile(shell.transform_cell(source), "<replay>", "exec"), namespace),
         replica=replica,
+        progress=lambda what: ProgressLine(what, config.progress_after),
     )
     cell_hooks = CellHooks(shell, ckpt, config.idle_poll, notices)
     setattr(shell, _ON_SHELL, cell_hooks)
@@ -313,6 +368,9 @@ def load(shell: InteractiveShell) -> None:
             notify("jupyter-ckpt: " + ckpt.restore("last-good").summary())
         except CheckpointError as e:
             notify(f"jupyter-ckpt: could not restore the last good checkpoint: {e}")
+    else:
+        # Loaded by the server, the extension prints nowhere a user looks: the line waits for the first cell.
+        cell_hooks.greet = True
 
 
 def unload(shell: InteractiveShell) -> None:

@@ -1,4 +1,4 @@
-"""``%checkpoint`` (alias ``%ckpt``): the timeline from the IPython prompt."""
+"""``%checkpoint`` (alias ``%ckpt``): the timeline of kernel checkpoints from the IPython prompt."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from .checkpointer import Checkpointer, parse_size
+from .checkpointer import Checkpointer, numbers, parse_size
 from .errors import CheckpointError
 from .store import CheckpointRecord
+from .timeline import kernel_started
 
 if TYPE_CHECKING:
     from .restore import Diff
@@ -39,16 +40,18 @@ def _when(ts: float) -> str:
     return datetime.datetime.fromtimestamp(ts).strftime("%H:%M:%S")
 
 
-def format_table(records: list[CheckpointRecord], head: int | None) -> str:
-    """The timeline as a plain-text table; ``*`` marks where the namespace is now."""
+def format_table(records: list[CheckpointRecord], head: int | None, numbered: dict[int, int]) -> str:
+    """The timeline as a plain-text table, each checkpoint with its number in the session (``#N``) and its
+    store-wide id; ``*`` marks where the namespace is now, ``>`` where a kernel started."""
     if not records:
-        return "no checkpoints yet"
-    rows = [("", "id", "time", "cell", "trigger", "status", "new bytes", "changed", "tag")]
+        return "no kernel checkpoints yet"
+    rows = [("", "#", "id", "time", "cell", "trigger", "status", "new bytes", "changed", "tag")]
     for r in records:
         changed = ", ".join(r.changed[:6]) + (" ..." if len(r.changed) > 6 else "")
         rows.append(
             (
-                "*" if r.id == head else "",
+                ("*" if r.id == head else "") + (">" if kernel_started(r) else ""),
+                f"#{numbered[r.id]}",
                 str(r.id),
                 _when(r.time),
                 "" if r.cell is None else str(r.cell),
@@ -60,7 +63,10 @@ def format_table(records: list[CheckpointRecord], head: int | None) -> str:
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows)
+    table = "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows)
+    legend = [("*", "* where the namespace is now"), (">", "> a new kernel started here")]
+    marks = "".join(row[0] for row in rows)
+    return "\n".join([table, *(text for mark, text in legend if mark in marks)])
 
 
 def format_diff(d: Diff) -> str:
@@ -124,9 +130,19 @@ class CheckpointMagics(Magics):
     @argument("--max-size", help="gc: thin old untagged checkpoints until the store fits this size, e.g. 2G")
     @line_magic
     def checkpoint(self, line: str) -> Any:
-        """Checkpoint the kernel's variables, browse the timeline, roll back.
+        """Kernel checkpoints: save the kernel's variables, browse their timeline, roll back.
 
-        REF is a checkpoint id, a tag, ``latest``, ``last-good`` or ``-N`` (N back).
+        These are checkpoints of the kernel's state (its variables), not Jupyter's
+        file checkpoints ("Save and Create Checkpoint"), which keep the notebook file.
+
+        REF names a kernel checkpoint of this notebook:
+
+        - ``#N``: its number in this notebook, from 1, as ``%checkpoint list`` and the
+          sidebar show it (``#3``)
+        - ``N``: its id, unique in the whole store (the ``id`` column)
+        - a tag, ``latest``, ``last-good``, or ``-N`` (N states back)
+        - ``previous``: the last good checkpoint another kernel left (before this
+          one, or on another machine), still the same after this kernel has run cells
 
         Examples::
 
@@ -134,6 +150,8 @@ class CheckpointMagics(Magics):
             %checkpoint save -t baseline     # a savepoint named baseline
             %checkpoint list                 # the timeline
             %checkpoint restore baseline     # roll back to it
+            %checkpoint restore #3           # to this notebook's third checkpoint
+            %checkpoint restore previous     # to where the last kernel left off
             %checkpoint undo                 # back to before the last cell
             %checkpoint replay               # rebuild what the last restore could not, from its cells
             %checkpoint diff                 # what changed since the last checkpoint
@@ -166,14 +184,18 @@ class CheckpointMagics(Magics):
     def _save(self, opts: Any) -> None:
         self._no_args(opts)
         cid = self.ckpt.save(trigger="manual", message=opts.message, tag=opts.tag)
-        print(f"checkpoint {cid} saved" + (f" as {opts.tag!r}" if opts.tag else ""))
+        print(f"kernel checkpoint {self._name(cid)} saved" + (f" as {opts.tag!r}" if opts.tag else ""))
+
+    def _name(self, checkpoint_id: int) -> str:
+        """``#N (id I)``: the number users see first, the store-wide id beside it."""
+        return f"#{self.ckpt.number(checkpoint_id)} (id {checkpoint_id})"
 
     def _list(self, opts: Any) -> None:
         self._no_args(opts)
         if opts.n < 1:
             raise UsageError("-n must be at least 1")
-        records = self.ckpt.checkpoints(None if opts.all else opts.n)
-        print(format_table(records, self.ckpt.head))
+        records = self.ckpt.checkpoints()
+        print(format_table(records if opts.all else records[-opts.n :], self.ckpt.head, numbers(records)))
 
     def _restore(self, opts: Any) -> None:
         ref = self._one_ref(opts, "latest")
@@ -263,7 +285,7 @@ class CheckpointMagics(Magics):
 
     def _delete(self, opts: Any) -> None:
         gone = self.ckpt.delete(self._one_ref(opts))
-        print(f"checkpoint {gone.id} deleted (its data goes at the next gc)")
+        print(f"kernel checkpoint (id {gone.id}) deleted (its data goes at the next gc)")
 
     def _gc(self, opts: Any) -> None:
         self._no_args(opts)
@@ -279,7 +301,7 @@ class CheckpointMagics(Magics):
         if not opts.tag:
             raise UsageError("usage: %checkpoint tag REF -t NAME")
         record = self.ckpt.tag(self._one_ref(opts, "latest"), opts.tag)
-        print(f"checkpoint {record.id} tagged {record.tag!r}")
+        print(f"kernel checkpoint {self._name(record.id)} tagged {record.tag!r}")
 
 
 def describe_policy(policy: dict[str, Any]) -> str:

@@ -16,7 +16,7 @@ import os
 import random
 import sys
 import types
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +29,8 @@ from .manifest import Buffer, Group, Manifest, RandomState
 from .store import Store
 
 Patch = tuple[memoryview, int, memoryview]
+# Told how far a restore is: bytes read so far and in all; first with 0, last with all of them.
+Progress = Callable[[int, int], None]
 
 # A lazy restore maps, rather than reads, out-of-band buffers at least this large whose chunks are raw.
 LAZY_MIN = 64 << 20
@@ -37,6 +39,8 @@ LAZY_MIN = 64 << 20
 @dataclass
 class RestoreReport:
     checkpoint: int
+    # Its number in the session (``#N``), when the restore knows it.
+    number: int | None = None
     loaded: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     patched: list[str] = field(default_factory=list)
@@ -56,7 +60,8 @@ class RestoreReport:
         return sorted({n for key in chosen for n in self.unverified[key]})
 
     def summary(self) -> str:
-        parts = [f"restored checkpoint {self.checkpoint}: {len(self.loaded)} variable(s) read"]
+        name = f"#{self.number} (id {self.checkpoint})" if self.number is not None else f"(id {self.checkpoint})"
+        parts = [f"restored kernel checkpoint {name}: {len(self.loaded)} variable(s) read"]
         if self.patched:
             parts.append(f"{len(self.patched)} changed in place")
         if self.kept:
@@ -77,18 +82,36 @@ class RestoreReport:
         return line
 
 
-def _read_buffer(store: Store, buffer: Buffer) -> memoryview:
+@dataclass
+class Tally:
+    """The bytes a restore has read (pickles and their arrays), told to its ``Progress`` from the restoring
+    thread."""
+
+    total: int
+    progress: Progress
+    done: int = 0
+
+    def add(self, n: int) -> None:
+        self.done += n
+        self.progress(self.done, self.total)
+
+
+def _read_buffer(store: Store, buffer: Buffer, tally: Tally | None) -> memoryview:
     """One out-of-band buffer, its chunks read straight into place and verified, on every core."""
     size = buffer["size"]
     # Anonymous memory: the kernel hands out zero pages as they are written, with no upfront memset.
     out = memoryview(mapping.private_memory(size)) if size else memoryview(bytearray())
 
-    def fill(index: int, key: str) -> None:
-        store.blobs.read(key, into=out[index * CHUNK : min(size, (index + 1) * CHUNK)])
+    def fill(index: int, key: str) -> int:
+        piece = out[index * CHUNK : min(size, (index + 1) * CHUNK)]
+        store.blobs.read(key, into=piece)
+        return piece.nbytes
 
     # hashlib and file reads release the GIL, so verification (HMAC-SHA256, ~1 GB/s a core) runs in parallel.
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        list(pool.map(fill, range(len(buffer["chunks"])), buffer["chunks"]))
+        for n in pool.map(fill, range(len(buffer["chunks"])), buffer["chunks"]):
+            if tally is not None:
+                tally.add(n)
     return out
 
 
@@ -109,12 +132,16 @@ def _map_buffer(store: Store, buffer: Buffer) -> memoryview | None:
 
 
 def read_group(
-    store: Store, entry: Group | RandomState, unverified: dict[str, list[str]] | None = None
+    store: Store,
+    entry: Group | RandomState,
+    unverified: dict[str, list[str]] | None = None,
+    tally: Tally | None = None,
 ) -> serialize.Packed:
     """The verified bytes of one group (or of the random states).
 
     With ``unverified``, large raw buffers are mapped instead of read, and their
-    chunks are added to it, for the caller to verify.
+    chunks are added to it, for the caller to verify. ``tally`` counts the
+    bytes as they are read (a mapped buffer's at once).
     """
     buffers = []
     for buffer in entry["buffers"]:
@@ -122,9 +149,14 @@ def read_group(
             buffers.append(mapped)
             for key in buffer["chunks"]:
                 unverified.setdefault(key, []).extend(entry.get("names", []))
+            if tally is not None:
+                tally.add(buffer["size"])
         else:
-            buffers.append(_read_buffer(store, buffer))
-    return serialize.Packed(entry.get("serializer", "pickle"), bytes(store.blobs.read(entry["key"])), buffers)
+            buffers.append(_read_buffer(store, buffer, tally))
+    payload = bytes(store.blobs.read(entry["key"]))
+    if tally is not None:
+        tally.add(len(payload))
+    return serialize.Packed(entry.get("serializer", "pickle"), payload, buffers)
 
 
 def _chunk_keys(flat: memoryview) -> list[str]:
@@ -185,6 +217,7 @@ def restore_namespace(
     hidden: Iterable[str] = (),
     exclude: Iterable[str] = (),
     lazy: bool = False,
+    progress: Progress | None = None,
 ) -> RestoreReport:
     """Make ``module``'s namespace hold the checkpoint's state; returns what was done.
 
@@ -192,7 +225,8 @@ def restore_namespace(
     last checkpoint or restore: only groups whose variables are still bound to
     those objects are compared with the target (a hint that saves pickling
     what was rebound; the comparison reads the bytes). With ``lazy``, large raw
-    arrays are mapped and listed in ``unverified``.
+    arrays are mapped and listed in ``unverified``. ``progress`` is told how many
+    bytes of the variables are read of those to read.
     """
     namespace = module.__dict__
     variables: dict[str, dict[str, Any]] = manifest["variables"]
@@ -218,6 +252,16 @@ def restore_namespace(
     incoming: dict[str, Any] = {}
     failed: dict[str, str] = {}
     patches: list[Patch] = []
+    tally = None
+    if progress is not None:
+        # A group's variables each have its size: pickle and arrays.
+        sizes = [
+            variables[entry["names"][0]]["size"]
+            for index, entry in enumerate(manifest["groups"])
+            if index not in plans and any(wanted is None or n in wanted for n in entry["names"])
+        ]
+        tally = Tally(sum(sizes), progress)
+        progress(0, tally.total)
     for index, entry in enumerate(manifest["groups"]):
         names = [n for n in entry["names"] if wanted is None or n in wanted]
         if not names:
@@ -226,7 +270,7 @@ def restore_namespace(
             patches += plans[index]
             (report.patched if plans[index] else report.kept).extend(names)
             continue
-        packed = read_group(store, entry, report.unverified if lazy else None)  # a bad signature refuses all
+        packed = read_group(store, entry, report.unverified if lazy else None, tally)  # a bad signature refuses all
         try:
             objs = serialize.loads(packed, module)
         except Exception as e:  # a module gone, a class changed: this group stays out, the others come back

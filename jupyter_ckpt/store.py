@@ -141,7 +141,7 @@ def check_tag(tag: str) -> str:
         tag.encode("utf-8")
     except UnicodeEncodeError:
         raise BadArgument("a tag must be valid text (it holds a lone surrogate)") from None
-    if parse_id(tag) is not None or tag in ("latest", "last-good") or re.fullmatch(r"-\d+", tag):
+    if parse_id(tag) is not None or tag in ("latest", "last-good", "previous") or re.fullmatch(r"[-#]\d+", tag):
         raise BadArgument(f"{tag!r} cannot be a tag: it would read as a checkpoint reference")
     return tag
 
@@ -584,9 +584,11 @@ class Store:
         return rows[0]["last_cell"] if rows else None
 
     def resolve(self, session: str, ref: str | int, head: int | None = None) -> CheckpointRecord:
-        """Turn a REF (id, tag, ``latest``, ``last-good``, ``-N``) into a checkpoint of the session.
+        """Turn a REF (id, ``#N``, tag, ``latest``, ``last-good``, ``-N``) into a checkpoint of the session.
 
-        ``-N`` walks N states back from ``head`` along the parent links.
+        ``#N`` is the session's Nth checkpoint, counted from 1 in id order (the number
+        the UI and ``%checkpoint list`` show); ``-N`` walks N states back from ``head``
+        along the parent links.
         """
         records = self.checkpoints(session) if self._query("SELECT 1 FROM sessions WHERE key=?", (session,)) else []
         if not records:
@@ -600,6 +602,10 @@ class Store:
             if not good:
                 raise UnknownCheckpoint("no checkpoint of this session finished without error")
             return good[-1]
+        if re.fullmatch(r"#\d+", text):  # the session's own numbering
+            if 1 <= (n := int(text[1:])) <= len(records):
+                return records[n - 1]
+            raise UnknownCheckpoint(f"no checkpoint {text} in session {session!r}: it has {len(records)}")
         if re.fullmatch(r"-\d+", text):
             steps = int(text[1:])
             current = by_id.get(head) if head is not None else records[-1]

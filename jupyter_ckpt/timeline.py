@@ -1,13 +1,15 @@
-"""What a user reads about one checkpoint, for the REST API and the widget alike."""
+"""What a user reads about checkpoints, for the REST API, the magics and the widget alike."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from .checkpointer import NEW_KERNEL, Checkpointer
 from .errors import CheckpointError
 from .manifest import Manifest
 from .restore import diff_manifests
-from .store import Store
+from .store import CheckpointRecord, Store
 
 _NOTHING: Manifest = {"variables": {}, "modules": {}}
 
@@ -46,3 +48,34 @@ def details(store: Store, checkpoint_id: int) -> dict[str, Any]:
             "changed": {n: {"before": _preview(a), "after": _preview(b)} for n, (a, b) in diff.changed.items()},
         },
     }
+
+
+def kernel_started(record: CheckpointRecord) -> bool:
+    """Whether a kernel started at this checkpoint: its first one has no parent, or it began by restoring."""
+    return record.parent is None or (record.message or "").startswith(NEW_KERNEL)
+
+
+def age(seconds: float) -> str:
+    """How long ago, as a person says it: 40 s, 12 min, 3.5 h, 2 days."""
+    if seconds < 60:
+        return f"{max(0, round(seconds))} s"
+    if seconds < 3600:
+        return f"{round(seconds / 60)} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{round(seconds / 86400)} days"
+
+
+def previous_session(ckpt: Checkpointer) -> str | None:
+    """The line a kernel shows when it starts on a notebook with history, or None when it has none."""
+    previous = ckpt.previous()
+    if previous is None:
+        return None
+    count = len(ckpt.checkpoints_committed())
+    variables = len(ckpt.store.manifest(previous.id)["variables"])
+    cell = "" if previous.cell is None else f" after cell [{previous.cell}]"
+    return (
+        f"jupyter-ckpt: this notebook has {count} kernel checkpoint(s) from earlier kernels; the last good one is "
+        f"#{ckpt.number(previous.id)}{cell}, {age(time.time() - previous.time)} ago, {variables} variable(s). "
+        "Get it back with: %checkpoint restore previous"
+    )

@@ -35,6 +35,12 @@ function brief(info) {
   return `${shape(info) || info.type} ${humanBytes(info.size)}`;
 }
 
+// A checkpoint's number in the session, as the rows show it.
+function label(model, id) {
+  const r = model.get("rows").find((r) => r.id === id);
+  return r ? `#${r.number}` : `(id ${id})`;
+}
+
 function row(r, model) {
   const classes = ["ckpt-row"];
   if (r.id === model.get("selected")) classes.push("ckpt-selected");
@@ -46,8 +52,8 @@ function row(r, model) {
   return h(
     "li",
     { class: classes.join(" "), "data-id": r.id, style: `padding-left: ${0.5 + 1.25 * r.depth}em`, onclick: select },
-    r.branch_from !== null ? h("span", { class: "ckpt-branch" }, `↳ from #${r.branch_from}`) : null,
-    h("span", { class: "ckpt-id" }, `#${r.id}`),
+    r.branch_from !== null ? h("span", { class: "ckpt-branch" }, `↳ from ${label(model, r.branch_from)}`) : null,
+    h("span", { class: "ckpt-id", title: `id ${r.id}` }, `#${r.number}`),
     h("span", { class: "ckpt-time" }, clock(r.time)),
     h("span", { class: "ckpt-cell" }, cell(r.cell)),
     h("span", { class: "ckpt-trigger" }, r.trigger),
@@ -98,12 +104,12 @@ function detailsPane(model) {
   const act = (action, extra = {}) => model.send({ action, id: d.id, ...extra });
   const tagInput = h("input", { class: "ckpt-tag-input", placeholder: "tag", value: d.tag || "" });
   const confirmDelete = () => {
-    if (window.confirm(`Delete checkpoint #${d.id}?`)) act("delete");
+    if (window.confirm(`Delete kernel checkpoint ${label(model, d.id)}?`)) act("delete");
   };
   return h(
     "div",
     {},
-    h("h4", {}, `Checkpoint #${d.id} ${cell(d.cell)} · ${clock(d.time)} · ${d.trigger} · ${d.status}`),
+    h("h4", {}, `Kernel checkpoint ${label(model, d.id)} ${cell(d.cell)} · ${clock(d.time)} · ${d.trigger} · ${d.status}`),
     d.message ? h("p", { class: "ckpt-message" }, d.message) : null,
     h(
       "div",

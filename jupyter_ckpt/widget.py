@@ -17,7 +17,7 @@ import anywidget
 import traitlets
 
 from . import timeline
-from .checkpointer import Checkpointer
+from .checkpointer import Checkpointer, numbers
 from .errors import CheckpointError
 from .store import CheckpointRecord
 
@@ -25,12 +25,14 @@ _HERE = Path(__file__).parent
 
 
 def tree_rows(records: list[CheckpointRecord]) -> list[dict[str, Any]]:
-    """The records in timeline order, each with ``depth`` (its branch's indent) and ``branch_from``.
+    """The records in timeline order, each with its ``number`` in the session, ``depth`` (its branch's indent)
+    and ``branch_from``.
 
     A checkpoint's first child continues its line; every later child (a restore
     followed by new cells) starts a branch one level deeper, listed after the
     line it left.
     """
+    numbered = numbers(records)
     children: dict[int | None, list[CheckpointRecord]] = {}
     known = {r.id for r in records}
     for r in records:
@@ -40,7 +42,7 @@ def tree_rows(records: list[CheckpointRecord]) -> list[dict[str, Any]]:
     stack = [(r, 0, None) for r in reversed(children.get(None, []))]
     while stack:
         record, depth, branch_from = stack.pop()
-        rows.append({**record.as_dict(), "depth": depth, "branch_from": branch_from})
+        rows.append({**record.as_dict(), "number": numbered[record.id], "depth": depth, "branch_from": branch_from})
         kids = children.get(record.id, [])
         stack.extend((kid, depth + 1, record.id) for kid in reversed(kids[1:]))
         if kids:
@@ -102,9 +104,10 @@ class Timeline(anywidget.AnyWidget):  # type: ignore[misc]
             elif action == "tag":
                 tag = content.get("tag") or None
                 record = self._ckpt.tag(checkpoint_id, tag)
-                outcome = f"checkpoint {record.id} tagged {tag!r}" if tag else f"checkpoint {record.id} untagged"
+                name = f"kernel checkpoint #{self._ckpt.number(record.id)} (id {record.id})"
+                outcome = f"{name} tagged {tag!r}" if tag else f"{name} untagged"
             elif action == "delete":
-                outcome = f"checkpoint {self._ckpt.delete(checkpoint_id).id} deleted"
+                outcome = f"kernel checkpoint (id {self._ckpt.delete(checkpoint_id).id}) deleted"
             else:
                 raise CheckpointError(f"unknown action {action!r}")
         except CheckpointError as e:

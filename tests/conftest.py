@@ -71,7 +71,7 @@ class Kernel:
                     result.stderr += content["text"]
             elif kind == "error":
                 result.error = f"{content['ename']}: {content['evalue']}"
-            elif kind in ("execute_result", "display_data"):
+            elif kind in ("execute_result", "display_data", "update_display_data"):
                 result.data.append(content["data"])
 
         self.kc.execute_interactive(code, output_hook=hook, timeout=timeout)

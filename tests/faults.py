@@ -30,6 +30,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import signal
 import sys
 import time
@@ -126,7 +127,7 @@ def cycle(store: Store, pick: random.Random, tally: Tally, forced: dict[int, str
         else:
             k.ok(SETUP)
         out = k.ok("%checkpoint save")
-        cid = int(out.split()[1])
+        cid = int(re.search(r"\(id (\d+)\)", out)[1])  # "kernel checkpoint #3 (id 12) saved"
         forced[cid] = k.value("seal")
         tally.committed += 1
         batch = [mutating_cell(pick) for _ in range(pick.randint(2, 6))]

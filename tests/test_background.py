@@ -69,7 +69,7 @@ def test_a_write_that_outlives_its_killed_kernel_is_adopted(kernels: Any, store:
     revived = kernels("orphan.ipynb")
     revived.ok("%load_ext jupyter_ckpt\n%checkpoint auto on")
     assert [r.cell for r in store.checkpoints("orphan.ipynb")] == [2, 3, 4]  # adopted in the order taken
-    assert revived.ok("%checkpoint restore latest").startswith("restored checkpoint")
+    assert revived.ok("%checkpoint restore latest").startswith("restored kernel checkpoint #")
     assert revived.value("(marker, step)") == ("after big", 2)
     assert revived.value("big.shape") == (50_000_000,)
 

@@ -30,7 +30,10 @@ def test_list_show_diff(written: tuple[Store, list[int]]) -> None:
     sessions = cli("list")
     assert sessions.returncode == 0 and sessions.stdout.startswith("work/analysis.ipynb  2 checkpoint(s)")
     table = cli("list", "work/analysis.ipynb").stdout.splitlines()
-    assert [line.split()[0] for line in table[1:]] == [str(first), str(second)]
+    # Numbered from 1 in the session, beside the store-wide ids; the first is where a kernel started.
+    assert table[1].split()[:3] == [">", "#1", str(first)] and table[2].split()[:2] == ["#2", str(second)]
+    assert table[-1] == "> a new kernel started here"
+    assert cli("show", "#2", "--session", "work/analysis.ipynb").stdout == cli("show", str(second)).stdout
     shown = cli("show", str(second)).stdout
     assert "rows: list" in shown and "[1, 2, 3, 4]" in shown and "math: module math" in shown
     manifest = json.loads(cli("show", "start", "--session", "work/analysis.ipynb", "--json").stdout)

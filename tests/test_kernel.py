@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -60,7 +61,7 @@ def test_a_killed_kernel_comes_back_exactly(kernels: Any) -> None:
     revived = kernels("analysis.ipynb")
     revived.ok("%load_ext jupyter_ckpt")
     out = revived.ok("%checkpoint restore latest")
-    assert out.startswith("restored checkpoint")
+    assert out.startswith("restored kernel checkpoint #")
     assert revived.ok(DIGEST) == expected
 
 
@@ -87,14 +88,77 @@ def test_undo_restore_tags_branches_diff_and_list(kernels: Any, store: Store) ->
     diff = k.ok("%checkpoint diff first")
     assert "~ x: int (" in diff and "-> str (" in diff
     table = k.ok("%checkpoint list --all").splitlines()
-    assert table[0].split() == ["id", "time", "cell", "trigger", "status", "new", "bytes", "changed", "tag"]
-    assert table[-1].startswith("*")  # the newest checkpoint is where the namespace is now
+    assert table[0].split() == ["#", "id", "time", "cell", "trigger", "status", "new", "bytes", "changed", "tag"]
+    assert table[-3].startswith("*")  # the newest checkpoint is where the namespace is now
+    assert table[-2:] == ["* where the namespace is now", "> a new kernel started here"]
     assert any(line.rstrip().endswith("first") for line in table)
     history = k.ok("%checkpoint history")
     # The cells that led here: the branch's own, after those before the savepoint; not the undone ones.
     assert "x = 1" in history and "x = 'branch'" in history
     assert "x = 2" not in history and "x = 3" not in history
-    assert k.ok("%checkpoint list -n 2").count("\n") == 3
+    assert k.ok("%checkpoint list -n 2").count("\n") == 4  # the header, two rows, the mark "*" below
+
+
+def test_a_new_kernel_names_what_the_last_one_left_and_previous_still_reaches_it(kernels: Any) -> None:
+    first = kernels("morning.ipynb")
+    first.ok("%load_ext jupyter_ckpt\n%checkpoint auto on")
+    first.ok("model = {'weights': [1, 2, 3]}")
+    first.ok("scores = [0.9]")
+    first.ok("%checkpoint wait")
+    first.kill()
+
+    second = kernels("morning.ipynb")
+    line = second.run("%load_ext jupyter_ckpt").stderr
+    # One line: how many, the last good one with its cell, age and variables, and the command to get it back.
+    assert re.fullmatch(
+        r"jupyter-ckpt: this notebook has 2 kernel checkpoint\(s\) from earlier kernels; the last good one is "
+        r"#2 after cell \[3\], \d+ s ago, 2 variable\(s\)\. Get it back with: %checkpoint restore previous\n",
+        line,
+    )
+    second.ok("model = None\nfresh = 1")  # the new kernel's own work: now latest and last-good
+    second.ok("%checkpoint wait")
+    assert second.ok("%checkpoint restore previous").startswith("restored kernel checkpoint #2 (id ")
+    assert second.value("(model, scores, 'fresh' in dir())") == ({"weights": [1, 2, 3]}, [0.9], False)
+    # Numbered from 1 in this notebook; ">" where each kernel started, "*" where the namespace is now.
+    # (the restore is #4, the cell that printed the values #5)
+    table = second.ok("%checkpoint list").splitlines()[1:-2]
+    assert [(line[:2].strip(), re.findall(r"#\d+", line)[0]) for line in table] == [
+        (">", "#1"),
+        ("", "#2"),
+        (">", "#3"),
+        ("", "#4"),
+        ("*", "#5"),
+    ]
+    second.ok("%checkpoint restore #1")
+    assert second.value("'scores' in dir()") is False
+    assert (
+        second.run("%checkpoint diff #9").stderr
+        == "UsageError: no checkpoint #9 in session 'morning.ipynb': it has 7\n"
+    )
+    refused = second.run("%checkpoint save -t #2").stderr
+    assert refused == "UsageError: '#2' cannot be a tag: it would read as a checkpoint reference\n"
+
+
+def test_a_long_restore_shows_its_progress_in_the_cell(kernels: Any) -> None:
+    k = kernels("progress.ipynb")
+    # Shown once a restore has run progress_after seconds (1 by default): here from the start.
+    k.ok("get_ipython().config.Checkpoints.progress_after = 0\n%load_ext jupyter_ckpt\n%checkpoint auto on")
+    k.ok("import numpy as np\nbig = np.random.default_rng(0).random(3_000_000)")  # 24 MB: 6 chunks to read
+    k.ok("big = None")
+    r = k.run("%checkpoint restore -1")
+    assert r.error is None and r.stdout.startswith("restored kernel checkpoint #1 (id ")
+    shown = [d["text/plain"] for d in r.data]
+    # One display, updated in place as the chunks are read: from nothing to all of it.
+    assert shown[0] == "restoring kernel checkpoint #1: 0 B of 22.9 MiB"
+    assert shown[-1] == "restoring kernel checkpoint #1: 22.9 MiB of 22.9 MiB"
+    last = r.data[-1]["application/vnd.jupyter-ckpt.progress+json"]
+    assert last["done"] == last["total"] > 24_000_000  # the array and its pickle
+    assert k.value("big.shape") == (3_000_000,)
+    # A restore quicker than progress_after shows nothing.
+    k.ok("get_ipython().config.Checkpoints.progress_after = 1.0\n%unload_ext jupyter_ckpt\n%load_ext jupyter_ckpt")
+    k.ok("big = None")
+    quick = k.run("%checkpoint restore #1")
+    assert quick.stdout.startswith("restored kernel checkpoint #1 (id ") and quick.data == []
 
 
 def test_a_store_from_a_newer_version_is_refused(kernels: Any, store: Store, jupyter_dirs: Path) -> None:
@@ -147,7 +211,8 @@ def test_help_is_complete(kernels: Any) -> None:
     doc = k.ok("print(get_ipython().find_line_magic('checkpoint').__doc__)")
     for option in ("--message", "--tag", "--all", "--only", "--every", "--interval", "--keep-last", "--max-size"):
         assert option in doc
-    assert "REF is a checkpoint id, a tag" in doc
+    assert "Kernel checkpoints:" in doc and "not Jupyter's" in doc
+    assert "``#N``: its number in this notebook" in doc and "``previous``:" in doc
     assert "session: help.ipynb" in k.ok("%ckpt status")  # the short alias
 
 

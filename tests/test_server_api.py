@@ -247,7 +247,7 @@ async def test_checkpoint_and_restore_a_live_kernel(api: Any, notebook: Any, jp_
     assert await nb.value("n") == 2
 
     restored = await api("POST", *restore, body={"kernel_id": nb.kernel_id})
-    assert restored["checkpoint"] == first["id"] and "restored checkpoint" in restored["summary"]
+    assert restored["checkpoint"] == first["id"] and "restored kernel checkpoint #" in restored["summary"]
     assert await nb.value("n") == 1
     assert (await nb.checkpoints())[-1]["trigger"] == "restore"
 

@@ -78,7 +78,7 @@ def test_restore_from_the_widget_rolls_the_namespace_back(ckpt: Checkpointer, ti
     click(timeline, "restore", first)
     assert ckpt.module.x == 1
     assert "z" not in ckpt.module.__dict__
-    assert timeline.message.startswith(f"restored checkpoint {first}")
+    assert timeline.message.startswith(f"restored kernel checkpoint #1 (id {first})")
     assert not timeline.error
     restore_row = timeline.rows[-1]
     assert (restore_row["trigger"], restore_row["branch_from"], restore_row["depth"]) == ("restore", first, 1)

@@ -69,6 +69,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         settings = home / "settings" / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
         settings.parent.mkdir(parents=True, exist_ok=True)
         settings.write_text(json.dumps(values))
+    # Every restore shows its progress (bytes read of the total), not only those that take over a second.
+    kernel_config = home / "ipython" / "profile_default" / "ipython_config.json"
+    kernel_config.parent.mkdir(parents=True)
+    kernel_config.write_text(json.dumps({"Checkpoints": {"progress_after": 0}}))
     env = dict(
         os.environ,
         JUPYTER_DATA_DIR=str(home / "data"),
@@ -92,6 +96,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         f"--ServerApp.root_dir={notebooks}",
         f"--IdentityProvider.token={token}",
         "--LabApp.expose_app_in_browser=True",
+        "--JupyterNotebookApp.expose_app_in_browser=True",  # Notebook 7, served by the same server
     ]
     if os.getuid() == 0:
         command.append("--allow-root")

@@ -1,4 +1,4 @@
-"""What a user sees in JupyterLab: the Checkpoints sidebar, crash recovery, and the %checkpoint timeline widget."""
+"""What a user sees in JupyterLab and Notebook 7: the Kernel checkpoints sidebar, crash recovery, the widget."""
 
 from __future__ import annotations
 
@@ -41,10 +41,11 @@ KERNEL_READY = """async (path) => {
 }"""
 
 
-def open_notebook(page: Page, lab: Lab, name: str) -> None:
-    """Open a notebook alone, in a workspace of its own."""
-    page.goto(f"{lab.url}/lab/workspaces/{name.removesuffix('.ipynb')}/tree/{name}?token={lab.token}")
-    page.wait_for_function("() => window.jupyterapp !== undefined")  # set once Lab has started, after the page loads
+def open_notebook(page: Page, lab: Lab, name: str, *, notebook7: bool = False) -> None:
+    """Open a notebook alone: in a JupyterLab workspace of its own, or in Notebook 7's notebook page."""
+    where = f"notebooks/{name}" if notebook7 else f"lab/workspaces/{name.removesuffix('.ipynb')}/tree/{name}"
+    page.goto(f"{lab.url}/{where}?token={lab.token}")
+    page.wait_for_function("() => window.jupyterapp !== undefined")  # set once the app has started
     page.evaluate(KERNEL_READY, name)
 
 
@@ -61,20 +62,27 @@ def run_next(page: Page, cells: int) -> None:
 
 
 def open_sidebar(page: Page) -> Locator:
-    """Through the command palette, as a user finds it."""
+    """Through the command palette, as a user finds it; at the sidebar's default width."""
     page.keyboard.press("Control+Shift+C")
-    page.keyboard.type("Show Checkpoints")
+    page.keyboard.type("Show Kernel Checkpoints")
     page.keyboard.press("Enter")
     sidebar = page.locator("#jupyter-ckpt-sidebar")
     expect(sidebar).to_be_visible()
-    # drag the sidebar's edge to the left, to give the timeline room
-    edge = sidebar.bounding_box()
-    assert edge is not None
-    page.mouse.move(edge["x"] - 2, edge["y"] + 300)
-    page.mouse.down()
-    page.mouse.move(edge["x"] - 300, edge["y"] + 300, steps=5)
-    page.mouse.up()
     return sidebar
+
+
+# Every row, its first line and its changed variables, that is wider than its box (cut or scrolled).
+CUT = """(sidebar) => Array.from(sidebar.querySelectorAll('.jp-ckpt-row, .jp-ckpt-line, .jp-ckpt-changed'))
+  .filter(e => e.scrollWidth > e.clientWidth).map(e => e.textContent)"""
+
+
+def assert_rows_readable(sidebar: Locator) -> None:
+    """Nothing of a row is cut at the width the sidebar has: its variables wrap onto a second line, and the
+    row's hover text names them all."""
+    assert sidebar.evaluate(CUT) == []
+    last = sidebar.locator(".jp-ckpt-row").last
+    changed = last.locator(".jp-ckpt-changed").inner_text()
+    assert f"Changed: {changed}" in (last.get_attribute("title") or "")
 
 
 def row(where: Locator, cell: int) -> Locator:
@@ -88,7 +96,8 @@ def save_for_docs(source: str, name: str) -> None:
 def test_sidebar_follows_the_notebook_and_restores(page: Page, lab: Lab) -> None:
     open_notebook(page, lab, "analysis_session.ipynb")
     sidebar = open_sidebar(page)
-    expect(sidebar.locator(".jp-ckpt-title")).to_contain_text("analysis_session.ipynb")
+    expect(sidebar.locator(".jp-ckpt-title")).to_have_text("Kernel checkpoints")
+    expect(sidebar.locator(".jp-ckpt-notebook")).to_have_text("analysis_session.ipynb")
 
     # The server extension loaded jupyter_ckpt as the kernel started, so every cell gets a checkpoint;
     # each step waits for it (a cell run while the previous checkpoint is written shares the next one).
@@ -98,7 +107,9 @@ def test_sidebar_follows_the_notebook_and_restores(page: Page, lab: Lab) -> None
         run_next(page, cells)
         shown.append(f"[{count}]")
         expect(sidebar.locator(".jp-ckpt-row .jp-ckpt-cell")).to_have_text(shown)
-    expect(page.locator(".jp-ckpt-statusbar")).to_contain_text("Checkpoint")
+    expect(sidebar.locator(".jp-ckpt-row .jp-ckpt-id")).to_have_text(["#1", "#2", "#3", "#4"])
+    expect(page.locator(".jp-ckpt-statusbar")).to_contain_text(re.compile(r"Kernel checkpoint \d+ s ago"))
+    assert_rows_readable(sidebar)
 
     row(sidebar, 4).click()
     details = sidebar.locator(".jp-ckpt-details")
@@ -111,7 +122,7 @@ def test_sidebar_follows_the_notebook_and_restores(page: Page, lab: Lab) -> None
     expect(details.locator("tr[data-name='orders']")).to_contain_text("(5000, 4)")
     details.locator(".jp-ckpt-restore").click()
     page.locator(".jp-Dialog button.jp-mod-accept").click()
-    expect(sidebar.locator(".jp-ckpt-status-line")).to_contain_text("restored checkpoint")
+    expect(sidebar.locator(".jp-ckpt-status-line")).to_contain_text("restored kernel checkpoint #3 (id ")
     expect(sidebar.locator(".jp-ckpt-row .jp-ckpt-trigger").last).to_have_text("restore")
     assert "(5000, 4)" in run(page, "print(orders.shape)")
     save_for_docs("sidebar.png", "sidebar.png")
@@ -126,14 +137,21 @@ def test_a_killed_kernel_comes_back_with_its_variables(page: Page, lab: Lab) -> 
     expect(row(sidebar, 5)).to_be_visible()  # the last cell's checkpoint is in the store
 
     os.kill(pid, signal.SIGKILL)
-    toast = page.locator(".Toastify__toast", has_text="was restored to checkpoint")
+    toast = page.locator(".Toastify__toast", has_text="was restored to kernel checkpoint")
     expect(toast).to_be_visible(timeout=60_000)
+    # The restore told its progress as it ran (progress_after = 0 here), in a notification of its own.
+    progress = page.locator(".Toastify__toast", has_text="into the new kernel after a crash")
+    expect(progress).to_contain_text(re.compile(r"restoring kernel checkpoint #\d+ .+: (\d+\.\d \w+) of \1"))
     page.screenshot(path=ARTIFACTS / "crash-notification.png")
-    restored = re.search(r"checkpoint #(\d+)", toast.inner_text())
+    restored = re.search(r"kernel checkpoint (#\d+)", toast.inner_text())
     assert restored is not None
-    # The timeline ends with the crash-restore entry, and the checkpoint it went back to is the last cell's.
-    expect(sidebar.locator(".jp-ckpt-row .jp-ckpt-trigger").last).to_have_text("crash-restore")
-    expect(sidebar.locator(f".jp-ckpt-row[data-id='{restored.group(1)}'] .jp-ckpt-cell")).to_have_text("[5]")
+    # The timeline ends with the crash-restore entry, where the new kernel started, and the checkpoint it
+    # went back to is the last cell's.
+    last = sidebar.locator(".jp-ckpt-row").last
+    expect(last.locator(".jp-ckpt-trigger")).to_have_text("crash-restore")
+    expect(last).to_have_class(re.compile("jp-ckpt-kernel-start"))
+    target = sidebar.locator(".jp-ckpt-row", has=page.locator(".jp-ckpt-id", has_text=re.compile(f"^{restored[1]}$")))
+    expect(target.locator(".jp-ckpt-cell")).to_have_text("[5]")
     assert run(page, "print(expensive_result > 0, summary.shape)").strip() == "True (3, 2)"
 
     # The connection could not be saved; the notification offers to run its cell again, and only when asked.
@@ -161,8 +179,68 @@ def test_timeline_widget_restores_a_savepoint(page: Page, lab: Lab) -> None:
     expect(details.locator(".ckpt-variables")).to_contain_text("'raw'")
 
     details.locator(".ckpt-restore").click()
-    expect(widget.locator(".ckpt-status-line")).to_contain_text("restored checkpoint")
+    expect(widget.locator(".ckpt-status-line")).to_contain_text("restored kernel checkpoint #")
     # the restore lands on the timeline as a branch from the savepoint
     expect(widget.locator(".ckpt-row .ckpt-trigger").last).to_have_text("restore", timeout=10_000)
     assert run(page, "print(label, len(prices))").strip() == "raw 1000"
     save_for_docs("widget.png", "widget.png")
+
+
+def test_a_restarted_kernel_says_what_the_last_one_left(page: Page, lab: Lab) -> None:
+    shutil.copy(lab.notebooks / "analysis_session.ipynb", lab.notebooks / "restart_session.ipynb")
+    open_notebook(page, lab, "restart_session.ipynb")
+    sidebar = open_sidebar(page)
+    run_next(page, 3)  # markdown and %load_ext [1], imports [2]
+    expect(sidebar.locator(".jp-ckpt-row .jp-ckpt-cell")).to_have_text(["[1]", "[2]"])
+    page.evaluate("async () => { await window.jupyterapp.shell.currentWidget.sessionContext.restartKernel(); }")
+
+    # The server loads the extension into the new kernel as it starts; the first cell after that says
+    # what the earlier kernel left, and how to get it back.
+    for _ in range(3):
+        said = run(page, "x = 1")
+        if "jupyter-ckpt:" in said:
+            break
+    assert re.search(r"the last good one is #2 after cell \[2\], \d+ s ago, 2 variable\(s\)", said), said
+    assert said.strip().endswith("Get it back with: %checkpoint restore previous")
+    # The new kernel's own checkpoint starts a line of its own; previous still names the old one's.
+    new_kernel = sidebar.locator(".jp-ckpt-kernel-start").last
+    expect(new_kernel.locator(".jp-ckpt-id")).to_have_text("#3")
+    expect(new_kernel.locator(".jp-ckpt-kernel-label")).to_have_text("new kernel")
+    # (progress_after = 0 here: the restore shows its progress, bytes read of all, in the cell first)
+    restored = run(page, "%checkpoint restore previous").splitlines()
+    assert re.fullmatch(r"restoring kernel checkpoint #2: (\d+ B) of \1", restored[0])
+    assert restored[1].startswith("restored kernel checkpoint #2 (id ")
+    assert run(page, "print(n_orders, 'x' in dir())").strip() == "5000 False"
+
+
+def test_notebook7_has_the_sidebar_and_restores(page: Page, lab: Lab) -> None:
+    """Jupyter Notebook 7 (``jupyter notebook``): the same extension, from its command palette."""
+    shutil.copy(lab.notebooks / "analysis_session.ipynb", lab.notebooks / "notebook7_session.ipynb")
+    open_notebook(page, lab, "notebook7_session.ipynb", notebook7=True)
+    sidebar = open_sidebar(page)
+    expect(sidebar.locator(".jp-ckpt-notebook")).to_have_text("notebook7_session.ipynb")
+    shown: list[str] = []
+    for cells, count in ((2, 1), (1, 2), (2, 3), (1, 4)):
+        run_next(page, cells)
+        shown.append(f"[{count}]")
+        expect(sidebar.locator(".jp-ckpt-row .jp-ckpt-cell")).to_have_text(shown)
+    # Numbered from 1 in this notebook, though the store holds the other notebooks' checkpoints too.
+    expect(sidebar.locator(".jp-ckpt-row .jp-ckpt-id")).to_have_text(["#1", "#2", "#3", "#4"])
+    expect(page.locator(".jp-ckpt-statusbar")).to_contain_text(re.compile(r"Kernel checkpoint \d+ s ago"))
+    assert_rows_readable(sidebar)
+    expect(row(sidebar, 4).locator(".jp-ckpt-changed")).to_have_text("orders")
+
+    row(sidebar, 3).click()
+    details = sidebar.locator(".jp-ckpt-details")
+    expect(details.locator(".jp-ckpt-touched .jp-ckpt-name")).to_have_text(["orders", "rng"])
+    page.screenshot(path=ARTIFACTS / "notebook7.png")
+    run(page, "orders = None")  # gone: the restore reads it back whole
+    details.locator(".jp-ckpt-restore").click()
+    page.locator(".jp-Dialog button.jp-mod-accept").click()
+    expect(sidebar.locator(".jp-ckpt-status-line")).to_contain_text("restored kernel checkpoint #3 (id ")
+    # The kernel told the sidebar how far the restore was, in bytes (the server asked for it, not a cell).
+    expect(sidebar.locator(".jp-ckpt-progress")).to_have_text(
+        re.compile(r"restoring kernel checkpoint #3: (\d+\.\d \w+) of \1")
+    )
+    assert "(5000, 4)" in run(page, "print(orders.shape)")
+    save_for_docs("notebook7.png", "notebook7.png")

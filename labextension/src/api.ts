@@ -76,7 +76,7 @@ export async function requestAPI<T>(endpoint: string, init: RequestInit = {}): P
     throw new CheckpointAPIError(0, `the server cannot be reached: ${error}`);
   }
   const text = await response.text();
-  let body: any = undefined;
+  let body: { message?: string } | undefined;
   if (text) {
     try {
       body = JSON.parse(text);
@@ -92,4 +92,9 @@ export async function requestAPI<T>(endpoint: string, init: RequestInit = {}): P
 
 export function sessionQuery(session: string): string {
   return `?session=${encodeURIComponent(session)}`;
+}
+
+/** A session's checkpoints, oldest first; throws CheckpointAPIError (404 when it has none yet). */
+export async function listCheckpoints(session: string): Promise<ICheckpoint[]> {
+  return (await requestAPI<{ checkpoints: ICheckpoint[] }>(`checkpoints${sessionQuery(session)}`)).checkpoints;
 }

@@ -1,7 +1,8 @@
-// Tells the user when the server restored a crashed kernel, and to which checkpoint.
+// Tells the user when the server restored a crashed kernel, and to which kernel checkpoint.
 import { Notification } from '@jupyterlab/apputils';
 import { PathExt } from '@jupyterlab/coreutils';
-import { ICrashEvent, requestAPI, sessionQuery } from './api';
+import { type ICheckpoint, type ICrashEvent, listCheckpoints, requestAPI, sessionQuery } from './api';
+import { label, numbers } from './format';
 import { offerReplay } from './replay';
 
 export class CrashWatcher {
@@ -39,24 +40,41 @@ export class CrashWatcher {
     } catch {
       return; // the next round asks again
     }
-    for (const e of events.filter(e => e.time > since)) {
+    const fresh = events.filter(e => e.time > since);
+    if (!fresh.length) {
+      return;
+    }
+    const name = await labeller(session);
+    for (const e of fresh) {
       this._since.set(session, Math.max(this._since.get(session) ?? since, e.time));
-      notify(e);
+      notify(e, name);
     }
   }
 }
 
-function notify(e: ICrashEvent): void {
+/** Names checkpoints by their number in the session, as the sidebar does (ids when the list cannot be read). */
+async function labeller(session: string): Promise<(id: number) => string> {
+  let records: ICheckpoint[] = [];
+  try {
+    records = await listCheckpoints(session);
+  } catch {
+    // the ids then
+  }
+  const numbered = numbers(records);
+  return id => label(numbered, id);
+}
+
+function notify(e: ICrashEvent, name: (id: number) => string): void {
   const options = { autoClose: false as const };
   const notebook = PathExt.basename(e.session);
   if (e.type === 'crash-restore') {
     Notification.success(
-      `The kernel of ${notebook} crashed and was restored to checkpoint #${e.checkpoint}. ${e.message}`,
+      `The kernel of ${notebook} crashed and was restored to kernel checkpoint ${name(e.checkpoint ?? 0)}. ${e.message}`,
       options
     );
     offerReplay(e.kernel_id, e.replayable ?? '');
   } else {
-    const tried = e.tried.map(id => `#${id}`).join(', ');
+    const tried = e.tried.map(name).join(', ');
     Notification.warning(
       `The kernel of ${notebook} crashed and was not restored${tried ? ` (tried ${tried})` : ''}. ${e.message}`,
       options

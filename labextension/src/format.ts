@@ -1,5 +1,11 @@
 // How checkpoints read on screen, shared by the sidebar and the status bar.
-import { ICheckpoint, IPreview } from './api';
+import type { ICheckpoint, IPreview } from './api';
+
+/** What every label calls them: checkpoints of the kernel's state, not Jupyter's file checkpoints. */
+export const NAME = 'Kernel checkpoints';
+
+/** How the kernel notes a restore that was the first thing it did (jupyter_ckpt/timeline.py NEW_KERNEL). */
+const NEW_KERNEL = 'new kernel: ';
 
 export function humanBytes(n: number | null | undefined): string {
   if (n === null || n === undefined || n < 0) {
@@ -29,6 +35,11 @@ export function age(seconds: number): string {
   return `${(seconds / 3600).toFixed(1)} h`;
 }
 
+/** "restoring kernel checkpoint #3: 1.2 GiB of 4.0 GiB". */
+export function progressLine(p: { what: string; done: number; total: number }): string {
+  return `${p.what}: ${humanBytes(p.done)} of ${humanBytes(p.total)}`;
+}
+
 export function cellLabel(cell: number | null): string {
   return cell === null ? '' : `[${cell}]`;
 }
@@ -46,6 +57,25 @@ export function brief(p: IPreview): string {
     return p.repr;
   }
   return `${shape(p) || p.type} ${humanBytes(p.size)}`;
+}
+
+/**
+ * Each checkpoint's number in its notebook, from 1: its place in the session's checkpoints ordered by id,
+ * as ``%checkpoint list`` shows it and ``#N`` names it in a REF.
+ */
+export function numbers(records: ICheckpoint[]): Map<number, number> {
+  return new Map([...records].sort((a, b) => a.id - b.id).map((r, i) => [r.id, i + 1]));
+}
+
+/** How a checkpoint is named on screen: ``#N`` in its notebook, or its store-wide id when it is not numbered. */
+export function label(numbered: Map<number, number>, id: number): string {
+  const n = numbered.get(id);
+  return n === undefined ? `(id ${id})` : `#${n}`;
+}
+
+/** Whether a kernel started here: its first checkpoint has no parent, or it began by restoring one. */
+export function kernelStarted(r: ICheckpoint): boolean {
+  return r.parent === null || (r.message ?? '').startsWith(NEW_KERNEL);
 }
 
 export interface IRow extends ICheckpoint {
@@ -71,8 +101,7 @@ export function treeRows(records: ICheckpoint[]): IRow[] {
   const stack: IRow[] = [...(children.get(null) ?? [])]
     .reverse()
     .map(r => ({ ...r, depth: 0, branchFrom: null }));
-  while (stack.length) {
-    const row = stack.pop()!;
+  for (let row = stack.pop(); row !== undefined; row = stack.pop()) {
     rows.push(row);
     const kids = children.get(row.id) ?? [];
     for (const kid of kids.slice(1).reverse()) {

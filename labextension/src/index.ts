@@ -1,10 +1,13 @@
-// jupyter-ckpt in JupyterLab: the Checkpoints sidebar, the status-bar item, crash notifications, commands.
-import { ILabShell, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
-import { ICommandPalette } from '@jupyterlab/apputils';
+// jupyter-ckpt in JupyterLab and Jupyter Notebook 7: the Kernel checkpoints sidebar, the status item,
+// crash notifications, commands. Nothing here needs JupyterLab's shell: the notebook comes from the tracker.
+import { ILabShell, type JupyterFrontEnd, type JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { ICommandPalette, Notification } from '@jupyterlab/apputils';
+import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import { CrashWatcher } from './crash';
-import { isNotebook, TimelineModel } from './model';
+import { NAME, progressLine } from './format';
+import { TimelineModel } from './model';
 import { CheckpointsPanel } from './panel';
 import { CheckpointStatus } from './status';
 
@@ -18,56 +21,80 @@ namespace CommandIDs {
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: PLUGIN_ID,
-  description: 'Checkpoints of the notebook kernel: timeline, restore, crash notifications.',
+  description: `${NAME} of the notebook's kernel state: timeline, restore, crash notifications.`,
   autoStart: true,
-  requires: [ILabShell, ISettingRegistry],
-  optional: [ICommandPalette, IStatusBar],
+  requires: [INotebookTracker, ISettingRegistry],
+  optional: [ILabShell, ICommandPalette, IStatusBar],
   activate: async (
     app: JupyterFrontEnd,
-    shell: ILabShell,
+    tracker: INotebookTracker,
     registry: ISettingRegistry,
+    labShell: ILabShell | null,
     palette: ICommandPalette | null,
     statusBar: IStatusBar | null
   ) => {
     const model = new TimelineModel();
     const panel = new CheckpointsPanel(model);
-    shell.add(panel, 'right', { rank: 600 });
-    const follow = () => {
-      if (isNotebook(shell.currentWidget)) {
-        model.setNotebook(shell.currentWidget);
-      }
-    };
-    shell.currentChanged.connect(follow);
+    app.shell.add(panel, 'right', { rank: 600 });
+    const follow = () => model.setNotebook(tracker.currentWidget);
+    tracker.currentChanged.connect(follow);
     follow();
-    const openNotebooks = () => Array.from(shell.widgets('main')).filter(isNotebook).map(w => w.context.path);
+    const openNotebooks = () => {
+      const paths: string[] = [];
+      tracker.forEach(w => {
+        paths.push(w.context.path);
+      });
+      return paths;
+    };
     const crashes = new CrashWatcher(openNotebooks);
+    // A restore the server runs (a crash recovery, the sidebar's) shows its progress in a notification too.
+    let restoring: string | null = null;
+    model.changed.connect(() => {
+      const progress = model.progress;
+      if (progress === null || !progress.elsewhere) {
+        return;
+      }
+      const message = progressLine(progress);
+      if (progress.done >= progress.total) {
+        if (restoring !== null) {
+          Notification.update({ id: restoring, message, type: 'success', autoClose: 5000 });
+        }
+        restoring = null;
+      } else if (restoring === null) {
+        restoring = Notification.emit(message, 'in-progress', { autoClose: false });
+      } else {
+        Notification.update({ id: restoring, message });
+      }
+    });
+    const show = () => app.shell.activateById(panel.id);
 
     const hasNotebook = () => model.notebook !== null;
     app.commands.addCommand(CommandIDs.open, {
-      label: 'Show Checkpoints',
-      caption: "The active notebook's checkpoint timeline",
-      execute: () => shell.activateById(panel.id)
+      label: `Show ${NAME}`,
+      caption: `The current notebook's timeline of ${NAME.toLowerCase()}`,
+      execute: show
     });
     app.commands.addCommand(CommandIDs.save, {
-      label: 'Checkpoint the Notebook Kernel Now',
+      label: 'Take a Kernel Checkpoint Now',
       isEnabled: hasNotebook,
       execute: () => panel.checkpointNow()
     });
     app.commands.addCommand(CommandIDs.restore, {
-      label: 'Restore the Selected Checkpoint',
+      label: 'Restore the Selected Kernel Checkpoint',
       isEnabled: () => panel.selected !== null,
       execute: () => panel.restoreSelected()
     });
     for (const command of Object.values(CommandIDs)) {
-      palette?.addItem({ command, category: 'Checkpoints' });
+      palette?.addItem({ command, category: NAME });
     }
 
-    statusBar?.registerStatusItem(PLUGIN_ID, {
-      item: new CheckpointStatus(model, () => shell.activateById(panel.id)),
-      align: 'left',
-      rank: 4,
-      isActive: hasNotebook
-    });
+    const status = new CheckpointStatus(model, show);
+    if (labShell !== null && statusBar !== null) {
+      statusBar.registerStatusItem(PLUGIN_ID, { item: status, align: 'left', rank: 4, isActive: hasNotebook });
+    } else {
+      // Notebook 7 has no status bar: the item sits in the top area, beside its "Last Checkpoint" (of the file).
+      app.shell.add(status, 'top', { rank: 1000 });
+    }
 
     const settings = await registry.load(PLUGIN_ID);
     const apply = () => {

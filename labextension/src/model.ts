@@ -1,19 +1,30 @@
 // The timeline of the active notebook, polled from the server; the sidebar and the status bar draw it.
-import { DocumentWidget } from '@jupyterlab/docregistry';
+import type { DocumentWidget } from '@jupyterlab/docregistry';
 import { KernelMessage } from '@jupyterlab/services';
-import { ISignal, Signal } from '@lumino/signaling';
-import { CheckpointAPIError, ICheckpoint, requestAPI, sessionQuery } from './api';
+import { type ISignal, Signal } from '@lumino/signaling';
+import { CheckpointAPIError, type ICheckpoint, listCheckpoints } from './api';
+import { label, numbers } from './format';
 
 /** How long after a cell finishes its automatic checkpoint is expected to land. */
 const WRITE_WINDOW_MS = 10_000;
 
-export function isNotebook(widget: unknown): widget is DocumentWidget {
-  return widget instanceof DocumentWidget && widget.context.path.endsWith('.ipynb');
+/** The data of the kernel's progress displays (jupyter_ckpt/extension.py PROGRESS_MIME). */
+const PROGRESS_MIME = 'application/vnd.jupyter-ckpt.progress+json';
+
+/** How far a restore is that the notebook's kernel runs, whoever asked for it (a cell, the sidebar, a crash). */
+export interface IProgress {
+  what: string;
+  done: number;
+  total: number;
+  /** Asked for by the server (a crash recovery, the sidebar), not by a cell run from this page. */
+  elsewhere: boolean;
 }
 
 export class TimelineModel {
   private _notebook: DocumentWidget | null = null;
   private _checkpoints: ICheckpoint[] = [];
+  private _numbers = new Map<number, number>();
+  private _progress: IProgress | null = null;
   private _error = '';
   private _cellDone: { at: number; count: number } | null = null;
   private _timer = 0;
@@ -41,6 +52,16 @@ export class TimelineModel {
   /** Oldest first. */
   get checkpoints(): ICheckpoint[] {
     return this._checkpoints;
+  }
+
+  /** A checkpoint's number in this notebook (``#N``), or its id in parentheses when it is not listed. */
+  label(id: number): string {
+    return label(this._numbers, id);
+  }
+
+  /** The kernel's last restore that showed its progress (it took over a second), if any. */
+  get progress(): IProgress | null {
+    return this._progress;
   }
 
   get error(): string {
@@ -75,6 +96,8 @@ export class TimelineModel {
     this._notebook?.context.sessionContext.iopubMessage.disconnect(this._onIOPub, this);
     this._notebook = widget;
     this._checkpoints = [];
+    this._numbers = new Map();
+    this._progress = null;
     this._error = '';
     this._cellDone = null;
     widget?.context.sessionContext.iopubMessage.connect(this._onIOPub, this);
@@ -90,8 +113,7 @@ export class TimelineModel {
     let checkpoints: ICheckpoint[] = [];
     let error = '';
     try {
-      checkpoints = (await requestAPI<{ checkpoints: ICheckpoint[] }>(`checkpoints${sessionQuery(session)}`))
-        .checkpoints;
+      checkpoints = await listCheckpoints(session);
     } catch (e) {
       // 404: the session has no checkpoints yet, which is not an error.
       if (!(e instanceof CheckpointAPIError && e.status === 404)) {
@@ -102,6 +124,7 @@ export class TimelineModel {
       return; // the user switched notebooks while this request was out
     }
     this._checkpoints = checkpoints;
+    this._numbers = numbers(checkpoints);
     this._error = error;
     this._changed.emit();
   }
@@ -119,15 +142,28 @@ export class TimelineModel {
     }, delay);
   }
 
-  /** A cell run from this page finished (the kernel went idle after its execute request). */
+  /**
+   * A cell run from this page finished (the kernel went idle after its execute request), or a restore
+   * told its progress (in a display that any request of the kernel's can send: iopub is for every client).
+   */
   private _onIOPub(_: unknown, msg: KernelMessage.IMessage): void {
     const parent = msg.parent_header as Partial<KernelMessage.IHeader>;
-    if (
-      KernelMessage.isStatusMsg(msg) &&
-      msg.content.execution_state === 'idle' &&
-      parent.msg_type === 'execute_request' &&
-      parent.session === this._notebook?.context.sessionContext.session?.kernel?.clientId
-    ) {
+    const ours = parent.session === this._notebook?.context.sessionContext.session?.kernel?.clientId;
+    if (KernelMessage.isDisplayDataMsg(msg) || KernelMessage.isUpdateDisplayDataMsg(msg)) {
+      const progress = msg.content.data[PROGRESS_MIME] as unknown as Omit<IProgress, 'elsewhere'> | undefined;
+      if (progress !== undefined) {
+        this._progress = { ...progress, elsewhere: !ours };
+        this._changed.emit();
+      }
+      return;
+    }
+    const idle = KernelMessage.isStatusMsg(msg) && msg.content.execution_state === 'idle';
+    const progress = this._progress;
+    if (idle && progress !== null && progress.done < progress.total) {
+      this._progress = null; // the restore stopped short (it failed): the kernel has moved on
+      this._changed.emit();
+    }
+    if (idle && parent.msg_type === 'execute_request' && ours) {
       this._cellDone = { at: Date.now(), count: this._checkpoints.length };
       this._changed.emit();
     }

@@ -1,11 +1,23 @@
-// The "Checkpoints" sidebar: the active notebook's timeline, the selected checkpoint's details, and actions.
+// The "Kernel checkpoints" sidebar: the current notebook's timeline, the selected checkpoint's details, and actions.
 import { Dialog, InputDialog, Notification, showDialog } from '@jupyterlab/apputils';
 import { historyIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
-import { ICheckpoint, ICheckpointDetails, IPreview, requestAPI } from './api';
+import { type ICheckpoint, type ICheckpointDetails, type IPreview, requestAPI } from './api';
 import { h } from './dom';
-import { age, brief, cellLabel, clock, humanBytes, IRow, shape, treeRows } from './format';
-import { TimelineModel } from './model';
+import {
+  age,
+  brief,
+  cellLabel,
+  clock,
+  humanBytes,
+  type IRow,
+  kernelStarted,
+  NAME,
+  progressLine,
+  shape,
+  treeRows
+} from './format';
+import type { TimelineModel } from './model';
 import { offerReplay } from './replay';
 
 export class CheckpointsPanel extends Widget {
@@ -13,6 +25,7 @@ export class CheckpointsPanel extends Widget {
   private _details: ICheckpointDetails | null = null;
   private _listKey = '';
   private _header = h('div', { class: 'jp-ckpt-header' });
+  private _progress = h('div', { class: 'jp-ckpt-progress' });
   private _list = h('ul', { class: 'jp-ckpt-list' });
   private _pane = h('div', { class: 'jp-ckpt-details' });
   private _status = h('div', { class: 'jp-ckpt-status-line' });
@@ -21,9 +34,9 @@ export class CheckpointsPanel extends Widget {
     super();
     this.id = 'jupyter-ckpt-sidebar';
     this.title.icon = historyIcon;
-    this.title.caption = 'Checkpoints';
+    this.title.caption = NAME;
     this.addClass('jp-ckpt-panel');
-    this.node.append(this._header, this._list, this._pane, this._status);
+    this.node.append(this._header, this._progress, this._list, this._pane, this._status);
     _model.changed.connect(this._update, this);
     this._update();
   }
@@ -43,7 +56,8 @@ export class CheckpointsPanel extends Widget {
         method: 'POST',
         body: JSON.stringify({ session, kernel_id: kernelId })
       });
-      return `checkpoint #${record.id} saved`;
+      await this._model.refresh();
+      return `kernel checkpoint ${this._model.label(record.id)} saved`;
     });
   }
 
@@ -57,7 +71,7 @@ export class CheckpointsPanel extends Widget {
       return this._report('start the kernel first: a checkpoint is restored into a running kernel', true);
     }
     const answer = await showDialog({
-      title: `Restore checkpoint #${d.id}?`,
+      title: `Restore kernel checkpoint ${this._model.label(d.id)}?`,
       body:
         `The kernel's variables go back to what they were after cell ${cellLabel(d.cell)} at ${clock(d.time)}. ` +
         'The current state stays on the timeline, so this can be undone.',
@@ -83,7 +97,7 @@ export class CheckpointsPanel extends Widget {
       return;
     }
     const answer = await InputDialog.getText({
-      title: `Tag checkpoint #${d.id} (empty: remove the tag)`,
+      title: `Tag kernel checkpoint ${this._model.label(d.id)} (empty: remove the tag)`,
       text: d.tag ?? ''
     });
     if (!answer.button.accept) {
@@ -92,7 +106,8 @@ export class CheckpointsPanel extends Widget {
     const tag = (answer.value ?? '').trim() || null;
     await this._act(async () => {
       await requestAPI<ICheckpoint>(`checkpoints/${d.id}`, { method: 'PATCH', body: JSON.stringify({ tag }) });
-      return tag ? `checkpoint #${d.id} tagged ${tag}` : `checkpoint #${d.id} untagged`;
+      const label = `kernel checkpoint ${this._model.label(d.id)}`;
+      return tag ? `${label} tagged ${tag}` : `${label} untagged`;
     });
   }
 
@@ -102,17 +117,18 @@ export class CheckpointsPanel extends Widget {
       return;
     }
     const answer = await showDialog({
-      title: `Delete checkpoint #${d.id}?`,
+      title: `Delete kernel checkpoint ${this._model.label(d.id)}?`,
       body: 'It leaves the timeline for good; its data goes at the next gc.',
       buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Delete' })]
     });
     if (!answer.button.accept) {
       return;
     }
+    const label = `kernel checkpoint ${this._model.label(d.id)}`;
     await this._act(async () => {
       await requestAPI<void>(`checkpoints/${d.id}`, { method: 'DELETE' });
       this._select(null);
-      return `checkpoint #${d.id} deleted`;
+      return `${label} deleted`;
     });
   }
 
@@ -138,8 +154,18 @@ export class CheckpointsPanel extends Widget {
     const model = this._model;
     const name = model.session ?? 'no notebook';
     this._header.replaceChildren(
-      h('span', { class: 'jp-ckpt-title', title: name }, `Checkpoints · ${name}`),
+      h('div', { class: 'jp-ckpt-title' }, NAME),
+      h('div', { class: 'jp-ckpt-notebook', title: name }, name),
       h('button', { class: 'jp-ckpt-save jp-mod-styled', onclick: () => void this.checkpointNow() }, 'Checkpoint now')
+    );
+    const progress = model.progress;
+    this._progress.replaceChildren(
+      ...(progress === null
+        ? []
+        : [
+            h('div', {}, progressLine(progress)),
+            h('progress', { max: progress.total, value: progress.done, title: progressLine(progress) })
+          ])
     );
     const rows = treeRows(model.checkpoints);
     // Redraw only on change: a row replaced under the pointer would swallow the click.
@@ -158,28 +184,46 @@ export class CheckpointsPanel extends Widget {
     }
   }
 
+  /** Two lines: number, time, cell, trigger, status, size and tag, then every changed variable, wrapped. */
   private _row(r: IRow): HTMLElement {
-    const newest = this._model.checkpoints[this._model.checkpoints.length - 1];
+    const model = this._model;
+    const newest = model.checkpoints[model.checkpoints.length - 1];
+    const started = kernelStarted(r);
+    const changed = r.changed.join(', ');
     return h(
       'li',
       {
-        class: ['jp-ckpt-row', r.id === this._selected && 'jp-mod-selected', r.id === newest?.id && 'jp-ckpt-newest']
+        class: [
+          'jp-ckpt-row',
+          r.id === this._selected && 'jp-mod-selected',
+          r.id === newest?.id && 'jp-ckpt-newest',
+          started && 'jp-ckpt-kernel-start'
+        ]
           .filter(Boolean)
           .join(' '),
         'data-id': r.id,
         style: `padding-left: ${0.5 + 1.25 * r.depth}em`,
-        title: `${new Date(r.time * 1000).toLocaleString()} (${age(Date.now() / 1000 - r.time)} ago)`,
+        title:
+          `Kernel checkpoint ${model.label(r.id)} (id ${r.id}), ${new Date(r.time * 1000).toLocaleString()} ` +
+          `(${age(Date.now() / 1000 - r.time)} ago)` +
+          (started ? '\nA new kernel started here' : '') +
+          (changed ? `\nChanged: ${changed}` : ''),
         onclick: () => void this._select(r.id)
       },
-      r.branchFrom !== null && h('span', { class: 'jp-ckpt-branch' }, `↳ from #${r.branchFrom}`),
-      h('span', { class: 'jp-ckpt-id' }, `#${r.id}`),
-      h('span', { class: 'jp-ckpt-time' }, clock(r.time)),
-      h('span', { class: 'jp-ckpt-cell' }, cellLabel(r.cell)),
-      h('span', { class: 'jp-ckpt-trigger' }, r.trigger),
-      h('span', { class: `jp-ckpt-status jp-ckpt-status-${r.status}` }, r.status),
-      h('span', { class: 'jp-ckpt-size' }, humanBytes(r.new_bytes)),
-      h('span', { class: 'jp-ckpt-changed' }, r.changed.join(', ')),
-      r.tag && h('span', { class: 'jp-ckpt-tag' }, r.tag)
+      h(
+        'div',
+        { class: 'jp-ckpt-line' },
+        started && h('span', { class: 'jp-ckpt-kernel-label' }, 'new kernel'),
+        r.branchFrom !== null && h('span', { class: 'jp-ckpt-branch' }, `↳ from ${model.label(r.branchFrom)}`),
+        h('span', { class: 'jp-ckpt-id' }, model.label(r.id)),
+        h('span', { class: 'jp-ckpt-time' }, clock(r.time)),
+        h('span', { class: 'jp-ckpt-cell' }, cellLabel(r.cell)),
+        h('span', { class: 'jp-ckpt-trigger' }, r.trigger),
+        h('span', { class: `jp-ckpt-status jp-ckpt-status-${r.status}` }, r.status),
+        h('span', { class: 'jp-ckpt-size' }, humanBytes(r.new_bytes)),
+        r.tag && h('span', { class: 'jp-ckpt-tag' }, r.tag)
+      ),
+      changed && h('div', { class: 'jp-ckpt-changed' }, changed)
     );
   }
 
@@ -207,7 +251,7 @@ export class CheckpointsPanel extends Widget {
     return h(
       'div',
       {},
-      h('h3', {}, `#${d.id} ${cellLabel(d.cell)} · ${clock(d.time)} · ${d.trigger} · ${d.status}`),
+      h('h3', {}, `${this._model.label(d.id)} ${cellLabel(d.cell)} · ${clock(d.time)} · ${d.trigger} · ${d.status}`),
       d.message && h('p', { class: 'jp-ckpt-message' }, d.message),
       h(
         'div',
@@ -243,20 +287,29 @@ function variablesView(d: ICheckpointDetails): HTMLElement {
     return h('p', { class: 'jp-ckpt-empty' }, 'no variables');
   }
   const touched = new Set([...Object.keys(d.diff.added), ...Object.keys(d.diff.changed)]);
-  const row = (name: string, v: IPreview) =>
+  const rows = (name: string, v: IPreview) => [
     h(
       'tr',
       { class: touched.has(name) && 'jp-ckpt-touched', 'data-name': name },
       h('td', { class: 'jp-ckpt-name' }, name),
-      h('td', {}, v.type),
       h('td', {}, shape(v)),
-      h('td', {}, humanBytes(v.size)),
-      h('td', { class: 'jp-ckpt-repr' }, v.repr)
-    );
+      h('td', {}, humanBytes(v.size))
+    ),
+    h(
+      'tr',
+      { 'data-value': name },
+      h(
+        'td',
+        { class: 'jp-ckpt-value', colspan: 3, title: `${v.type}\n${v.repr}` },
+        h('div', { class: 'jp-ckpt-type' }, v.type),
+        h('div', { class: 'jp-ckpt-repr' }, v.repr)
+      )
+    )
+  ];
   return h(
     'table',
     { class: 'jp-ckpt-variables' },
-    h('tr', {}, ['name', 'type', 'shape', 'size', 'value'].map(c => h('th', {}, c))),
-    names.map(name => row(name, d.variables[name]))
+    h('tr', {}, ['name', 'shape', 'size'].map(c => h('th', {}, c))),
+    names.flatMap(name => rows(name, d.variables[name]))
   );
 }

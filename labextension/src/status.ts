@@ -1,7 +1,8 @@
-// The status-bar item: how old the active notebook's last checkpoint is, and whether one is being written.
+// The status item: how old the current notebook's last kernel checkpoint is, whether one is being written,
+// how far a restore is.
 import { Widget } from '@lumino/widgets';
 import { age } from './format';
-import { TimelineModel } from './model';
+import type { TimelineModel } from './model';
 
 export class CheckpointStatus extends Widget {
   constructor(
@@ -10,7 +11,7 @@ export class CheckpointStatus extends Widget {
   ) {
     super();
     this.addClass('jp-ckpt-statusbar');
-    this.node.title = 'Checkpoints of this notebook: click to open the timeline';
+    this.node.title = "Kernel checkpoints (of the kernel's variables, not of the file): click to open the timeline";
     this.node.addEventListener('click', onClick);
     _model.changed.connect(this._update, this);
     // The age keeps growing between polls.
@@ -22,8 +23,15 @@ export class CheckpointStatus extends Widget {
   private _update(): void {
     const checkpoints = this._model.checkpoints;
     const last = checkpoints[checkpoints.length - 1];
-    const text = last ? `Checkpoint ${age(Date.now() / 1000 - last.time)} ago` : 'No checkpoint yet';
-    this.node.textContent = this._model.writing ? `${text} · writing…` : text;
-    this.node.classList.toggle('jp-ckpt-writing', this._model.writing);
+    const text = last ? `Kernel checkpoint ${age(Date.now() / 1000 - last.time)} ago` : 'No kernel checkpoint yet';
+    const progress = this._model.progress;
+    const restoring = progress !== null && progress.done < progress.total;
+    if (restoring) {
+      this.node.textContent = `Restoring kernel checkpoint… ${Math.floor((100 * progress.done) / progress.total)}%`;
+    } else {
+      this.node.textContent = this._model.writing ? `${text} · writing…` : text;
+    }
+    this.node.classList.toggle('jp-ckpt-writing', this._model.writing || restoring);
+    this.setHidden(this._model.notebook === null); // Notebook 7's file browser page
   }
 }

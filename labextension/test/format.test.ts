@@ -1,0 +1,88 @@
+// What the sidebar and the status item print, checked without a browser.
+import { describe, expect, it } from 'vitest';
+import type { ICheckpoint } from '../src/api';
+import {
+  age,
+  brief,
+  humanBytes,
+  kernelStarted,
+  label,
+  numbers,
+  progressLine,
+  shape,
+  treeRows
+} from '../src/format';
+
+function checkpoint(id: number, parent: number | null, extra: Partial<ICheckpoint> = {}): ICheckpoint {
+  return {
+    id,
+    session: 'a.ipynb',
+    parent,
+    time: 0,
+    cell: id,
+    trigger: 'cell',
+    status: 'ok',
+    tag: null,
+    message: null,
+    new_bytes: 0,
+    total_bytes: 0,
+    changed: [],
+    ...extra
+  };
+}
+
+describe('numbers', () => {
+  it('counts a notebook from 1 in id order, whatever ids the store gave', () => {
+    const n = numbers([checkpoint(40, 12), checkpoint(12, null), checkpoint(41, 40)]);
+    expect([n.get(12), n.get(40), n.get(41)]).toEqual([1, 2, 3]);
+    expect(label(n, 40)).toBe('#2');
+    expect(label(n, 7)).toBe('(id 7)');
+  });
+});
+
+describe('kernelStarted', () => {
+  it('marks a root and a restore a new kernel began with, not a restore within a kernel', () => {
+    expect(kernelStarted(checkpoint(1, null))).toBe(true);
+    expect(kernelStarted(checkpoint(3, 2, { trigger: 'restore', message: 'new kernel: restored checkpoint 2' }))).toBe(
+      true
+    );
+    expect(kernelStarted(checkpoint(4, 2, { trigger: 'restore', message: 'restored checkpoint 2' }))).toBe(false);
+  });
+});
+
+describe('treeRows', () => {
+  it('lists a branch after the line it left, one level deeper', () => {
+    const rows = treeRows([checkpoint(1, null), checkpoint(2, 1), checkpoint(3, 1), checkpoint(4, 2)]);
+    expect(rows.map(r => [r.id, r.depth, r.branchFrom])).toEqual([
+      [1, 0, null],
+      [2, 0, null],
+      [4, 0, null],
+      [3, 1, 1]
+    ]);
+  });
+
+  it('shows a checkpoint whose parent was thinned away as a root', () => {
+    expect(treeRows([checkpoint(5, 2), checkpoint(6, 5)]).map(r => r.depth)).toEqual([0, 0]);
+  });
+});
+
+describe('sizes, ages and values', () => {
+  it('reads as a person would say it', () => {
+    expect([humanBytes(512), humanBytes(1536), humanBytes(3 * 1024 ** 3), humanBytes(-1)]).toEqual([
+      '512 B',
+      '1.5 KiB',
+      '3.0 GiB',
+      '-'
+    ]);
+    expect([age(4.6), age(125), age(5400)]).toEqual(['5 s', '2 min', '1.5 h']);
+    const progress = { what: 'restoring kernel checkpoint #3', done: 1.2 * 1024 ** 3, total: 4 * 1024 ** 3 };
+    expect(progressLine(progress)).toBe('restoring kernel checkpoint #3: 1.2 GiB of 4.0 GiB');
+  });
+
+  it('gives a long value by its shape and size', () => {
+    const frame = { type: 'DataFrame', size: 2048, shape: [5000, 4], repr: 'x'.repeat(61) };
+    expect(shape(frame)).toBe('(5000, 4)');
+    expect(brief(frame)).toBe('(5000, 4) 2.0 KiB');
+    expect(brief({ type: 'int', size: 28, repr: '42' })).toBe('42');
+  });
+});
