@@ -17,6 +17,21 @@ export interface ICheckpoint {
   changed: string[];
 }
 
+/** The object store checkpoints are uploaded to (``store_url``), as the server sees it. */
+export interface IRemote {
+  url: string;
+  /** Checkpoints of this machine not uploaded yet, and their bytes. */
+  behind: number;
+  behind_bytes: number;
+  /** Why the store cannot be reached now, if it cannot. */
+  error: string | null;
+}
+
+export interface ITimeline {
+  checkpoints: ICheckpoint[];
+  remote: IRemote | null;
+}
+
 export interface IPreview {
   type: string;
   size: number;
@@ -95,6 +110,9 @@ export function sessionQuery(session: string): string {
 }
 
 /** A session's checkpoints, oldest first; throws CheckpointAPIError (404 when it has none yet). */
-export async function listCheckpoints(session: string): Promise<ICheckpoint[]> {
-  return (await requestAPI<{ checkpoints: ICheckpoint[] }>(`checkpoints${sessionQuery(session)}`)).checkpoints;
+export async function listCheckpoints(session: string): Promise<ITimeline> {
+  const reply = await requestAPI<{ checkpoints: ICheckpoint[]; remote?: IRemote | null }>(
+    `checkpoints${sessionQuery(session)}`
+  );
+  return { checkpoints: reply.checkpoints, remote: reply.remote ?? null };
 }

@@ -56,7 +56,7 @@ export class CrashWatcher {
 async function labeller(session: string): Promise<(id: number) => string> {
   let records: ICheckpoint[] = [];
   try {
-    records = await listCheckpoints(session);
+    records = (await listCheckpoints(session)).checkpoints;
   } catch {
     // the ids then
   }

@@ -1,5 +1,5 @@
 // How checkpoints read on screen, shared by the sidebar and the status bar.
-import type { ICheckpoint, IPreview } from './api';
+import type { ICheckpoint, IPreview, IRemote } from './api';
 
 /** What every label calls them: checkpoints of the kernel's state, not Jupyter's file checkpoints. */
 export const NAME = 'Kernel checkpoints';
@@ -23,6 +23,20 @@ export function humanBytes(n: number | null | undefined): string {
 
 export function clock(time: number): string {
   return new Date(time * 1000).toLocaleTimeString([], { hour12: false });
+}
+
+/** How far the remote store is behind, in a few words; empty when it holds everything and is reachable. */
+export function remoteLine(remote: IRemote | null): string {
+  if (remote === null) {
+    return '';
+  }
+  if (remote.error) {
+    return `${remote.url}: cannot be reached (${remote.error})`;
+  }
+  if (remote.behind === 0) {
+    return '';
+  }
+  return `${remote.url}: ${remote.behind} not uploaded yet (${humanBytes(remote.behind_bytes)})`;
 }
 
 export function age(seconds: number): string {

@@ -2,7 +2,7 @@
 import type { DocumentWidget } from '@jupyterlab/docregistry';
 import { KernelMessage } from '@jupyterlab/services';
 import { type ISignal, Signal } from '@lumino/signaling';
-import { CheckpointAPIError, type ICheckpoint, listCheckpoints } from './api';
+import { CheckpointAPIError, type ICheckpoint, type IRemote, listCheckpoints } from './api';
 import { label, numbers } from './format';
 
 /** How long after a cell finishes its automatic checkpoint is expected to land. */
@@ -23,6 +23,7 @@ export interface IProgress {
 export class TimelineModel {
   private _notebook: DocumentWidget | null = null;
   private _checkpoints: ICheckpoint[] = [];
+  private _remote: IRemote | null = null;
   private _numbers = new Map<number, number>();
   private _progress: IProgress | null = null;
   private _error = '';
@@ -52,6 +53,11 @@ export class TimelineModel {
   /** Oldest first. */
   get checkpoints(): ICheckpoint[] {
     return this._checkpoints;
+  }
+
+  /** The object store the checkpoints are uploaded to, and how far it is behind; null without one. */
+  get remote(): IRemote | null {
+    return this._remote;
   }
 
   /** A checkpoint's number in this notebook (``#N``), or its id in parentheses when it is not listed. */
@@ -96,6 +102,7 @@ export class TimelineModel {
     this._notebook?.context.sessionContext.iopubMessage.disconnect(this._onIOPub, this);
     this._notebook = widget;
     this._checkpoints = [];
+    this._remote = null;
     this._numbers = new Map();
     this._progress = null;
     this._error = '';
@@ -111,9 +118,10 @@ export class TimelineModel {
       return;
     }
     let checkpoints: ICheckpoint[] = [];
+    let remote: IRemote | null = null;
     let error = '';
     try {
-      checkpoints = await listCheckpoints(session);
+      ({ checkpoints, remote } = await listCheckpoints(session));
     } catch (e) {
       // 404: the session has no checkpoints yet, which is not an error.
       if (!(e instanceof CheckpointAPIError && e.status === 404)) {
@@ -124,6 +132,7 @@ export class TimelineModel {
       return; // the user switched notebooks while this request was out
     }
     this._checkpoints = checkpoints;
+    this._remote = remote;
     this._numbers = numbers(checkpoints);
     this._error = error;
     this._changed.emit();

@@ -14,6 +14,7 @@ import {
   kernelStarted,
   NAME,
   progressLine,
+  remoteLine,
   shape,
   treeRows
 } from './format';
@@ -156,6 +157,7 @@ export class CheckpointsPanel extends Widget {
     this._header.replaceChildren(
       h('div', { class: 'jp-ckpt-title' }, NAME),
       h('div', { class: 'jp-ckpt-notebook', title: name }, name),
+      ...(remoteLine(model.remote) ? [h('div', { class: 'jp-ckpt-remote' }, remoteLine(model.remote))] : []),
       h('button', { class: 'jp-ckpt-save jp-mod-styled', onclick: () => void this.checkpointNow() }, 'Checkpoint now')
     );
     const progress = model.progress;

@@ -1,17 +1,19 @@
 // The status item: how old the current notebook's last kernel checkpoint is, whether one is being written,
 // how far a restore is.
 import { Widget } from '@lumino/widgets';
-import { age } from './format';
+import { age, remoteLine } from './format';
 import type { TimelineModel } from './model';
 
 export class CheckpointStatus extends Widget {
+  private readonly _title = "Kernel checkpoints (of the kernel's variables, not of the file): click to open the timeline";
+
   constructor(
     private _model: TimelineModel,
     onClick: () => void
   ) {
     super();
     this.addClass('jp-ckpt-statusbar');
-    this.node.title = "Kernel checkpoints (of the kernel's variables, not of the file): click to open the timeline";
+    this.node.title = this._title;
     this.node.addEventListener('click', onClick);
     _model.changed.connect(this._update, this);
     // The age keeps growing between polls.
@@ -30,7 +32,12 @@ export class CheckpointStatus extends Widget {
       this.node.textContent = `Restoring kernel checkpoint… ${Math.floor((100 * progress.done) / progress.total)}%`;
     } else {
       this.node.textContent = this._model.writing ? `${text} · writing…` : text;
+      const remote = this._model.remote;
+      if (remote !== null && (remote.error || remote.behind > 0)) {
+        this.node.textContent += remote.error ? ' · remote unreachable' : ` · ${remote.behind} not uploaded`;
+      }
     }
+    this.node.title = [this._title, remoteLine(this._model.remote)].filter(Boolean).join('\n');
     this.node.classList.toggle('jp-ckpt-writing', this._model.writing || restoring);
     this.setHidden(this._model.notebook === null); // Notebook 7's file browser page
   }

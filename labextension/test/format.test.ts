@@ -9,6 +9,7 @@ import {
   label,
   numbers,
   progressLine,
+  remoteLine,
   shape,
   treeRows
 } from '../src/format';
@@ -84,5 +85,23 @@ describe('sizes, ages and values', () => {
     expect(shape(frame)).toBe('(5000, 4)');
     expect(brief(frame)).toBe('(5000, 4) 2.0 KiB');
     expect(brief({ type: 'int', size: 28, repr: '42' })).toBe('42');
+  });
+});
+
+describe('remoteLine', () => {
+  const remote = { url: 's3://b/alice', behind: 0, behind_bytes: 0, error: null };
+  it('says nothing without a remote store, or when it holds everything', () => {
+    expect(remoteLine(null)).toBe('');
+    expect(remoteLine(remote)).toBe('');
+  });
+  it('says how much is not uploaded yet', () => {
+    expect(remoteLine({ ...remote, behind: 2, behind_bytes: 3 * 1024 * 1024 })).toBe(
+      's3://b/alice: 2 not uploaded yet (3.0 MiB)'
+    );
+  });
+  it('says why the store cannot be reached', () => {
+    expect(remoteLine({ ...remote, behind: 1, error: 'access denied' })).toBe(
+      's3://b/alice: cannot be reached (access denied)'
+    );
   });
 });
