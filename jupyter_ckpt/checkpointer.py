@@ -28,7 +28,7 @@ from .remote import Replica
 from .restore import Diff, Progress, RestoreReport, diff_manifests, restore_namespace
 from .schedule import Scheduler
 from .store import CheckpointRecord, Store, check_tag
-from .writer import ForkWriter, SyncWriter, fork_unsafe_reason, system_seconds
+from .writer import ForkWriter, SyncWriter, fork_unsafe_reason, resident_bytes, system_seconds
 
 TRIGGERS = ("cell", "interval", "manual", "loop", "restore", "crash-restore")
 # How a restore that is a kernel's first entry on the timeline begins its message: the mark of a kernel start
@@ -37,6 +37,9 @@ NEW_KERNEL = "new kernel: "
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Bytes of the kernel's memory a checkpoint is assumed to cost a second of (the fork, the pages copied while
+# the writer runs, the writer's CPU), until the kernel's first checkpoint is measured.
+PRIOR_RATE = 1 << 30
 PULL_WAIT = 60.0  # seconds a look at the timeline waits for the remote one to be pulled at kernel start
 
 
@@ -183,6 +186,8 @@ class Checkpointer:
             if not (self.policy.budgeted and self._owed is not None):
                 return None
             self.commit_finished()  # children that are done have their cost charged
+            # Before any is measured, a checkpoint is expected to cost a writer's pass over the kernel's memory.
+            self.schedule.prior(resident_bytes() / PRIOR_RATE)
             if not self.schedule.cell_starting(self._accruing()):
                 self._owed = None
                 return None

@@ -9,10 +9,14 @@ policy spends them where nobody waits:
   then, after the reply, so the user never waits for it;
 - cells that arrive back to back (Run All, nbclient, papermill) start before
   that grace ends. The previous cell's state is then checkpointed as the next
-  cell starts only while the measured cost stays within ``budget`` (a fraction
-  of the execution time seen, counting what writers still running have cost
-  so far) and the last fork took at most ``max_pause``; otherwise the
-  boundary is skipped and the reason counted;
+  cell starts only if the budget can pay for it: what checkpoints have cost so
+  far (counting what writers still running have cost), plus what this one is
+  expected to cost (the last one's whole cost, or before any was measured a
+  prior the Checkpointer gives), must stay within ``budget`` (a fraction of the
+  execution time seen), and the last fork must have taken at most
+  ``max_pause``; otherwise the boundary is skipped and the reason counted. A
+  run of short cells therefore pays for no fork until enough execution has
+  accumulated to cover one;
 - whatever the budget, the newest checkpoint is never more than ``max_lag``
   seconds of execution behind: a cell boundary past that checkpoints at once.
 
@@ -50,6 +54,8 @@ class Scheduler:
     spent: float = 0.0  # seconds charged to checkpoints: forks, and the writers' cost (the Checkpointer's charge)
     lag: float = 0.0  # seconds of execution since the state of the newest checkpoint
     last_fork: float = 0.0  # how long the last fork held the kernel
+    expected: float = 0.0  # what the next checkpoint is expected to cost: the last one's, or the prior
+    measured: bool = False  # whether ``expected`` comes from a checkpoint of this kernel
     owed: int | None = None  # the cell whose end state is not checkpointed yet
     skipped: Counter[str] = field(default_factory=Counter)
     _ended_at: float = 0.0
@@ -95,7 +101,7 @@ class Scheduler:
     def _why_not(self, accruing: float = 0.0) -> str | None:
         if self.last_fork > self.max_pause:
             return SLOW_FORK
-        if self.spent + accruing > self.budget * self.executed:
+        if self.spent + accruing + self.expected > self.budget * self.executed:
             return OVER_BUDGET
         return None
 
@@ -108,8 +114,15 @@ class Scheduler:
 
     def charge(self, seconds: float) -> None:
         """Add a cost seen after the fork: what its writer cost the cells (the kernel's system time, with its
-        copy-on-write copies, and the writer's CPU time)."""
+        copy-on-write copies, and the writer's CPU time). With its fork, it is what the next one should cost."""
         self.spent += seconds
+        self.expected = self.last_fork + seconds
+        self.measured = True
+
+    def prior(self, seconds: float) -> None:
+        """What a checkpoint is expected to cost until one of this kernel's is measured."""
+        if not self.measured:
+            self.expected = seconds
 
     def report(self) -> dict[str, object]:
         """What ``%checkpoint status`` shows of the schedule."""

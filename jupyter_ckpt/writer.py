@@ -146,6 +146,14 @@ def _cpu_so_far(pid: int) -> float:
         return 0.0
 
 
+def resident_bytes() -> int:
+    """This process's resident memory (/proc), 0 where unknown."""
+    try:
+        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 def system_seconds() -> float:
     """CPU time this process has spent in the OS kernel, all its threads.
 

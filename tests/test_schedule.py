@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from jupyter_ckpt.schedule import OVER_BUDGET, SLOW_FORK, Scheduler
 
 
@@ -44,7 +46,24 @@ def test_back_to_back_cells_are_checkpointed_while_the_budget_allows_then_skippe
         s.cell_starting()
     assert s.skipped[OVER_BUDGET] == 4 and round(s.lag, 6) == 0.8
     s.cell_finished(6, duration=1.0)
-    assert s.cell_starting() is True  # 60 ms of 2.8 s: the budget allows one again
+    assert s.cell_starting() is False  # 60 ms spent and 60 ms expected (the last one's cost) of 2.8 s: not yet
+    s.cell_finished(7, duration=1.3)
+    assert s.cell_starting() is True  # 120 ms of 4.1 s: the budget pays for one again
+
+
+def test_short_back_to_back_cells_pay_for_no_checkpoint_until_their_execution_covers_the_expected_cost() -> None:
+    s, _ = scheduler(budget=0.03)
+    s.prior(0.3)  # before any checkpoint of this kernel: a writer's pass over its memory
+    taken = []
+    for count in range(1, 21):
+        s.cell_finished(count, duration=0.5)
+        if s.cell_starting():
+            taken.append(count)
+            s.taken(fork_seconds=0.01)
+    assert taken == [20]  # 0.3 s is 3% of 10 s: the first boundary after 10 s of execution
+    s.charge(0.05)
+    s.prior(0.3)  # a measured cost replaces the prior, which no longer counts
+    assert s.expected == pytest.approx(0.06)
 
 
 def test_the_cost_of_a_writer_still_running_counts_before_it_is_charged() -> None:
