@@ -14,7 +14,7 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float
 
 from .errors import CheckpointError
-from .extension import StoreOptions, open_replica
+from .extension import StoreOptions, open_replica, store_location
 from .handlers import SERVICE, default_handlers
 from .recovery import CrashRecovery
 from .service import CheckpointService
@@ -75,7 +75,7 @@ class CkptServerApp(StoreOptions, ExtensionApp):
         )
         self.recovery.start()
         self._stopping = threading.Event()
-        if self.remote_poll > 0:
+        if self.remote_poll > 0 and store_location(self.store_url)[1] is not None:
             threading.Thread(target=self._follow_remote, name="jupyter-ckpt-pull", daemon=True).start()
 
     def initialize_handlers(self) -> None:
@@ -93,8 +93,7 @@ class CkptServerApp(StoreOptions, ExtensionApp):
             try:
                 if self.service.replica is None:
                     self.service.replica = open_replica(self.service.store, self.store_url, self.log.warning)
-                    if self.service.replica is None:
-                        return  # no remote store: nothing to follow
+                assert self.service.replica is not None  # started only when store_url names an object store
                 self.service.replica.pull()
                 said = None
             except CheckpointError as e:

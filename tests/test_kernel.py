@@ -301,7 +301,7 @@ def test_cells_run_before_the_server_loaded_the_extension_are_caught_up(kernels:
 
 def test_a_large_array_is_mapped_on_restore_and_its_bytes_checked_after(kernels: Any, store: Store) -> None:
     first = kernels("lazy.ipynb")
-    first.ok("%load_ext jupyter_ckpt")
+    first.ok("%load_ext jupyter_ckpt\n%checkpoint auto on")  # its cells come back to back: each checkpointed
     first.ok("import numpy as np\nbig = np.random.default_rng(0).random(12_000_000)\nview = big[10:20]\nsmall = [1]")
     expected = first.value("float(big.sum())")
     first.ok("import jupyter_ckpt; jupyter_ckpt.wait()")

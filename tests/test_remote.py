@@ -224,6 +224,10 @@ def test_the_cli_lists_and_exports_from_the_bucket_on_an_empty_machine(s3: S3, j
     import dill
 
     assert float(dill.load_module_asdict(str(out))["data"][:3].sum()) > 0
+    verified = cli("verify", env=env)
+    assert verified.returncode == 0 and "1 checkpoint(s) in 1 session(s), 0 problem(s)" in verified.stdout
+    collected = cli("gc", "--grace", "0", env=env)
+    assert collected.returncode == 0 and f"{s3.url}: removed 0 unreferenced object(s)" in collected.stdout
 
 
 def test_a_machine_killed_while_uploading_leaves_only_whole_checkpoints_in_the_bucket(
