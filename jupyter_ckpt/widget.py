@@ -1,10 +1,11 @@
 """``%checkpoint timeline``: the session's checkpoints as a live widget.
 
-A thin adapter over the ``Checkpointer``: the browser side (``widget.js``)
-draws what the traits below hold and sends back what the user clicked; the
-actions call ``restore``, ``tag`` and ``delete`` like the magics do. A daemon
-thread re-reads the catalog every ``poll`` seconds, so checkpoints written in
-the background (or by ``here()`` inside a running loop) show up as they land.
+A thin adapter over the ``Checkpointer``: the browser side (TypeScript in
+``labextension/src/widget/``, bundled by npm into ``static/widget.js``) draws
+what the traits below hold and sends back what the user clicked; the actions
+call ``restore``, ``tag`` and ``delete`` like the magics do. A daemon thread
+re-reads the catalog every ``poll`` seconds, so checkpoints written in the
+background (or by ``here()`` inside a running loop) show up as they land.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def tree_rows(records: list[CheckpointRecord]) -> list[dict[str, Any]]:
 class Timeline(anywidget.AnyWidget):  # type: ignore[misc]
     """The timeline of one kernel's session: select a checkpoint to see it, then restore, tag or delete it."""
 
-    _esm = _HERE / "widget.js"
+    _esm = _HERE / "static" / "widget.js"
     _css = _HERE / "widget.css"
 
     session = traitlets.Unicode("").tag(sync=True)

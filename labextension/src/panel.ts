@@ -6,7 +6,6 @@ import { type ICheckpoint, type ICheckpointDetails, type IPreview, requestAPI } 
 import { h } from './dom';
 import {
   age,
-  brief,
   cellLabel,
   clock,
   humanBytes,
@@ -20,6 +19,7 @@ import {
 } from './format';
 import type { TimelineModel } from './model';
 import { offerReplay } from './replay';
+import { diffView } from './views';
 
 export class CheckpointsPanel extends Widget {
   private _selected: number | null = null;
@@ -263,24 +263,13 @@ export class CheckpointsPanel extends Widget {
         h('button', { class: 'jp-ckpt-delete jp-mod-styled jp-mod-warn', onclick: () => void this.deleteSelected() }, 'Delete')
       ),
       h('h4', {}, 'Changes from the previous checkpoint'),
-      diffView(d.diff),
+      diffView(d.diff, 'jp-ckpt-'),
       h('h4', {}, 'Variables'),
       variablesView(d),
       cell && h('h4', {}, `Cell ${cellLabel(cell.count)}`),
       cell && h('pre', { class: 'jp-ckpt-source' }, cell.source)
     );
   }
-}
-
-function diffView(diff: ICheckpointDetails['diff']): HTMLElement {
-  const items = [
-    ...Object.entries(diff.added).map(([n, v]) => h('li', { class: 'jp-ckpt-added' }, `+ ${n} = ${brief(v)}`)),
-    ...Object.entries(diff.removed).map(([n, v]) => h('li', { class: 'jp-ckpt-removed' }, `− ${n} (was ${brief(v)})`)),
-    ...Object.entries(diff.changed).map(([n, c]) =>
-      h('li', { class: 'jp-ckpt-changed-var' }, `~ ${n}: ${brief(c.before)} → ${brief(c.after)}`)
-    )
-  ];
-  return items.length ? h('ul', { class: 'jp-ckpt-diff' }, items) : h('p', { class: 'jp-ckpt-empty' }, 'no changes');
 }
 
 function variablesView(d: ICheckpointDetails): HTMLElement {
