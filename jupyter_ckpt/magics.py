@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
@@ -13,72 +12,12 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from .checkpointer import Checkpointer, numbers, parse_size
 from .errors import CheckpointError
-from .store import CheckpointRecord
-from .timeline import kernel_started
-
-if TYPE_CHECKING:
-    from .restore import Diff
+from .format import describe_policy, format_diff, format_table, human_bytes
 
 COMMANDS = (
     "save", "list", "restore", "undo", "diff", "auto", "status", "exclude", "include",
     "history", "timeline", "delete", "gc", "wait", "tag", "replay",
 )  # fmt: skip
-
-
-def human_bytes(n: int | None) -> str:
-    if n is None or n < 0:
-        return "-"
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} GiB"
-
-
-def _when(ts: float) -> str:
-    return datetime.datetime.fromtimestamp(ts).strftime("%H:%M:%S")
-
-
-def format_table(records: list[CheckpointRecord], head: int | None, numbered: dict[int, int]) -> str:
-    """The timeline as a plain-text table, each checkpoint with its number in the session (``#N``) and its
-    store-wide id; ``*`` marks where the namespace is now, ``>`` where a kernel started."""
-    if not records:
-        return "no kernel checkpoints yet"
-    rows = [("", "#", "id", "time", "cell", "trigger", "status", "new bytes", "changed", "tag")]
-    for r in records:
-        changed = ", ".join(r.changed[:6]) + (" ..." if len(r.changed) > 6 else "")
-        rows.append(
-            (
-                ("*" if r.id == head else "") + (">" if kernel_started(r) else ""),
-                f"#{numbered[r.id]}",
-                str(r.id),
-                _when(r.time),
-                "" if r.cell is None else str(r.cell),
-                r.trigger,
-                r.status,
-                human_bytes(r.new_bytes),
-                changed,
-                r.tag or "",
-            )
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    table = "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows)
-    legend = [("*", "* where the namespace is now"), (">", "> a new kernel started here")]
-    marks = "".join(row[0] for row in rows)
-    return "\n".join([table, *(text for mark, text in legend if mark in marks)])
-
-
-def format_diff(d: Diff) -> str:
-    lines = []
-    for name, info in d.added.items():
-        lines.append(f"+ {name}: {info.get('type')} ({human_bytes(info.get('size'))})")
-    for name, info in d.removed.items():
-        lines.append(f"- {name}: {info.get('type')} ({human_bytes(info.get('size'))})")
-    for name, (a, b) in d.changed.items():
-        was, now = f"{a.get('type')} ({human_bytes(a.get('size'))})", f"{b.get('type')} ({human_bytes(b.get('size'))})"
-        lines.append(f"~ {name}: {was} -> {now}")
-    return "\n".join(lines) or "no differences"
 
 
 class Hooks(Protocol):
@@ -302,16 +241,3 @@ class CheckpointMagics(Magics):
             raise UsageError("usage: %checkpoint tag REF -t NAME")
         record = self.ckpt.tag(self._one_ref(opts, "latest"), opts.tag)
         print(f"kernel checkpoint {self._name(record.id)} tagged {record.tag!r}")
-
-
-def describe_policy(policy: dict[str, Any]) -> str:
-    if not policy["auto"]:
-        return "off"
-    if not policy["every"] and not policy["interval"]:
-        return "after every cell, within the overhead budget"
-    parts = []
-    if policy["every"]:
-        parts.append("after every cell" if policy["every"] == 1 else f"after every {policy['every']} cells")
-    if policy["interval"]:
-        parts.append(f"every {policy['interval']:g} s")
-    return " or ".join(parts)
