@@ -73,7 +73,7 @@ class ProgressLine:
             PROGRESS_MIME: {"what": self._what, "done": done, "total": total},
         }
         if self._handle is None:
-            self._handle = display(bundle, raw=True, display_id=True)
+            self._handle = display(bundle, raw=True, display_id=True)  # type: ignore[no-untyped-call]  # IPython is unannotated
         else:
             self._handle.update(bundle, raw=True)
 
@@ -233,7 +233,7 @@ def load(shell: InteractiveShell) -> None:
         lazy=config.lazy_restore,
         replay_mode=config.replay,
         scheduler=Scheduler(budget=config.budget, max_lag=config.max_lag),
-        run_cell=lambda source, namespace: exec(compile(shell.transform_cell(source), "<replay>", "exec"), namespace),
+        run_cell=lambda source, namespace: exec(compile(shell.transform_cell(source), "<replay>", "exec"), namespace),  # type: ignore[no-untyped-call]  # IPython is unannotated
         replica=replica,
         progress=lambda what: ProgressLine(what, config.progress_after),
     )
