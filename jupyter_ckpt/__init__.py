@@ -6,12 +6,16 @@ the same verbs as the ``%checkpoint`` magic, for use from code.
 
 from __future__ import annotations
 
-from typing import Any
+import builtins
+from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
 from .errors import CheckpointError
 from .restore import Diff, RestoreReport
 from .store import CheckpointRecord
+
+if TYPE_CHECKING:
+    from .checkpointer import Checkpointer
 
 __all__ = [
     "CheckpointError",
@@ -26,7 +30,7 @@ __all__ = [
 ]
 
 
-def _ckpt() -> Any:
+def _ckpt() -> Checkpointer:
     from .extension import active
 
     return active()
@@ -34,36 +38,40 @@ def _ckpt() -> Any:
 
 def save(message: str | None = None, tag: str | None = None) -> int:
     """Checkpoint the namespace now; returns the checkpoint id."""
-    return int(_ckpt().save(trigger="manual", message=message, tag=tag))
+    checkpoint_id = _ckpt().save(trigger="manual", message=message, tag=tag)
+    assert checkpoint_id is not None  # a manual checkpoint is written before save returns
+    return checkpoint_id
 
 
-def restore(ref: str | int = "latest", only: list[str] | None = None, replay: str | None = None) -> RestoreReport:
+def restore(
+    ref: str | int = "latest", only: builtins.list[str] | None = None, replay: str | None = None
+) -> RestoreReport:
     """Roll the namespace back to ``ref`` (id, tag, ``latest``, ``last-good``, ``-1``).
 
     ``replay`` (``ask``, ``auto``, ``never``; default: the ``replay`` option) says what to do with the
     variables the checkpoint could not hold: offer to run their cells again, run them, or only name them.
     """
-    return _ckpt().restore(ref, only=only, replay_mode=replay)  # type: ignore[no-any-return]
+    return _ckpt().restore(ref, only=only, replay_mode=replay)
 
 
 def replay() -> dict[str, str]:
     """Run the cells that rebuild what the last restore could not bring back; returns what each variable got."""
-    return _ckpt().replay()  # type: ignore[no-any-return]
+    return _ckpt().replay()
 
 
 def undo() -> RestoreReport:
     """Back to the state before the last cell."""
-    return _ckpt().undo()  # type: ignore[no-any-return]
+    return _ckpt().undo()
 
 
 def diff(a: str | int | None = None, b: str | int | None = None) -> Diff:
     """Variables added, removed and changed from ``a`` (default: last checkpoint) to ``b`` (default: now)."""
-    return _ckpt().diff(a, b)  # type: ignore[no-any-return]
+    return _ckpt().diff(a, b)
 
 
-def list() -> list[CheckpointRecord]:  # noqa: A001 - the verb users know
+def list() -> builtins.list[CheckpointRecord]:  # noqa: A001 - the verb users know
     """The session's checkpoints, oldest first."""
-    return _ckpt().checkpoints()  # type: ignore[no-any-return]
+    return _ckpt().checkpoints()
 
 
 def wait() -> None:
@@ -73,7 +81,7 @@ def wait() -> None:
 
 def here() -> int | None:
     """A milestone checkpoint inside a long loop, rate-limited by the policy; returns its id or None."""
-    return _ckpt().here()  # type: ignore[no-any-return]
+    return _ckpt().here()
 
 
 def load_ipython_extension(ipython: Any) -> None:
@@ -88,11 +96,11 @@ def unload_ipython_extension(ipython: Any) -> None:
     unload(ipython)
 
 
-def _jupyter_server_extension_points() -> list[dict[str, Any]]:
+def _jupyter_server_extension_points() -> builtins.list[dict[str, Any]]:
     from .server import CkptServerApp
 
     return [{"module": "jupyter_ckpt.server", "app": CkptServerApp}]
 
 
-def _jupyter_labextension_paths() -> list[dict[str, str]]:
+def _jupyter_labextension_paths() -> builtins.list[dict[str, str]]:
     return [{"src": "labextension", "dest": "jupyter-ckpt"}]

@@ -32,7 +32,7 @@ from .writer import ForkWriter, SyncWriter, fork_unsafe_reason, resident_bytes, 
 
 TRIGGERS = ("cell", "interval", "manual", "loop", "restore", "crash-restore")
 # How a restore that is a kernel's first entry on the timeline begins its message: the mark of a kernel start
-# that is not a root (timeline.kernel_started; labextension/src/format.ts).
+# that is not a root (format.kernel_started; labextension/src/format.ts).
 NEW_KERNEL = "new kernel: "
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}

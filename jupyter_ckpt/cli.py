@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .checkpointer import numbers, parse_size
+from .config import default_store_dir, open_replica, open_store, store_location
 from .errors import BadArgument, CheckpointError
-from .extension import default_store_dir, open_replica, open_store, store_location
-from .magics import format_diff, format_table, human_bytes
+from .format import format_diff, format_table, human_bytes
 from .restore import diff_manifests, restore_namespace
 from .serialize import as_main
 from .store import CheckpointRecord, Store, parse_id

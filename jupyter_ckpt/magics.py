@@ -2,83 +2,29 @@
 
 from __future__ import annotations
 
-import datetime
-from collections.abc import Iterator
+import argparse
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from IPython.core import magic_arguments as _untyped
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from .checkpointer import Checkpointer, numbers, parse_size
 from .errors import CheckpointError
-from .store import CheckpointRecord
-from .timeline import kernel_started
+from .format import describe_policy, format_diff, format_table, human_bytes
 
-if TYPE_CHECKING:
-    from .restore import Diff
+# IPython.core.magic_arguments is unannotated: the three functions used here, with their types.
+_Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+magic_arguments: Callable[[], _Decorator] = _untyped.magic_arguments
+argument: Callable[..., _Decorator] = _untyped.argument
+parse_argstring: Callable[[Callable[..., Any], str], argparse.Namespace] = _untyped.parse_argstring
 
 COMMANDS = (
     "save", "list", "restore", "undo", "diff", "auto", "status", "exclude", "include",
     "history", "timeline", "delete", "gc", "wait", "tag", "replay",
 )  # fmt: skip
-
-
-def human_bytes(n: int | None) -> str:
-    if n is None or n < 0:
-        return "-"
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} GiB"
-
-
-def _when(ts: float) -> str:
-    return datetime.datetime.fromtimestamp(ts).strftime("%H:%M:%S")
-
-
-def format_table(records: list[CheckpointRecord], head: int | None, numbered: dict[int, int]) -> str:
-    """The timeline as a plain-text table, each checkpoint with its number in the session (``#N``) and its
-    store-wide id; ``*`` marks where the namespace is now, ``>`` where a kernel started."""
-    if not records:
-        return "no kernel checkpoints yet"
-    rows = [("", "#", "id", "time", "cell", "trigger", "status", "new bytes", "changed", "tag")]
-    for r in records:
-        changed = ", ".join(r.changed[:6]) + (" ..." if len(r.changed) > 6 else "")
-        rows.append(
-            (
-                ("*" if r.id == head else "") + (">" if kernel_started(r) else ""),
-                f"#{numbered[r.id]}",
-                str(r.id),
-                _when(r.time),
-                "" if r.cell is None else str(r.cell),
-                r.trigger,
-                r.status,
-                human_bytes(r.new_bytes),
-                changed,
-                r.tag or "",
-            )
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    table = "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows)
-    legend = [("*", "* where the namespace is now"), (">", "> a new kernel started here")]
-    marks = "".join(row[0] for row in rows)
-    return "\n".join([table, *(text for mark, text in legend if mark in marks)])
-
-
-def format_diff(d: Diff) -> str:
-    lines = []
-    for name, info in d.added.items():
-        lines.append(f"+ {name}: {info.get('type')} ({human_bytes(info.get('size'))})")
-    for name, info in d.removed.items():
-        lines.append(f"- {name}: {info.get('type')} ({human_bytes(info.get('size'))})")
-    for name, (a, b) in d.changed.items():
-        was, now = f"{a.get('type')} ({human_bytes(a.get('size'))})", f"{b.get('type')} ({human_bytes(b.get('size'))})"
-        lines.append(f"~ {name}: {was} -> {now}")
-    return "\n".join(lines) or "no differences"
 
 
 class Hooks(Protocol):
@@ -172,32 +118,33 @@ class CheckpointMagics(Magics):
     def ckpt(self) -> Checkpointer:
         return self._hooks.ckpt
 
-    def _no_args(self, opts: Any) -> None:
+    def _no_args(self, opts: argparse.Namespace) -> None:
         if opts.args:
             raise UsageError(f"%checkpoint {opts.command} takes no arguments, got {' '.join(opts.args)!r}")
 
-    def _one_ref(self, opts: Any, default: str | None = None) -> str:
+    def _one_ref(self, opts: argparse.Namespace, default: str | None = None) -> str:
         if len(opts.args) > 1 or (not opts.args and default is None):
             raise UsageError(f"%checkpoint {opts.command} takes one REF")
         return opts.args[0] if opts.args else str(default)
 
-    def _save(self, opts: Any) -> None:
+    def _save(self, opts: argparse.Namespace) -> None:
         self._no_args(opts)
         cid = self.ckpt.save(trigger="manual", message=opts.message, tag=opts.tag)
+        assert cid is not None  # a manual checkpoint is written before save returns
         print(f"kernel checkpoint {self._name(cid)} saved" + (f" as {opts.tag!r}" if opts.tag else ""))
 
     def _name(self, checkpoint_id: int) -> str:
         """``#N (id I)``: the number users see first, the store-wide id beside it."""
         return f"#{self.ckpt.number(checkpoint_id)} (id {checkpoint_id})"
 
-    def _list(self, opts: Any) -> None:
+    def _list(self, opts: argparse.Namespace) -> None:
         self._no_args(opts)
         if opts.n < 1:
             raise UsageError("-n must be at least 1")
         records = self.ckpt.checkpoints()
         print(format_table(records if opts.all else records[-opts.n :], self.ckpt.head, numbers(records)))
 
-    def _restore(self, opts: Any) -> None:
+    def _restore(self, opts: argparse.Namespace) -> None:
         ref = self._one_ref(opts, "latest")
         only = [n.strip() for n in opts.only.split(",") if n.strip()] if opts.only else None
         if opts.only is not None and not only:
@@ -206,23 +153,23 @@ class CheckpointMagics(Magics):
         self._hooks.skip_cell = only is None
         print(report.summary())
 
-    def _replay(self, opts: Any) -> None:
+    def _replay(self, opts: argparse.Namespace) -> None:
         self._no_args(opts)
         for name, outcome in sorted(self.ckpt.replay().items()):
             print(f"{name}: {outcome}")
 
-    def _undo(self, opts: Any) -> None:
+    def _undo(self, opts: argparse.Namespace) -> None:
         self._no_args(opts)
         report = self.ckpt.undo()
         self._hooks.skip_cell = True
         print(report.summary())
 
-    def _diff(self, opts: Any) -> None:
+    def _diff(self, opts: argparse.Namespace) -> None:
         if len(opts.args) > 2:
             raise UsageError("%checkpoint diff takes at most two REFs")
         print(format_diff(self.ckpt.diff(*opts.args)))
 
-    def _auto(self, opts: Any) -> None:
+    def _auto(self, opts: argparse.Namespace) -> None:
         if len(opts.args) != 1 or opts.args[0] not in ("on", "off", "budget"):
             raise UsageError("usage: %checkpoint auto on|off|budget [--every N] [--interval SECONDS]")
         if opts.args[0] == "off":
@@ -234,7 +181,7 @@ class CheckpointMagics(Magics):
             policy = self.ckpt.set_policy(auto=True, every=every, interval=opts.interval)
         print(f"auto checkpoints: {describe_policy(policy.__dict__)}")
 
-    def _status(self, opts: Any) -> None:
+    def _status(self, opts: argparse.Namespace) -> None:
         self._no_args(opts)
         s = self.ckpt.status()
         age = s["last_checkpoint_age"]
@@ -262,56 +209,43 @@ class CheckpointMagics(Magics):
             lines.append(f"skipped: {name}: {reason}")
         print("\n".join(lines))
 
-    def _exclude(self, opts: Any) -> None:
+    def _exclude(self, opts: argparse.Namespace) -> None:
         if not opts.args:
             raise UsageError("%checkpoint exclude needs at least one NAME")
         print("excluded: " + (", ".join(self.ckpt.exclude(opts.args).exclude) or "nothing"))
 
-    def _include(self, opts: Any) -> None:
+    def _include(self, opts: argparse.Namespace) -> None:
         if not opts.args:
             raise UsageError("%checkpoint include needs at least one NAME")
         print("excluded: " + (", ".join(self.ckpt.include(opts.args).exclude) or "nothing"))
 
-    def _history(self, opts: Any) -> None:
+    def _history(self, opts: argparse.Namespace) -> None:
         ref = self._one_ref(opts, "") if opts.args else None
         for cell in self.ckpt.history(ref):
             print(f"[{cell['count']}] {cell['status']} {cell['duration']:.2f}s")
             print("    " + cell["source"].replace("\n", "\n    "))
 
-    def _timeline(self, opts: Any) -> Any:
+    def _timeline(self, opts: argparse.Namespace) -> Any:
         from .widget import Timeline
 
         return Timeline(self.ckpt)
 
-    def _delete(self, opts: Any) -> None:
+    def _delete(self, opts: argparse.Namespace) -> None:
         gone = self.ckpt.delete(self._one_ref(opts))
         print(f"kernel checkpoint (id {gone.id}) deleted (its data goes at the next gc)")
 
-    def _gc(self, opts: Any) -> None:
+    def _gc(self, opts: argparse.Namespace) -> None:
         self._no_args(opts)
         max_size = parse_size(opts.max_size) if opts.max_size else None
         r = self.ckpt.gc(keep_last=opts.keep_last, max_size=max_size)
         print(f"removed {r['checkpoints']} checkpoint(s) and {r['files']} file(s), freed {human_bytes(r['bytes'])}")
 
-    def _wait(self, opts: Any) -> None:
+    def _wait(self, opts: argparse.Namespace) -> None:
         self._no_args(opts)
         self.ckpt.settle()
 
-    def _tag(self, opts: Any) -> None:
+    def _tag(self, opts: argparse.Namespace) -> None:
         if not opts.tag:
             raise UsageError("usage: %checkpoint tag REF -t NAME")
         record = self.ckpt.tag(self._one_ref(opts, "latest"), opts.tag)
         print(f"kernel checkpoint {self._name(record.id)} tagged {record.tag!r}")
-
-
-def describe_policy(policy: dict[str, Any]) -> str:
-    if not policy["auto"]:
-        return "off"
-    if not policy["every"] and not policy["interval"]:
-        return "after every cell, within the overhead budget"
-    parts = []
-    if policy["every"]:
-        parts.append("after every cell" if policy["every"] == 1 else f"after every {policy['every']} cells")
-    if policy["interval"]:
-        parts.append(f"every {policy['interval']:g} s")
-    return " or ".join(parts)

@@ -13,8 +13,8 @@ import threading
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float
 
+from .config import StoreOptions, open_replica, store_location
 from .errors import CheckpointError
-from .extension import StoreOptions, open_replica, store_location
 from .handlers import SERVICE, default_handlers
 from .recovery import CrashRecovery
 from .service import CheckpointService

@@ -5,11 +5,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .checkpointer import NEW_KERNEL, Checkpointer
+from .checkpointer import Checkpointer
 from .errors import CheckpointError
+from .format import age
 from .manifest import Manifest
 from .restore import diff_manifests
-from .store import CheckpointRecord, Store
+from .store import Store
 
 _NOTHING: Manifest = {"variables": {}, "modules": {}}
 
@@ -48,22 +49,6 @@ def details(store: Store, checkpoint_id: int) -> dict[str, Any]:
             "changed": {n: {"before": _preview(a), "after": _preview(b)} for n, (a, b) in diff.changed.items()},
         },
     }
-
-
-def kernel_started(record: CheckpointRecord) -> bool:
-    """Whether a kernel started at this checkpoint: its first one has no parent, or it began by restoring."""
-    return record.parent is None or (record.message or "").startswith(NEW_KERNEL)
-
-
-def age(seconds: float) -> str:
-    """How long ago, as a person says it: 40 s, 12 min, 3.5 h, 2 days."""
-    if seconds < 60:
-        return f"{max(0, round(seconds))} s"
-    if seconds < 3600:
-        return f"{round(seconds / 60)} min"
-    if seconds < 48 * 3600:
-        return f"{seconds / 3600:.1f} h"
-    return f"{round(seconds / 86400)} days"
 
 
 def previous_session(ckpt: Checkpointer) -> str | None:

@@ -40,7 +40,7 @@ def tree_rows(records: list[CheckpointRecord]) -> list[dict[str, Any]]:
         children.setdefault(r.parent if r.parent in known else None, []).append(r)
     rows: list[dict[str, Any]] = []
     # Depth-first, later branches pushed first so the first child comes out next.
-    stack = [(r, 0, None) for r in reversed(children.get(None, []))]
+    stack: list[tuple[CheckpointRecord, int, int | None]] = [(r, 0, None) for r in reversed(children.get(None, []))]
     while stack:
         record, depth, branch_from = stack.pop()
         rows.append({**record.as_dict(), "number": numbered[record.id], "depth": depth, "branch_from": branch_from})
@@ -51,7 +51,7 @@ def tree_rows(records: list[CheckpointRecord]) -> list[dict[str, Any]]:
     return rows
 
 
-class Timeline(anywidget.AnyWidget):  # type: ignore[misc]
+class Timeline(anywidget.AnyWidget):
     """The timeline of one kernel's session: select a checkpoint to see it, then restore, tag or delete it."""
 
     _esm = _HERE / "static" / "widget.js"
@@ -98,7 +98,7 @@ class Timeline(anywidget.AnyWidget):  # type: ignore[misc]
         self.details = {} if change["new"] is None else timeline.details(self._ckpt.store, change["new"])
 
     def _on_action(self, _widget: Any, content: dict[str, Any], _buffers: list[bytes]) -> None:
-        action, checkpoint_id = content.get("action"), content.get("id")
+        action, checkpoint_id = content.get("action"), content["id"]
         try:
             if action == "restore":
                 outcome = self._ckpt.restore(checkpoint_id).summary()

@@ -1,8 +1,11 @@
-"""The package's modules import each other without cycles: every import counts, in a function or under TYPE_CHECKING."""
+"""The package's modules import each other without cycles (every import counts, in a function or under
+TYPE_CHECKING), and the CLI and the server extension load no IPython."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).parents[1] / "jupyter_ckpt"
@@ -86,3 +89,10 @@ def test_the_import_graph_sees_every_kind_of_import(tmp_path: Path) -> None:
 
 def test_the_package_has_no_import_cycles() -> None:
     assert cycles(import_graph()) == []
+
+
+def test_the_cli_and_the_server_extension_do_not_import_ipython() -> None:
+    code = "import sys, jupyter_ckpt.cli, jupyter_ckpt.config, jupyter_ckpt.format, jupyter_ckpt.server\n"
+    code += "print(sorted(m for m in sys.modules if m.split('.')[0] == 'IPython'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

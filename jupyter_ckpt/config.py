@@ -1,0 +1,131 @@
+"""Configuration shared by the kernel's extension, the server extension and the CLI: where the store is.
+
+``StoreOptions`` names the store; ``Checkpoints`` adds the options of the
+IPython extension (``c.Checkpoints.<name>``). Nothing here imports IPython, so
+the CLI and the server read options without loading a shell.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from jupyter_core.paths import jupyter_data_dir
+from traitlets import Bool, Enum, Float, Int, Unicode
+from traitlets.config import Configurable
+
+from .remote import Remote, Replica, is_remote
+from .store import Store, check_catalog, load_secret
+
+
+def default_store_dir() -> Path:
+    return Path(os.environ.get("JUPYTER_CKPT_DIR") or Path(jupyter_data_dir()) / "ckpt")
+
+
+def store_location(store_url: str = "") -> tuple[Path, str | None]:
+    """The local directory and the remote URL (None: local only) that ``store_url`` or the environment names.
+
+    A remote store keeps the local directory as its fast tier: ``$JUPYTER_CKPT_DIR``, else the default.
+    """
+    url = store_url or os.environ.get("JUPYTER_CKPT_URL", "")
+    if is_remote(url):
+        return default_store_dir(), url
+    return (Path(url.removeprefix("file://")) if url else default_store_dir()), None
+
+
+def open_store(store_url: str = "", secret_file: str = "", *, create: bool = True) -> Store:
+    """The store a kernel, the server and the CLI all open by default (the CLI without ``create``)."""
+    root, _ = store_location(store_url)
+    secret = Path(
+        secret_file or os.environ.get("JUPYTER_CKPT_SECRET_FILE") or Path(jupyter_data_dir()) / "ckpt" / "secret"
+    )
+    if not create:
+        check_catalog(root, create=False)  # "no store here" before "no secret"
+    return Store(root, load_secret(secret, create=create), create=create)
+
+
+def open_replica(store: Store, store_url: str = "", notify: Callable[[str], None] = print) -> Replica | None:
+    """The remote tier of ``store`` if ``store_url`` (or ``$JUPYTER_CKPT_URL``) names an object store."""
+    _, url = store_location(store_url)
+    return Replica(store, Remote(url), notify) if url else None
+
+
+class StoreOptions(Configurable):
+    """Where the store is: options the kernel's extension and the server extension share."""
+
+    store_url = Unicode(
+        "",
+        help="Where checkpoints are kept: a local directory, or an object store URL (s3://bucket/prefix, gs://, "
+        "az://) they are uploaded to in the background from the local directory, which stays the fast tier "
+        "($JUPYTER_CKPT_DIR, else <jupyter data dir>/ckpt). Default: $JUPYTER_CKPT_URL, else the local directory. "
+        "Credentials and endpoint come from the client's usual places (AWS_ENDPOINT_URL, profiles, roles).",
+    ).tag(config=True)
+    secret_file = Unicode(
+        "",
+        help="File holding the HMAC secret that signs checkpoints; machines that restore each other's checkpoints "
+        "share it. Default: $JUPYTER_CKPT_SECRET_FILE, else <jupyter data dir>/ckpt/secret.",
+    ).tag(config=True)
+
+    def open_store(self) -> Store:
+        return open_store(self.store_url, self.secret_file)
+
+
+class Checkpoints(StoreOptions):
+    """Options of the jupyter-ckpt IPython extension (``c.Checkpoints.<name>``)."""
+
+    restore_on_start = Bool(
+        False,
+        help="When a kernel starts on a notebook whose session has checkpoints, restore the last good one. "
+        "Off, the kernel's first cell prints one line: what the earlier kernels left, and the command to restore it.",
+    ).tag(config=True)
+    auto = Bool(True, help="Checkpoint automatically (after cells and/or periodically) in new sessions.").tag(
+        config=True
+    )
+    every = Int(
+        0,
+        help="In new sessions, checkpoint after every Nth cell, whatever it costs. 0: every cell within the "
+        "overhead budget (a cell followed by idle always gets its checkpoint; back-to-back ones as the budget allows).",
+    ).tag(config=True)
+    budget = Float(
+        0.03,
+        help="Under the default policy, the share of execution time that checkpoints of back-to-back cells "
+        "(Run All, nbclient) may cost: forks and the pages copied while their writers run.",
+    ).tag(config=True)
+    max_lag = Float(
+        60.0,
+        help="Under the default policy, the newest checkpoint is never more than this many seconds of execution "
+        "behind: a cell boundary past it is checkpointed whatever the budget says.",
+    ).tag(config=True)
+    interval = Float(0.0, help="In new sessions, also checkpoint once this many seconds have passed (0: off).").tag(
+        config=True
+    )
+    idle_poll = Float(
+        1.0,
+        help="Seconds between the idle thread's checks (it also looks a quarter second after each cell): commit "
+        "finished background writes (also while a cell runs) and, while the kernel is idle, take an owed or "
+        "periodic checkpoint.",
+    ).tag(config=True)
+    background = Bool(
+        True,
+        help="Write automatic checkpoints from a forked child so cells never wait for them "
+        "(falls back to writing in the kernel where forking is unsafe: no fork(), a live CUDA context, low memory).",
+    ).tag(config=True)
+    lazy_restore = Bool(
+        True,
+        help="Restore large arrays stored raw by mapping their chunk files instead of reading them: the prompt "
+        "is back at once, pages are read as they are touched, and the chunks are verified in the background "
+        "(a damaged one is reported at the next cell). False: read and verify everything before the restore returns.",
+    ).tag(config=True)
+    progress_after = Float(
+        1.0,
+        help="Seconds a restore runs before it shows its progress (bytes read of the total) in the output of "
+        "the cell that asked for it, and in the sidebar.",
+    ).tag(config=True)
+    replay = Enum(
+        ["ask", "auto", "never"],
+        "ask",
+        help="What a restore does with variables the checkpoint could not hold (a generator, a connection): "
+        "'ask' names them and the cells that would rebuild them (%checkpoint replay runs those), 'auto' runs "
+        "them at once, 'never' only names them. Replay runs code again, with its side effects.",
+    ).tag(config=True)

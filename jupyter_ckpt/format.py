@@ -1,0 +1,97 @@
+"""What the magics, the CLI and the kernel's progress line print: sizes, ages, the timeline table, diffs."""
+
+from __future__ import annotations
+
+import datetime
+from typing import TYPE_CHECKING, Any
+
+from .checkpointer import NEW_KERNEL
+from .store import CheckpointRecord
+
+if TYPE_CHECKING:
+    from .restore import Diff
+
+
+def human_bytes(n: int | None) -> str:
+    if n is None or n < 0:
+        return "-"
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"
+
+
+def _when(ts: float) -> str:
+    return datetime.datetime.fromtimestamp(ts).strftime("%H:%M:%S")
+
+
+def format_table(records: list[CheckpointRecord], head: int | None, numbered: dict[int, int]) -> str:
+    """The timeline as a plain-text table, each checkpoint with its number in the session (``#N``) and its
+    store-wide id; ``*`` marks where the namespace is now, ``>`` where a kernel started."""
+    if not records:
+        return "no kernel checkpoints yet"
+    rows = [("", "#", "id", "time", "cell", "trigger", "status", "new bytes", "changed", "tag")]
+    for r in records:
+        changed = ", ".join(r.changed[:6]) + (" ..." if len(r.changed) > 6 else "")
+        rows.append(
+            (
+                ("*" if r.id == head else "") + (">" if kernel_started(r) else ""),
+                f"#{numbered[r.id]}",
+                str(r.id),
+                _when(r.time),
+                "" if r.cell is None else str(r.cell),
+                r.trigger,
+                r.status,
+                human_bytes(r.new_bytes),
+                changed,
+                r.tag or "",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    table = "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows)
+    legend = [("*", "* where the namespace is now"), (">", "> a new kernel started here")]
+    marks = "".join(row[0] for row in rows)
+    return "\n".join([table, *(text for mark, text in legend if mark in marks)])
+
+
+def format_diff(d: Diff) -> str:
+    lines = []
+    for name, info in d.added.items():
+        lines.append(f"+ {name}: {info.get('type')} ({human_bytes(info.get('size'))})")
+    for name, info in d.removed.items():
+        lines.append(f"- {name}: {info.get('type')} ({human_bytes(info.get('size'))})")
+    for name, (a, b) in d.changed.items():
+        was, now = f"{a.get('type')} ({human_bytes(a.get('size'))})", f"{b.get('type')} ({human_bytes(b.get('size'))})"
+        lines.append(f"~ {name}: {was} -> {now}")
+    return "\n".join(lines) or "no differences"
+
+
+def describe_policy(policy: dict[str, Any]) -> str:
+    if not policy["auto"]:
+        return "off"
+    if not policy["every"] and not policy["interval"]:
+        return "after every cell, within the overhead budget"
+    parts = []
+    if policy["every"]:
+        parts.append("after every cell" if policy["every"] == 1 else f"after every {policy['every']} cells")
+    if policy["interval"]:
+        parts.append(f"every {policy['interval']:g} s")
+    return " or ".join(parts)
+
+
+def kernel_started(record: CheckpointRecord) -> bool:
+    """Whether a kernel started at this checkpoint: its first one has no parent, or it began by restoring."""
+    return record.parent is None or (record.message or "").startswith(NEW_KERNEL)
+
+
+def age(seconds: float) -> str:
+    """How long ago, as a person says it: 40 s, 12 min, 3.5 h, 2 days."""
+    if seconds < 60:
+        return f"{max(0, round(seconds))} s"
+    if seconds < 3600:
+        return f"{round(seconds / 60)} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{round(seconds / 86400)} days"
