@@ -93,14 +93,12 @@ def save_for_docs(source: str, name: str) -> None:
     shutil.copy(ARTIFACTS / source, ROOT / "docs" / name)
 
 
-def test_sidebar_follows_the_notebook_and_restores(page: Page, lab: Lab) -> None:
-    open_notebook(page, lab, "analysis_session.ipynb")
-    sidebar = open_sidebar(page)
-    expect(sidebar.locator(".jp-ckpt-title")).to_have_text("Kernel checkpoints")
-    expect(sidebar.locator(".jp-ckpt-notebook")).to_have_text("analysis_session.ipynb")
+def run_the_first_four_checkpoints(page: Page, sidebar: Locator) -> None:
+    """Run the demo's first cells, each step waiting for its checkpoint in the sidebar, numbered from 1.
 
-    # The server extension loaded jupyter_ckpt as the kernel started, so every cell gets a checkpoint;
-    # each step waits for it (a cell run while the previous checkpoint is written shares the next one).
+    The server extension loaded jupyter_ckpt as the kernel started, so every cell followed by idle gets a
+    checkpoint (a cell run while the previous checkpoint is written shares the next one).
+    """
     shown: list[str] = []
     # markdown and %load_ext [1], imports [2], markdown and orders [3], revenue column [4]
     for cells, count in ((2, 1), (1, 2), (2, 3), (1, 4)):
@@ -110,6 +108,15 @@ def test_sidebar_follows_the_notebook_and_restores(page: Page, lab: Lab) -> None
     expect(sidebar.locator(".jp-ckpt-row .jp-ckpt-id")).to_have_text(["#1", "#2", "#3", "#4"])
     expect(page.locator(".jp-ckpt-statusbar")).to_contain_text(re.compile(r"Kernel checkpoint \d+ s ago"))
     assert_rows_readable(sidebar)
+
+
+def test_sidebar_follows_the_notebook_and_restores(page: Page, lab: Lab) -> None:
+    open_notebook(page, lab, "analysis_session.ipynb")
+    sidebar = open_sidebar(page)
+    expect(sidebar.locator(".jp-ckpt-title")).to_have_text("Kernel checkpoints")
+    expect(sidebar.locator(".jp-ckpt-notebook")).to_have_text("analysis_session.ipynb")
+
+    run_the_first_four_checkpoints(page, sidebar)
 
     row(sidebar, 4).click()
     details = sidebar.locator(".jp-ckpt-details")
@@ -219,15 +226,7 @@ def test_notebook7_has_the_sidebar_and_restores(page: Page, lab: Lab) -> None:
     open_notebook(page, lab, "notebook7_session.ipynb", notebook7=True)
     sidebar = open_sidebar(page)
     expect(sidebar.locator(".jp-ckpt-notebook")).to_have_text("notebook7_session.ipynb")
-    shown: list[str] = []
-    for cells, count in ((2, 1), (1, 2), (2, 3), (1, 4)):
-        run_next(page, cells)
-        shown.append(f"[{count}]")
-        expect(sidebar.locator(".jp-ckpt-row .jp-ckpt-cell")).to_have_text(shown)
-    # Numbered from 1 in this notebook, though the store holds the other notebooks' checkpoints too.
-    expect(sidebar.locator(".jp-ckpt-row .jp-ckpt-id")).to_have_text(["#1", "#2", "#3", "#4"])
-    expect(page.locator(".jp-ckpt-statusbar")).to_contain_text(re.compile(r"Kernel checkpoint \d+ s ago"))
-    assert_rows_readable(sidebar)
+    run_the_first_four_checkpoints(page, sidebar)  # numbered from 1, though the store holds other notebooks'
     expect(row(sidebar, 4).locator(".jp-ckpt-changed")).to_have_text("orders")
 
     row(sidebar, 3).click()
