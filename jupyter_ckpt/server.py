@@ -13,10 +13,11 @@ import threading
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float
 
-from .config import StoreOptions, open_replica, store_location
+from .config import StoreOptions, store_location
 from .errors import CheckpointError
 from .handlers import SERVICE, default_handlers
 from .recovery import CrashRecovery
+from .remote import Remote, Replica
 from .service import CheckpointService
 from .store import Store
 
@@ -75,8 +76,9 @@ class CkptServerApp(StoreOptions, ExtensionApp):
         )
         self.recovery.start()
         self._stopping = threading.Event()
-        if self.remote_poll > 0 and store_location(self.store_url)[1] is not None:
-            threading.Thread(target=self._follow_remote, name="jupyter-ckpt-pull", daemon=True).start()
+        url = store_location(self.store_url)[1]
+        if self.remote_poll > 0 and url is not None:
+            threading.Thread(target=self._follow_remote, args=(url,), name="jupyter-ckpt-pull", daemon=True).start()
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(default_handlers)
@@ -85,15 +87,14 @@ class CkptServerApp(StoreOptions, ExtensionApp):
         self._stopping.set()
         await self.recovery.stop()
 
-    def _follow_remote(self) -> None:
+    def _follow_remote(self, url: str) -> None:
         """Pull the remote store's timeline now and every ``remote_poll`` seconds, in a thread of its own (the
         event loop never waits on the network); the kernels upload their own checkpoints."""
         said = None
         while True:
             try:
                 if self.service.replica is None:
-                    self.service.replica = open_replica(self.service.store, self.store_url, self.log.warning)
-                assert self.service.replica is not None  # started only when store_url names an object store
+                    self.service.replica = Replica(self.service.store, Remote(url), self.log.warning)
                 self.service.replica.pull()
                 said = None
             except CheckpointError as e:

@@ -151,15 +151,20 @@ def load_secret(path: Path, *, create: bool = True) -> bytes:
     if not create and not path.is_file():
         raise NoStore(f"no checkpoint secret at {path}: no kernel has written checkpoints with it")
     make_dir(path.parent, private=False)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        pass
-    else:
-        with os.fdopen(fd, "w") as f:
-            f.write(secrets.token_hex(32))
-            f.flush()
-            os.fsync(f.fileno())
+    if not path.exists():
+        # Written whole under another name, then linked into place: a kernel and the server starting at
+        # once never read a secret half written, and the first link wins.
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_hex(32))
+                f.flush()
+                os.fsync(f.fileno())
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
     secret = path.read_text().strip()
     if len(secret) < 32:
         raise IntegrityError(f"the checkpoint secret {path} is too short; delete it to start afresh")

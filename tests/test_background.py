@@ -33,7 +33,7 @@ def test_the_next_cell_runs_while_a_big_checkpoint_is_written(kernels: Any, stor
 
 def test_a_cell_during_a_big_write_gets_its_own_checkpoint(kernels: Any, store: Store) -> None:
     k = kernels("overlap.ipynb")
-    k.ok("%load_ext jupyter_ckpt")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto on")  # back to back, each cell checkpointed
     k.ok(BIG)  # cell 2, written by one child ...
     k.ok("step = 0")  # cell 3, snapshotted by a second child while the first still writes
     k.ok("%checkpoint wait")
@@ -76,7 +76,7 @@ def test_a_write_that_outlives_its_killed_kernel_is_adopted(kernels: Any, store:
 
 def test_a_finished_write_is_committed_while_the_next_cell_still_runs(kernels: Any, store: Store) -> None:
     k = kernels("long.ipynb")
-    k.ok("%load_ext jupyter_ckpt")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto on")  # back to back, each cell checkpointed
     k.ok("x = 41")  # cell 2: its child finishes within a second
     long_cell = k.kc.execute("import time\ntime.sleep(8)\ny = 1")  # cell 3, still running below
     deadline = time.time() + 6

@@ -188,3 +188,41 @@ def test_a_full_disk_gives_a_clear_error_and_keeps_earlier_checkpoints(tmp_path:
         assert store.manifest(cid)["status"] == "ok"
     finally:
         subprocess.run(["umount", "-l", str(small)], check=True)
+
+
+def test_a_secret_being_created_is_never_read_half_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel and the server start at once: the second reads the secret while the first is still making it."""
+    import secrets
+    import threading
+
+    path = tmp_path / "fresh" / "secret"
+    second_done = threading.Event()
+    make = secrets.token_hex
+    calls: list[int] = []
+
+    def slow_first(n: int) -> str:
+        calls.append(n)
+        if len(calls) == 1:  # the first creator stops mid-way until the second has read the secret
+            second_done.wait(10)
+        return make(n)
+
+    monkeypatch.setattr(secrets, "token_hex", slow_first)
+    seen: dict[str, bytes | Exception] = {}
+
+    def load(who: str) -> None:
+        try:
+            seen[who] = load_secret(path)
+        except Exception as e:
+            seen[who] = e
+        finally:
+            if who == "second":
+                second_done.set()
+
+    first = threading.Thread(target=load, args=("first",))
+    first.start()
+    while not calls:
+        pass
+    load("second")
+    first.join()
+    assert seen["first"] == seen["second"] and len(seen["first"]) == 64, seen
+    assert sorted(p.name for p in path.parent.iterdir()) == ["secret"]  # no temp file left behind
