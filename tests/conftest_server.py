@@ -101,14 +101,28 @@ class Notebook:
                 self.crashes.append((time.perf_counter(), data))
 
         self.serverapp.event_logger.add_listener(schema_id=CRASH_EVENTS, listener=listener)
+        await self.until_loaded()
         return self
 
-    async def run(self, code: str, timeout: float = 60) -> Result:
-        """Run one cell through the kernel's websocket, as a frontend does."""
+    async def until_loaded(self, timeout: float = 60) -> None:
+        """Wait until the server has loaded jupyter_ckpt into the kernel, as a user does by the time they type.
+
+        The server sends its request as the kernel starts; a cell sent at once can reach the kernel first,
+        and the state it leaves before the extension is there cannot be checkpointed. The check is a silent
+        request: no cell, no execution count, no history.
+        """
+        deadline = time.monotonic() + timeout
+        check = "print(get_ipython().find_line_magic('checkpoint') is not None)"
+        while (await self.run(check, silent=True)).stdout.strip() != "True":
+            assert time.monotonic() < deadline, "the server did not load jupyter_ckpt into the kernel"
+            await asyncio.sleep(0.05)
+
+    async def run(self, code: str, timeout: float = 60, *, silent: bool = False) -> Result:
+        """Run one cell through the kernel's websocket, as a frontend does (``silent``: a request that is no cell)."""
         ws = await self.ws_fetch(
             "api", "kernels", self.kernel_id, "channels", params={"session_id": self._session.session}
         )
-        msg = self._session.msg("execute_request", {"code": code, "silent": False, "store_history": True})
+        msg = self._session.msg("execute_request", {"code": code, "silent": silent, "store_history": not silent})
         msg["channel"] = "shell"
 
         async def outputs() -> Result:
