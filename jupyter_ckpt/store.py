@@ -321,10 +321,7 @@ class Store:
         if not rows:
             raise UnknownCheckpoint(f"no checkpoint {checkpoint_id}")
         row = rows[0]
-        cells = self.cells(row["last_cell"])
-        ids = [c["id"] for c in cells]
-        if row["parent_cell"] in ids:
-            cells = cells[ids.index(row["parent_cell"]) + 1 :]
+        cells = self.cells(row["last_cell"], after=row["parent_cell"])
         blobs = self._query(
             "SELECT r.blob AS key, COALESCE(b.size, 0) AS size, COALESCE(b.stored, 0) AS stored FROM refs r "
             "LEFT JOIN blobs b ON b.key = r.blob WHERE r.checkpoint_id=? ORDER BY r.blob",
@@ -445,11 +442,12 @@ class Store:
         )
         return rows[0]["id"]  # type: ignore[no-any-return]
 
-    def cells(self, last_cell: int | None, limit: int = 10_000) -> list[dict[str, Any]]:
-        """The cells of one lineage, oldest first, ending with ``last_cell``."""
+    def cells(self, last_cell: int | None, limit: int = 10_000, *, after: int | None = None) -> list[dict[str, Any]]:
+        """The cells of one lineage, oldest first, ending with ``last_cell`` (and starting after cell ``after``
+        when the lineage goes through it)."""
         out: list[dict[str, Any]] = []
         cursor = last_cell
-        while cursor is not None and len(out) < limit:
+        while cursor is not None and cursor != after and len(out) < limit:
             rows = self._query("SELECT * FROM cells WHERE id=?", (cursor,))
             if not rows:
                 break
