@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from .blobs import BlobStat, check_key
+from .blobs import BlobStat, BlobStorage, check_key
 from .errors import IntegrityError, RemoteError
 from .manifest import FORMAT_VERSION
 from .store import Store
@@ -78,7 +78,7 @@ class Remote:
         except ValueError as e:
             raise RemoteError(f"{url!r} is not a store URL this version can use: {e}") from None
         self.root = str(root).rstrip("/")
-        self.blobs = RemoteBlobs(self)
+        self.blobs: BlobStorage = RemoteBlobs(self)  # the local store's blob files, kept in the object store
 
     def _call(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
         try:
