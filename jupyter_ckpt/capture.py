@@ -27,6 +27,7 @@ from typing import Any
 from . import serialize
 from .blobs import BlobInfo, content_key
 from .manifest import FORMAT_VERSION, Buffer, Group, Manifest, Skipped
+from .progress import Progress, Tally
 from .store import Store
 
 # Names IPython and ipykernel put in the user namespace; never user data.
@@ -239,7 +240,7 @@ def hash_only(data: bytes | memoryview, compress: bool) -> BlobInfo:
     return BlobInfo(content_key(view), view.nbytes, view.nbytes, new=False)
 
 
-def _put_buffer(put: Put, buf: memoryview, blobs: dict[str, BlobInfo]) -> Buffer:
+def _put_buffer(put: Put, buf: memoryview, blobs: dict[str, BlobInfo], tally: Tally) -> Buffer:
     """Store one out-of-band buffer as content-addressed chunks; returns its size and chunk keys.
 
     A cell that changes a few rows of a large array writes the chunks those rows
@@ -248,22 +249,28 @@ def _put_buffer(put: Put, buf: memoryview, blobs: dict[str, BlobInfo]) -> Buffer
     """
     view = buf.cast("B") if buf.format != "B" or buf.ndim != 1 else buf
     first = put(view[:CHUNK], True)
+    tally.add(first.size)
     compress = first.stored < min(view.nbytes, CHUNK) * 0.9 if first.new else first.stored < first.size
     # Hashing, compressing, signing and writing release the GIL: chunks go through on every core, and
     # twice as many threads as cores keep the cores busy while others wait for their fsync.
+    chunks = [first]
     with ThreadPoolExecutor(max_workers=2 * (os.cpu_count() or 1)) as pool:
-        rest = list(
-            pool.map(lambda start: put(view[start : start + CHUNK], compress), range(CHUNK, view.nbytes, CHUNK))
-        )
-    for info in (first, *rest):
+        starts = range(CHUNK, view.nbytes, CHUNK)
+        for info in pool.map(lambda start: put(view[start : start + CHUNK], compress), starts):
+            chunks.append(info)
+            tally.add(info.size)  # here, in the thread that saves: a progress display is the kernel's
+    for info in chunks:
         blobs[info.key] = info
-    return {"size": view.nbytes, "chunks": [first.key] + [info.key for info in rest]}
+    return {"size": view.nbytes, "chunks": [info.key for info in chunks]}
 
 
-def _put_group(put: Put, packed: serialize.Packed, blobs: dict[str, BlobInfo]) -> tuple[str, list[Buffer]]:
-    buffers = [_put_buffer(put, buf, blobs) for buf in packed.buffers]
+def _put_group(
+    put: Put, packed: serialize.Packed, blobs: dict[str, BlobInfo], tally: Tally
+) -> tuple[str, list[Buffer]]:
+    buffers = [_put_buffer(put, buf, blobs, tally) for buf in packed.buffers]
     info = put(packed.payload, True)
     blobs[info.key] = info
+    tally.add(info.size)
     return info.key, buffers
 
 
@@ -279,16 +286,32 @@ def blob_keys(manifest: Manifest) -> list[str]:
 
 
 def pack(
-    module: types.ModuleType, capture: Capture, put: Put
+    module: types.ModuleType,
+    capture: Capture,
+    put: Put,
+    tally: Tally | None = None,
+    hints: dict[str, int] | None = None,
 ) -> tuple[list[Group], dict[str, dict[str, Any]], dict[str, Skipped], dict[str, BlobInfo]]:
-    """Serialize every group through ``put``: returns groups, variables, skipped ones and blobs."""
+    """Serialize every group through ``put``: returns groups, variables, skipped ones and blobs.
+
+    ``tally`` counts the bytes put. Its total is each group's pickled size once it
+    is known, and until then the largest of its variables' ``hints``.
+    """
+    tally = tally or Tally(0, _untold)
     blobs: dict[str, BlobInfo] = {}
     groups: list[Group] = []
     variables: dict[str, dict[str, Any]] = {}
     skipped: dict[str, Skipped] = {}
     pending = group(capture.variables)
+
+    def guess(names: list[str]) -> int:
+        return max((hints or {}).get(n, 0) for n in names)
+
+    ahead = sum(map(guess, pending))  # the bytes guessed for the groups not pickled yet
+    tally.expect(ahead)
     while pending:
         names = pending.pop()
+        ahead -= guess(names)
         objs = {n: capture.variables[n] for n in names}
         try:
             packed = serialize.dumps(objs, module)
@@ -298,18 +321,31 @@ def pack(
                 # (with the culprits it cannot be). Failing only together, they are written one by one.
                 culprits = [n for n in names if not _serializable(n, objs[n], module)]
                 rest = [n for n in names if n not in culprits]
-                pending.extend([[n] for n in culprits] + [rest] if culprits and rest else [[n] for n in names])
+                split = [[n] for n in culprits] + [rest] if culprits and rest else [[n] for n in names]
+                pending.extend(split)
+                ahead += sum(map(guess, split))
                 continue
             value = objs[names[0]]
             skipped[names[0]] = {"reason": e.reason, "type": type(value).__qualname__}
             continue
-        key, buffer_keys = _put_group(put, packed, blobs)
+        tally.expect(tally.done + packed.nbytes + ahead)
+        key, buffer_keys = _put_group(put, packed, blobs, tally)
         index = len(groups)
         groups.append({"key": key, "buffers": buffer_keys, "names": names, "serializer": packed.serializer})
         for n in names:
             variables[n] = {"group": index, "gkey": group_key(key, buffer_keys)}
             variables[n].update(serialize.preview(objs[n], packed.nbytes))
     return groups, variables, skipped, blobs
+
+
+def _untold(done: int, total: int) -> None:
+    """The progress of a save nobody waits for."""
+
+
+def size_hints(capture: Capture, previous: Manifest | None) -> dict[str, int]:
+    """A guess of each variable's pickled size: its size in the previous checkpoint, else its buffer's."""
+    before = previous["variables"] if previous is not None else {}
+    return {n: before[n]["size"] if n in before else serialize.size_hint(v) for n, v in capture.variables.items()}
 
 
 def _serializable(name: str, value: Any, module: types.ModuleType) -> bool:
@@ -325,20 +361,28 @@ def prepare(
     module: types.ModuleType,
     capture: Capture,
     meta: Meta,
+    progress: Progress | None = None,
+    previous: Manifest | None = None,
 ) -> tuple[Manifest, dict[str, BlobInfo]]:
     """Serialize a checkpoint and make its blobs durable; returns the manifest and blobs to commit.
 
     Nothing is visible until ``Store.commit`` inserts the manifest, after ``link``
     has tied it to its parent: this half can run in a forked child that touches
     no catalog, no stream and no socket, while an earlier child still writes.
+    ``progress`` is told the bytes written of those to write, a total first
+    guessed from the sizes in the ``previous`` checkpoint and of the values.
     """
 
     def put(data: bytes | memoryview, compress: bool) -> BlobInfo:
         return store.blobs.put(data, compress=compress)
 
-    groups, variables, skipped, blobs = pack(module, capture, put)
+    tally = Tally(0, progress or _untold)
+    hints = size_hints(capture, previous) if progress is not None else None
+    groups, variables, skipped, blobs = pack(module, capture, put, tally, hints)
     packed_random = serialize.dumps(capture.random, module)
-    random_key, random_buffers = _put_group(put, packed_random, blobs)
+    tally.expect(tally.done + packed_random.nbytes)
+    random_key, random_buffers = _put_group(put, packed_random, blobs, tally)
+    tally.finish()
     manifest: Manifest = {
         "format": FORMAT_VERSION,
         "session": meta.session,

@@ -23,9 +23,10 @@ from . import capture
 from .blobs import BlobInfo, writer_alive
 from .errors import BadArgument, CheckpointError, UnknownCheckpoint, UnknownSession
 from .manifest import Manifest, Skipped
+from .progress import Progress
 from .recipes import Recipe, RunCell, check_mode, exec_cell, plan, run_recipe
 from .remote import Replica
-from .restore import Diff, Progress, RestoreReport, diff_manifests, restore_namespace
+from .restore import Diff, RestoreReport, diff_manifests, restore_namespace
 from .schedule import Scheduler
 from .store import CheckpointRecord, Store, check_tag
 from .writer import ForkWriter, SyncWriter, fork_unsafe_reason, resident_bytes, system_seconds
@@ -272,14 +273,16 @@ class Checkpointer:
             meta = capture.Meta(self.session, cell, self.last_cell, trigger, status, message, tag)
             outcome: dict[str, int | None] = {}
 
-            def job() -> tuple[Manifest, dict[str, BlobInfo]]:
-                return capture.prepare(self.store, self.module, cap, meta)
+            previous = self._head_manifest
+
+            def job(progress: Progress | None) -> tuple[Manifest, dict[str, BlobInfo]]:
+                return capture.prepare(self.store, self.module, cap, meta, progress, previous)
 
             def done(result: Any, error: BaseException | None) -> None:
                 outcome["id"] = self._finish(cap, result, error, raise_errors=wait)
 
             started = time.perf_counter()
-            writer.submit(job, done)
+            writer.submit(job, done, self._progress("saving a kernel checkpoint") if wait else None)
             self.schedule.taken(time.perf_counter() - started)
             if writer is self._fork and self._cost_at_fork is None:
                 self._cost_at_fork = self._writers_cost()

@@ -119,8 +119,8 @@ class Checkpoints(StoreOptions):
     ).tag(config=True)
     progress_after = Float(
         1.0,
-        help="Seconds a restore runs before it shows its progress (bytes read of the total) in the output of "
-        "the cell that asked for it, and in the sidebar.",
+        help="Seconds a save or restore runs before it shows its progress (bytes written or read of the total) "
+        "in the output of the cell that asked for it, and in the sidebar.",
     ).tag(config=True)
     replay = Enum(
         ["ask", "auto", "never"],

@@ -16,7 +16,7 @@ import os
 import random
 import sys
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,11 +26,10 @@ from .blobs import content_key
 from .capture import CHUNK, is_user_variable
 from .errors import BadArgument
 from .manifest import Buffer, Group, Manifest, RandomState
+from .progress import Progress, Tally
 from .store import Store
 
 Patch = tuple[memoryview, int, memoryview]
-# Told how far a restore is: bytes read so far and in all; first with 0, last with all of them.
-Progress = Callable[[int, int], None]
 
 # A lazy restore maps, rather than reads, out-of-band buffers at least this large whose chunks are raw.
 LAZY_MIN = 64 << 20
@@ -80,20 +79,6 @@ class RestoreReport:
         if self.replayable:
             line += f"\n  %checkpoint replay would rebuild {self.replayable} by running them again"
         return line
-
-
-@dataclass
-class Tally:
-    """The bytes a restore has read (pickles and their arrays), told to its ``Progress`` from the restoring
-    thread."""
-
-    total: int
-    progress: Progress
-    done: int = 0
-
-    def add(self, n: int) -> None:
-        self.done += n
-        self.progress(self.done, self.total)
 
 
 def _read_buffer(store: Store, buffer: Buffer, tally: Tally | None) -> memoryview:

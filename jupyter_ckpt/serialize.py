@@ -489,6 +489,19 @@ _repr.maxother = REPR_MAX
 _repr.maxlevel = 3
 
 
+def size_hint(obj: Any) -> int:
+    """A cheap guess of a value's pickled size, without pickling it: an array's buffer, a frame's columns."""
+    try:
+        nbytes = getattr(obj, "nbytes", None)  # numpy, pandas Series, torch, xarray
+        if isinstance(nbytes, int):
+            return nbytes
+        if hasattr(obj, "memory_usage"):  # a pandas DataFrame
+            return int(obj.memory_usage(deep=False).sum())
+        return sys.getsizeof(obj)
+    except Exception:  # a user's property or __sizeof__ may raise anything
+        return 0
+
+
 def preview(obj: Any, nbytes: int) -> dict[str, Any]:
     """What the timeline shows of a value without unpickling it: type, size, shape, a short repr."""
     cls = type(obj)

@@ -32,6 +32,7 @@ import json
 import os
 import resource
 import signal
+import struct
 import sys
 import traceback
 from collections.abc import Callable
@@ -39,7 +40,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-Job = Callable[[], Any]
+from .progress import Progress
+
+# A write: told where to report its progress (bytes done, in all), or None when nobody waits for it.
+Job = Callable[[Progress | None], Any]
 Done = Callable[[Any, BaseException | None], None]
 # A threshold for the oldest generation that is never reached.
 _NEVER = 2**31 - 1
@@ -54,9 +58,9 @@ class SyncWriter:
 
     busy = False
 
-    def submit(self, job: Job, done: Done) -> None:
+    def submit(self, job: Job, done: Done, progress: Progress | None = None) -> None:
         try:
-            outcome = job()
+            outcome = job(progress)
         except Exception as e:
             done(None, e)
         else:
@@ -72,6 +76,7 @@ class _Child:
     result: Path
     done: Done
     gate: int | None  # the pipe on which the child waits for its go-ahead; None once it may write
+    report: tuple[int, Progress] | None = None  # the pipe on which it tells its progress, and whom to tell
     exited: bool = False  # reaped; its result waits to be collected
 
 
@@ -172,6 +177,29 @@ def _kib(text: str, field: str) -> int | None:
     return None
 
 
+_REPORT = struct.Struct("qq")  # (done, total): smaller than PIPE_BUF, so written and read whole
+
+
+def _teller(fd: int) -> Progress:
+    """A child's progress, written to the pipe its parent reads; dropped when the parent falls behind."""
+    os.set_blocking(fd, False)
+
+    def tell(done: int, total: int) -> None:
+        with contextlib.suppress(BlockingIOError):
+            os.write(fd, _REPORT.pack(done, total))
+
+    return tell
+
+
+def _follow(child: _Child) -> None:
+    """Pass a child's progress reports on as they come, until it exits."""
+    if child.report is None:
+        return
+    fd, progress = child.report
+    while data := os.read(fd, 256 * _REPORT.size):
+        progress(*_REPORT.unpack(data[-_REPORT.size :]))  # the newest report is the one that counts
+
+
 class ForkWriter:
     """Forked children, at most ``writing`` of them writing at once, collected in the order they were started.
 
@@ -218,10 +246,11 @@ class ForkWriter:
         self._reaped_cpu += cpu or 0.0
         return cpu is not None
 
-    def submit(self, job: Job, done: Done) -> None:
+    def submit(self, job: Job, done: Done, progress: Progress | None = None) -> None:
         """Fork a child holding this moment's state; with ``alive`` children, the oldest waiting one gives way.
 
         Finished children are reaped but not collected here: committing them is ``poll``'s work.
+        A child given ``progress`` tells it, through a pipe, while ``poll(block=True)`` waits for it.
         """
         self._reap()
         living = [c for c in self._children if not c.exited]
@@ -230,6 +259,7 @@ class ForkWriter:
         self._started += 1
         result = self._tmp / f"result.{os.getpid()}.{self._started}.json"
         wait_on, gate = os.pipe()
+        listen, tell = os.pipe() if progress is not None else (-1, -1)
         self._hold_full_collections()
         pid = os.fork()
         if pid == 0:  # the child: no streams, no logging, no sockets, and never return
@@ -238,10 +268,11 @@ class ForkWriter:
                 signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is for the user's cell
                 _run_when_idle()
                 gc.disable()  # a collection would touch (and so copy) every tracked object's page
-                for other in [gate] + [c.gate for c in self._children if c.gate is not None]:
-                    os.close(other)  # so that the kernel's death ends this child's wait
+                for other in [gate, listen] + [c.gate for c in self._children if c.gate is not None]:
+                    if other >= 0:
+                        os.close(other)  # so that the kernel's death ends this child's wait
                 os.read(wait_on, 1)
-                payload = {"ok": self._encode(job())}
+                payload = {"ok": self._encode(job(None if tell < 0 else _teller(tell)))}
                 code = 0
             except BaseException as e:
                 payload = {"error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc(limit=5)}
@@ -253,7 +284,9 @@ class ForkWriter:
                 finally:
                     os._exit(code)
         os.close(wait_on)
-        self._children.append(_Child(pid, result, done, gate))
+        if progress is not None:
+            os.close(tell)  # the child's exit then closes the last writer: the end of its reports
+        self._children.append(_Child(pid, result, done, gate, None if progress is None else (listen, progress)))
         self._release()
 
     def _release(self) -> None:
@@ -272,8 +305,9 @@ class ForkWriter:
     def _drop(self, child: _Child) -> None:
         """End a child that has not started writing: a newer state replaces it. It is reaped later."""
         os.kill(child.pid, signal.SIGKILL)
-        if child.gate is not None:
-            os.close(child.gate)
+        for fd in (child.gate, child.report and child.report[0]):
+            if fd is not None:
+                os.close(fd)
         self._children.remove(child)
         self._dropped.append(child.pid)
 
@@ -294,6 +328,7 @@ class ForkWriter:
             if not child.exited:
                 if not block:
                     return  # the oldest is still writing; younger ones wait their turn
+                _follow(child)
                 child.exited = self._reap_one(child.pid, block=True)
                 self._reap()
             self._children.pop(0)
@@ -314,6 +349,8 @@ class ForkWriter:
             self._full_threshold = None
 
     def _collect(self, child: _Child) -> None:
+        if child.report is not None:
+            os.close(child.report[0])
         try:
             payload = json.loads(child.result.read_text())
         except (OSError, ValueError):

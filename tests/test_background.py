@@ -94,10 +94,29 @@ def test_a_waiting_write_gets_its_turn_once_the_writes_before_it_finish(tmp_path
     writer = ForkWriter(tmp_path, encode=lambda x: x, decode=lambda x: x)
     outcomes: list[Any] = []
     for i in range(3):  # two write at once, the third waits for a turn
-        writer.submit(lambda i=i: i, lambda outcome, error: outcomes.append(outcome if error is None else error))
+        writer.submit(lambda _, i=i: i, lambda outcome, error: outcomes.append(outcome if error is None else error))
     time.sleep(1)  # the first two have finished, and nothing has committed them yet
     waiting = threading.Thread(target=writer.poll, kwargs={"block": True}, daemon=True)  # what wait() does
     waiting.start()
     waiting.join(timeout=30)
     assert not waiting.is_alive(), "the wait never returned: the third write did not get its turn"
     assert outcomes == [0, 1, 2]
+
+
+def test_a_write_that_is_waited_for_tells_its_progress_from_the_child(tmp_path: Path) -> None:
+    writer = ForkWriter(tmp_path, encode=lambda x: x, decode=lambda x: x)
+
+    def job(progress: Any) -> int:
+        for done in range(0, 101, 10):
+            progress(done, 100)
+            time.sleep(0.02)
+        return os.getpid()
+
+    outcomes: list[Any] = []
+    told: list[tuple[int, int]] = []
+    writer.submit(job, lambda outcome, error: outcomes.append(error or outcome), lambda d, t: told.append((d, t)))
+    writer.submit(lambda progress: progress, lambda outcome, error: outcomes.append(error or outcome))
+    writer.poll(block=True)
+    assert outcomes[0] != os.getpid()  # written by a child ...
+    assert len(told) > 1 and told == sorted(told) and told[-1] == (100, 100)  # ... that said how far it was
+    assert outcomes[1] is None  # nobody waits for the second: it was given nothing to tell

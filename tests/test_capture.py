@@ -356,3 +356,30 @@ def test_link_computes_what_changed_and_what_was_removed_against_the_parent() ->
     assert linked["removed"] == ["dropped", "pd"]  # a variable skipped now is still there, not removed
     assert linked["variables"] == child["variables"]
     assert "parent" not in child  # the manifest given is left as it was
+
+
+def test_a_save_tells_its_progress_against_a_total_it_corrects_as_it_goes(store: Store) -> None:
+    module = notebook(
+        """
+        import numpy as np
+        table = np.random.default_rng(3).random(3 * 2**20)
+        words = ["w%d" % i for i in range(200_000)]
+        """
+    )
+    cap = collect(module.__dict__, (), ())
+    meta = Meta(session="nb.ipynb", cell=1, last_cell=None, trigger="manual", status="ok", at=1_000.0)
+    told: list[tuple[int, int]] = []
+    manifest, _ = capture.prepare(store, module, cap, meta, lambda d, t: told.append((d, t)))
+    # Every chunk of the array is told as it is written, and the end is all of it, of all of it.
+    assert len(told) >= 6
+    assert [d for d, _ in told] == sorted(d for d, _ in told)
+    written = sum(manifest["variables"][n]["size"] for n in ("table", "words"))
+    assert told[-1][0] == told[-1][1] > written
+    # Before anything was pickled, the total was guessed from the array's buffer and the list's own size:
+    # the array's part is exact, the strings' not.
+    assert 3 * 2**23 < told[0][1] < written
+    # With the previous checkpoint's sizes, the guess is right from the first chunk, but for the few KiB of
+    # the random generators' states.
+    told.clear()
+    capture.prepare(store, module, cap, meta, lambda d, t: told.append((d, t)), previous=manifest)
+    assert told[0][1] == written and told[-1][1] - written < 10_000

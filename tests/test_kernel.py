@@ -139,18 +139,23 @@ def test_a_new_kernel_names_what_the_last_one_left_and_previous_still_reaches_it
     assert refused == "UsageError: '#2' cannot be a tag: it would read as a checkpoint reference\n"
 
 
-def test_a_long_restore_shows_its_progress_in_the_cell(kernels: Any) -> None:
+def test_a_long_save_or_restore_shows_its_progress_in_the_cell(kernels: Any) -> None:
     k = kernels("progress.ipynb")
-    # Shown once a restore has run progress_after seconds (1 by default): here from the start.
+    # Shown once a save or restore has run progress_after seconds (1 by default): here from the start.
     k.ok("get_ipython().config.Checkpoints.progress_after = 0\n%load_ext jupyter_ckpt\n%checkpoint auto on")
     k.ok("import numpy as np\nbig = np.random.default_rng(0).random(3_000_000)")  # 24 MB: 6 chunks to read
+    # A save tells it from the child that writes: bytes written of a total that it corrects as it learns it.
+    saved = k.run("%checkpoint save")
+    assert saved.error is None and saved.stdout == "kernel checkpoint #2 (id 2) saved\n"
+    shown = [d["text/plain"] for d in saved.data]
+    assert len(shown) > 1 and re.fullmatch(r"saving a kernel checkpoint: (22\.9 MiB) of \1", shown[-1]), shown
     k.ok("big = None")
     r = k.run("%checkpoint restore -1")
-    assert r.error is None and r.stdout.startswith("restored kernel checkpoint #1 (id ")
+    assert r.error is None and r.stdout.startswith("restored kernel checkpoint #2 (id ")
     shown = [d["text/plain"] for d in r.data]
     # One display, updated in place as the chunks are read: from nothing to all of it.
-    assert shown[0] == "restoring kernel checkpoint #1: 0 B of 22.9 MiB"
-    assert shown[-1] == "restoring kernel checkpoint #1: 22.9 MiB of 22.9 MiB"
+    assert shown[0] == "restoring kernel checkpoint #2: 0 B of 22.9 MiB"
+    assert shown[-1] == "restoring kernel checkpoint #2: 22.9 MiB of 22.9 MiB"
     last = r.data[-1]["application/vnd.jupyter-ckpt.progress+json"]
     assert last["done"] == last["total"] > 24_000_000  # the array and its pickle
     assert k.value("big.shape") == (3_000_000,)

@@ -241,4 +241,9 @@ def test_notebook7_has_the_sidebar_and_restores(page: Page, lab: Lab) -> None:
         re.compile(r"restoring kernel checkpoint #3: (\d+\.\d \w+) of \1")
     )
     assert "(5000, 4)" in run(page, "print(orders.shape)")
+    # A save asked for from the sidebar tells its progress there too, from the child that writes it.
+    sidebar.locator(".jp-ckpt-save").click()
+    expect(sidebar.locator(".jp-ckpt-progress")).to_have_text(
+        re.compile(r"saving a kernel checkpoint: (\d+\.\d \w+) of \1")
+    )
     save_for_docs("notebook7.png", "notebook7.png")

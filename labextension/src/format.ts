@@ -54,6 +54,12 @@ export function progressLine(p: { what: string; done: number; total: number }): 
   return `${p.what}: ${humanBytes(p.done)} of ${humanBytes(p.total)}`;
 }
 
+/** The status bar's short form: "Saving a kernel checkpoint… 30%". */
+export function progressPercent(p: { what: string; done: number; total: number }): string {
+  const percent = p.total > 0 ? Math.floor((100 * p.done) / p.total) : 0;
+  return `${p.what.charAt(0).toUpperCase()}${p.what.slice(1)}… ${percent}%`;
+}
+
 export function cellLabel(cell: number | null): string {
   return cell === null ? '' : `[${cell}]`;
 }

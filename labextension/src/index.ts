@@ -47,7 +47,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       return paths;
     };
     const crashes = new CrashWatcher(openNotebooks);
-    // A restore the server runs (a crash recovery, the sidebar's) shows its progress in a notification too.
+    // A save or restore the server asks for (a crash recovery, the sidebar's) shows its progress in a notification too.
     let restoring: string | null = null;
     model.changed.connect(() => {
       const progress = model.progress;

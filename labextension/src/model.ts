@@ -65,7 +65,7 @@ export class TimelineModel {
     return label(this._numbers, id);
   }
 
-  /** The kernel's last restore that showed its progress (it took over a second), if any. */
+  /** The kernel's last save or restore that showed its progress (it took over a second), if any. */
   get progress(): IProgress | null {
     return this._progress;
   }

@@ -1,7 +1,7 @@
 // The status item: how old the current notebook's last kernel checkpoint is, whether one is being written,
-// how far a restore is.
+// how far a save or restore is.
 import { Widget } from '@lumino/widgets';
-import { age, remoteLine } from './format';
+import { age, progressPercent, remoteLine } from './format';
 import type { TimelineModel } from './model';
 
 export class CheckpointStatus extends Widget {
@@ -27,9 +27,9 @@ export class CheckpointStatus extends Widget {
     const last = checkpoints[checkpoints.length - 1];
     const text = last ? `Kernel checkpoint ${age(Date.now() / 1000 - last.time)} ago` : 'No kernel checkpoint yet';
     const progress = this._model.progress;
-    const restoring = progress !== null && progress.done < progress.total;
-    if (restoring) {
-      this.node.textContent = `Restoring kernel checkpoint… ${Math.floor((100 * progress.done) / progress.total)}%`;
+    const working = progress !== null && progress.done < progress.total;
+    if (working) {
+      this.node.textContent = progressPercent(progress);
     } else {
       this.node.textContent = this._model.writing ? `${text} · writing…` : text;
       const remote = this._model.remote;
@@ -38,7 +38,7 @@ export class CheckpointStatus extends Widget {
       }
     }
     this.node.title = [this._title, remoteLine(this._model.remote)].filter(Boolean).join('\n');
-    this.node.classList.toggle('jp-ckpt-writing', this._model.writing || restoring);
+    this.node.classList.toggle('jp-ckpt-writing', this._model.writing || working);
     this.setHidden(this._model.notebook === null); // Notebook 7's file browser page
   }
 }

@@ -9,6 +9,7 @@ import {
   label,
   numbers,
   progressLine,
+  progressPercent,
   remoteLine,
   shape,
   treeRows
@@ -78,6 +79,10 @@ describe('sizes, ages and values', () => {
     expect([age(4.6), age(125), age(5400)]).toEqual(['5 s', '2 min', '1.5 h']);
     const progress = { what: 'restoring kernel checkpoint #3', done: 1.2 * 1024 ** 3, total: 4 * 1024 ** 3 };
     expect(progressLine(progress)).toBe('restoring kernel checkpoint #3: 1.2 GiB of 4.0 GiB');
+    expect(progressPercent(progress)).toBe('Restoring kernel checkpoint #3… 30%');
+    expect(progressPercent({ what: 'saving a kernel checkpoint', done: 0, total: 0 })).toBe(
+      'Saving a kernel checkpoint… 0%'
+    );
   });
 
   it('gives a long value by its shape and size', () => {
