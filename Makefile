@@ -11,7 +11,12 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml $(PY)
+# The lab extension is built (npm) and copied into the venv by the pip install, which skips the build when
+# its output exists: a change to its sources removes the output, so that the next install builds again.
+LABEXT_SOURCES := labextension/package.json $(wildcard labextension/src/*.ts labextension/src/*/*.ts labextension/style/*)
+
+$(STAMP): pyproject.toml $(PY) $(LABEXT_SOURCES)
+	rm -f jupyter_ckpt/labextension/static/style.js jupyter_ckpt/static/widget.js
 	$(PY) -m pip install --quiet -e '.[test,dev]'
 	touch $@
 

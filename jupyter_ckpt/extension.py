@@ -23,6 +23,7 @@ from .checkpointer import Checkpointer, Policy
 from .config import Checkpoints, open_replica
 from .errors import CheckpointError
 from .format import human_bytes
+from .progress import PROGRESS_MIME
 from .schedule import Scheduler
 from .timeline import previous_session
 
@@ -41,10 +42,6 @@ def session_key() -> str:
         return "kernel-" + Path(get_connection_file()).stem.removeprefix("kernel-")
     except Exception:  # not an ipykernel (terminal IPython): fall back to the process
         return f"ipython-{os.getpid()}"
-
-
-# The data of a progress display, for the lab extension's sidebar (labextension/src/model.ts PROGRESS).
-PROGRESS_MIME = "application/vnd.jupyter-ckpt.progress+json"
 
 
 class ProgressLine:

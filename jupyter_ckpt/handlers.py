@@ -165,7 +165,7 @@ class EventsHandler(CkptHandler):
             since = float(self.get_query_argument("since", "0"))
         except ValueError:
             raise BadArgument("'since' must be a number of seconds since the epoch") from None
-        self.reply({"events": self.ckpt.events_since(since, name)})
+        self.reply(self.ckpt.events_since(since, name))
 
 
 default_handlers = [

@@ -14,6 +14,7 @@ import asyncio
 import json
 import queue
 import time
+from collections.abc import Callable
 from typing import Any
 
 from jupyter_client.session import new_id
@@ -21,11 +22,14 @@ from jupyter_server.services.kernels.kernelmanager import MappingKernelManager
 
 from . import errors
 from .errors import CheckpointError
+from .progress import PROGRESS_MIME
 
 # The one expression the server evaluates in a kernel; ``request`` is the JSON request.
 DISPATCH = "__import__('jupyter_ckpt.kernel_api').kernel_api.dispatch(get_ipython(), {request!r})"
 # Times a request the kernel aborted (a cell queued before it failed) is sent again.
 ABORTED_RETRIES = 3
+# The iopub messages that carry a progress display: its first showing and its updates in place.
+PROGRESS_MESSAGES = ("display_data", "update_display_data")
 # Seconds a request waits for a busy kernel to go idle before it is refused.
 IDLE_GRACE = 2.0
 
@@ -98,6 +102,7 @@ class KernelConnection:
         self.idle = idle
         self.resume = resume
         self.client: Any = None
+        self.progress: Callable[[dict[str, Any]], None] | None = None
 
     async def __aenter__(self) -> KernelConnection:
         if self.idle:
@@ -141,6 +146,7 @@ class KernelConnection:
         )
         deadline = time.monotonic() + self.timeout
         while True:
+            await self._pass_on_progress(msg_id)
             try:
                 reply = await self.client.get_shell_msg(timeout=0.1)
             except queue.Empty:
@@ -150,6 +156,38 @@ class KernelConnection:
                 continue
             if reply["parent_header"].get("msg_id") == msg_id:
                 return dict(reply["content"])
+
+    async def follow_progress(self, progress: Callable[[dict[str, Any]], None]) -> None:
+        """From the next request on, give ``progress`` the data of the progress displays it shows.
+
+        Returns once the kernel's iopub reaches this client: a subscriber misses
+        what is published before it has joined, so a request's status must come back.
+        """
+        self.client.iopub_channel.start()
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            probe = self.client.kernel_info()
+            try:
+                while (await self.client.get_iopub_msg(timeout=0.2))["parent_header"].get("msg_id") != probe:
+                    pass
+            except queue.Empty:
+                await self._check_alive()
+                continue
+            self.progress = progress
+            return
+        raise KernelCallError(f"the kernel's output did not reach the server within {self.timeout:g} s")
+
+    async def _pass_on_progress(self, msg_id: str) -> None:
+        """Give ``progress`` what the request's progress displays said since the last look."""
+        while self.progress is not None:
+            try:
+                msg = await self.client.get_iopub_msg(timeout=0)
+            except queue.Empty:
+                return
+            if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] in PROGRESS_MESSAGES:
+                data = msg["content"]["data"].get(PROGRESS_MIME)
+                if data is not None:
+                    self.progress(data)
 
     async def _check_alive(self) -> None:
         if not await self.manager.is_alive():

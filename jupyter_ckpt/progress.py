@@ -7,6 +7,9 @@ from dataclasses import dataclass
 
 # Told (bytes done, bytes in all), from the thread that does the work.
 Progress = Callable[[int, int], None]
+# The data of the kernel's progress displays, {"what", "done", "total"}: read by the server (for a crash
+# recovery) and the lab extension (labextension/src/model.ts PROGRESS_MIME).
+PROGRESS_MIME = "application/vnd.jupyter-ckpt.progress+json"
 
 
 @dataclass

@@ -204,12 +204,19 @@ class CrashRecovery:
             target = untried[0]
             # Counted before the attempt: a state that kills the kernel while it loads is not tried twice.
             loop.tried.append(target)
+            # Until its event is out, the restore is listed as running: a client never sees neither.
+            restoring = {"session": session, "what": "restoring its last good state", "done": 0, "total": 0}
+            self.service.restoring[kernel_id] = restoring
             try:
+                await kernel.follow_progress(restoring.update)  # what the kernel's progress display says
                 result = await kernel.call("restore", checkpoint=target, trigger="crash-restore")
             except CheckpointError as e:
                 self._publish("crash-restore-failed", session, kernel_id, target, loop.tried, str(e))
-                return
-        self._publish("crash-restore", session, kernel_id, target, loop.tried, result["summary"], result["replayable"])
+            else:
+                summary, replayable = result["summary"], result["replayable"]
+                self._publish("crash-restore", session, kernel_id, target, loop.tried, summary, replayable)
+            finally:
+                self.service.restoring.pop(kernel_id, None)
 
     def _publish(
         self,

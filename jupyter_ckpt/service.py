@@ -44,6 +44,9 @@ class CheckpointService:
         # Kernels that died and whose state is not back yet: a request now would run before the crash
         # recovery, in an empty kernel (``CrashRecovery`` keeps it).
         self.recovering: set[str] = set()
+        # By kernel id, the crash restores running now and how far they are, {"session", "what", "done",
+        # "total"}, for the crash notification (``CrashRecovery`` keeps it from the kernel's progress displays).
+        self.restoring: dict[str, dict[str, Any]] = {}
         # The object store the server follows, when store_url names one (set by the app's pull thread).
         self.replica: Replica | None = None
 
@@ -135,10 +138,18 @@ class CheckpointService:
     async def delete(self, checkpoint_id: int) -> None:
         await self.in_thread(lambda: self.store.delete([checkpoint_id]))
 
-    def events_since(self, since: float, name: str | None = None) -> list[dict[str, Any]]:
-        """Crash events after ``since`` (seconds since the epoch), of one session if ``name`` is given."""
+    def events_since(self, since: float, name: str | None = None) -> dict[str, list[dict[str, Any]]]:
+        """Crash events after ``since`` (seconds since the epoch), and the crash restores running now: of one
+        session if ``name`` is given."""
         keys = self.session_keys(name) if name is not None else None
-        return [e for e in self.events if e["time"] > since and (keys is None or e["session"] in keys)]
+        return {
+            "events": [e for e in self.events if e["time"] > since and (keys is None or e["session"] in keys)],
+            "restoring": [
+                {**r, "kernel_id": k, "path": self.api_path(r["session"])}
+                for k, r in self.restoring.items()
+                if keys is None or r["session"] in keys
+            ],
+        }
 
     # -- run in a live kernel ---------------------------------------------------
 

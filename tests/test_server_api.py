@@ -204,7 +204,7 @@ async def test_writes_waiting_for_the_catalog_do_not_hold_up_other_requests(
         await asyncio.sleep(0.5)  # both reach the store and wait for the lock (up to SQLite's 30 s timeout)
         # The server answers meanwhile: its event loop is not waiting on SQLite.
         assert "started" in await api("GET", "api", "status")
-        assert await api("GET", *CKPT, "events") == {"events": []}
+        assert await api("GET", *CKPT, "events") == {"events": [], "restoring": []}
         assert not tagging.done() and not deleting.done()
     finally:
         holder.execute("ROLLBACK")

@@ -154,3 +154,36 @@ async def test_a_server_request_beside_a_running_cell_gets_its_own_reply(noteboo
     async with KernelConnection(service.kernels, nb.kernel_id, service.kernel_timeout, idle=False) as kernel:
         assert await kernel.call("session") == service.session_keys(nb.path)[1]
     assert (await failing).error == "ValueError: bad data"
+
+
+async def test_the_crash_notification_can_tell_how_far_the_restore_is(notebook: Any, api: Any, profile: Path) -> None:
+    # Progress from the first byte; a value that takes 2 s to unpickle keeps the restore running after its bytes
+    # are read, so that the polls below see it whatever the machine's speed.
+    (profile / "ipython_kernel_config.py").write_text("c.Checkpoints.every = 1\nc.Checkpoints.progress_after = 0\n")
+    nb = await notebook("work/slow.ipynb")
+    await nb.ok(
+        "import numpy as np\n"
+        "big = np.random.default_rng(0).random(2_000_000)\n"
+        "def rebuild():\n    __import__('time').sleep(2)\n    return 'rebuilt'\n"
+        "class Slow:\n    def __reduce__(self):\n        return (rebuild, ())\n"
+        "slow = Slow()"
+    )
+    await nb.wait_for_checkpoints(1)
+
+    nb.kill()
+    seen: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        polled = await api("GET", "api", "ckpt", "events", params={"session": nb.path})
+        if polled["events"]:
+            break
+        seen += polled["restoring"]
+        await asyncio.sleep(0.05)
+    assert [e["type"] for e in polled["events"]] == ["crash-restore"] and polled["restoring"] == []
+    # While it ran, the restore was listed with its notebook, then with what the kernel's progress display said.
+    assert seen and {(r["kernel_id"], r["path"]) for r in seen} == {(nb.kernel_id, nb.path)}
+    assert seen[0]["what"] == "restoring its last good state"
+    told = seen[-1]
+    assert told["what"] == "restoring kernel checkpoint #1 into the new kernel after a crash"
+    assert told["done"] == told["total"] > 16_000_000  # the array was read: its 16 MB and the pickles
+    assert await nb.value("(big.shape, slow)") == ((2_000_000,), "rebuilt")

@@ -140,14 +140,19 @@ def test_a_killed_kernel_comes_back_with_its_variables(page: Page, lab: Lab) -> 
     sidebar = open_sidebar(page)
     # markdown, %load_ext [1], measurements [2], calibrated [3], a database connection [4]
     run_next(page, 5)
-    pid = int(run(page, "import os; print(os.getpid())"))
+    # [5]: a value that takes 3 s to unpickle (time.sleep(3) rebuilds it, as None), so that the restore runs
+    # long enough for the notification to be seen in progress on any machine.
+    slow = "class Slow:\n    def __reduce__(self):\n        return (__import__('time').sleep, (3,))\nslow = Slow()"
+    pid = int(run(page, f"{slow}\nimport os\nprint(os.getpid())"))
     expect(row(sidebar, 5)).to_be_visible()  # the last cell's checkpoint is in the store
 
     os.kill(pid, signal.SIGKILL)
-    # (The restore's progress notification is not checked here: it travels on the new kernel's iopub, and a
-    # restore this small can be over before the page has reconnected to it, 1 run in 7.)
+    # The server tells how far its restore is; the notification shows it, then turns to done.
+    working = page.locator(".Toastify__toast", has_text="The kernel of crash_and_recover.ipynb crashed: re")
+    expect(working).to_be_visible(timeout=60_000)
     toast = page.locator(".Toastify__toast", has_text="was restored to kernel checkpoint")
     expect(toast).to_be_visible(timeout=60_000)
+    expect(working).to_have_count(0)  # the same notification, not a second one
     page.screenshot(path=ARTIFACTS / "crash-notification.png")
     restored = re.search(r"kernel checkpoint (#\d+)", toast.inner_text())
     assert restored is not None
@@ -158,7 +163,7 @@ def test_a_killed_kernel_comes_back_with_its_variables(page: Page, lab: Lab) -> 
     expect(last).to_have_class(re.compile("jp-ckpt-kernel-start"))
     target = sidebar.locator(".jp-ckpt-row", has=page.locator(".jp-ckpt-id", has_text=re.compile(f"^{restored[1]}$")))
     expect(target.locator(".jp-ckpt-cell")).to_have_text("[5]")
-    assert run(page, "print(expensive_result > 0, summary.shape)").strip() == "True (3, 2)"
+    assert run(page, "print(expensive_result > 0, summary.shape, slow)").strip() == "True (3, 2) None"
 
     # The connection could not be saved; the notification offers to run its cell again, and only when asked.
     page.locator(".jp-Dialog", has_text="appears to have died").locator("button.jp-mod-accept").click()  # Lab's own

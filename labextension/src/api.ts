@@ -54,6 +54,15 @@ export interface ICheckpointDetails extends ICheckpoint {
   };
 }
 
+/** A crash restore the server runs now, and how far it is (from the kernel's progress display, once shown). */
+export interface IRestoring {
+  session: string;
+  kernel_id: string;
+  what: string;
+  done: number;
+  total: number;
+}
+
 export interface ICrashEvent {
   type: 'crash-restore' | 'crash-restore-failed' | 'crash-restore-stopped';
   session: string;

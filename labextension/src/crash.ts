@@ -1,14 +1,26 @@
-// Tells the user when the server restored a crashed kernel, and to which kernel checkpoint.
+// Tells the user when the server restores a crashed kernel, how far it is, and to which kernel checkpoint.
 import { Notification } from '@jupyterlab/apputils';
 import { PathExt } from '@jupyterlab/coreutils';
-import { type ICheckpoint, type ICrashEvent, listCheckpoints, requestAPI, sessionQuery } from './api';
-import { label, numbers } from './format';
+import {
+  type ICheckpoint,
+  type ICrashEvent,
+  type IRestoring,
+  listCheckpoints,
+  requestAPI,
+  sessionQuery
+} from './api';
+import { crashProgressLine, label, numbers } from './format';
 import { offerReplay } from './replay';
+
+/** How often to ask while a crash restore runs, so that its progress moves. */
+const RESTORING_POLL_MS = 500;
 
 export class CrashWatcher {
   private _start = Date.now() / 1000;
   /** Per session, the time of the newest event already shown. */
   private _since = new Map<string, number>();
+  /** Per kernel, the notification of its crash restore in progress, which its event then turns to done. */
+  private _inProgress = new Map<string, string>();
   private _timer = 0;
   private _pollMs = 2000;
 
@@ -25,20 +37,31 @@ export class CrashWatcher {
     window.clearTimeout(this._timer);
   }
 
-  private _schedule(): void {
+  private _schedule(delay = this._pollMs): void {
     this._timer = window.setTimeout(async () => {
       await Promise.all(this._sessions().map(s => this._check(s)));
-      this._schedule();
-    }, this._pollMs);
+      this._schedule(this._inProgress.size ? Math.min(RESTORING_POLL_MS, this._pollMs) : this._pollMs);
+    }, delay);
   }
 
   private async _check(session: string): Promise<void> {
     const since = this._since.get(session) ?? this._start;
     let events: ICrashEvent[];
+    let restoring: IRestoring[];
     try {
-      events = (await requestAPI<{ events: ICrashEvent[] }>(`events${sessionQuery(session)}&since=${since}`)).events;
+      const query = `events${sessionQuery(session)}&since=${since}`;
+      ({ events, restoring } = await requestAPI<{ events: ICrashEvent[]; restoring: IRestoring[] }>(query));
     } catch {
       return; // the next round asks again
+    }
+    for (const r of restoring) {
+      const message = crashProgressLine(PathExt.basename(r.session), r);
+      const id = this._inProgress.get(r.kernel_id);
+      if (id === undefined) {
+        this._inProgress.set(r.kernel_id, Notification.emit(message, 'in-progress', { autoClose: false }));
+      } else {
+        Notification.update({ id, message });
+      }
     }
     const fresh = events.filter(e => e.time > since);
     if (!fresh.length) {
@@ -47,7 +70,8 @@ export class CrashWatcher {
     const name = await labeller(session);
     for (const e of fresh) {
       this._since.set(session, Math.max(this._since.get(session) ?? since, e.time));
-      notify(e, name);
+      notify(e, name, this._inProgress.get(e.kernel_id));
+      this._inProgress.delete(e.kernel_id);
     }
   }
 }
@@ -64,20 +88,25 @@ async function labeller(session: string): Promise<(id: number) => string> {
   return id => label(numbered, id);
 }
 
-function notify(e: ICrashEvent, name: (id: number) => string): void {
-  const options = { autoClose: false as const };
+/** Shows a crash event: in the notification of its restore in progress (``id``) when there is one. */
+function notify(e: ICrashEvent, name: (id: number) => string, id: string | undefined): void {
   const notebook = PathExt.basename(e.session);
+  let message: string;
+  let type: 'success' | 'warning';
   if (e.type === 'crash-restore') {
-    Notification.success(
-      `The kernel of ${notebook} crashed and was restored to kernel checkpoint ${name(e.checkpoint ?? 0)}. ${e.message}`,
-      options
-    );
-    offerReplay(e.kernel_id, e.replayable ?? '');
+    message = `The kernel of ${notebook} crashed and was restored to kernel checkpoint ${name(e.checkpoint ?? 0)}. ${e.message}`;
+    type = 'success';
   } else {
     const tried = e.tried.map(name).join(', ');
-    Notification.warning(
-      `The kernel of ${notebook} crashed and was not restored${tried ? ` (tried ${tried})` : ''}. ${e.message}`,
-      options
-    );
+    message = `The kernel of ${notebook} crashed and was not restored${tried ? ` (tried ${tried})` : ''}. ${e.message}`;
+    type = 'warning';
+  }
+  if (id === undefined) {
+    Notification.emit(message, type, { autoClose: false });
+  } else {
+    Notification.update({ id, message, type, autoClose: false });
+  }
+  if (e.type === 'crash-restore') {
+    offerReplay(e.kernel_id, e.replayable ?? '');
   }
 }

@@ -54,6 +54,11 @@ export function progressLine(p: { what: string; done: number; total: number }): 
   return `${p.what}: ${humanBytes(p.done)} of ${humanBytes(p.total)}`;
 }
 
+/** The crash notification while the server restores: "The kernel of a.ipynb crashed: restoring … 1.0 KiB of 2.0 KiB". */
+export function crashProgressLine(notebook: string, p: { what: string; done: number; total: number }): string {
+  return `The kernel of ${notebook} crashed: ${p.total > 0 ? progressLine(p) : `${p.what}…`}`;
+}
+
 /** The status bar's short form: "Saving a kernel checkpoint… 30%". */
 export function progressPercent(p: { what: string; done: number; total: number }): string {
   const percent = p.total > 0 ? Math.floor((100 * p.done) / p.total) : 0;

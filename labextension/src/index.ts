@@ -1,12 +1,12 @@
 // jupyter-ckpt in JupyterLab and Jupyter Notebook 7: the Kernel checkpoints sidebar, the status item,
 // crash notifications, commands. Nothing here needs JupyterLab's shell: the notebook comes from the tracker.
 import { ILabShell, type JupyterFrontEnd, type JupyterFrontEndPlugin } from '@jupyterlab/application';
-import { ICommandPalette, Notification } from '@jupyterlab/apputils';
+import { ICommandPalette } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import { CrashWatcher } from './crash';
-import { NAME, progressLine } from './format';
+import { NAME } from './format';
 import { TimelineModel } from './model';
 import { CheckpointsPanel } from './panel';
 import { CheckpointStatus } from './status';
@@ -47,25 +47,6 @@ const plugin: JupyterFrontEndPlugin<void> = {
       return paths;
     };
     const crashes = new CrashWatcher(openNotebooks);
-    // A save or restore the server asks for (a crash recovery, the sidebar's) shows its progress in a notification too.
-    let restoring: string | null = null;
-    model.changed.connect(() => {
-      const progress = model.progress;
-      if (progress === null || !progress.elsewhere) {
-        return;
-      }
-      const message = progressLine(progress);
-      if (progress.done >= progress.total) {
-        if (restoring !== null) {
-          Notification.update({ id: restoring, message, type: 'success', autoClose: 5000 });
-        }
-        restoring = null;
-      } else if (restoring === null) {
-        restoring = Notification.emit(message, 'in-progress', { autoClose: false });
-      } else {
-        Notification.update({ id: restoring, message });
-      }
-    });
     const show = () => app.shell.activateById(panel.id);
 
     const hasNotebook = () => model.notebook !== null;

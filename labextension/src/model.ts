@@ -8,16 +8,14 @@ import { label, numbers } from './format';
 /** How long after a cell finishes its automatic checkpoint is expected to land. */
 const WRITE_WINDOW_MS = 10_000;
 
-/** The data of the kernel's progress displays (jupyter_ckpt/extension.py PROGRESS_MIME). */
+/** The data of the kernel's progress displays (jupyter_ckpt/progress.py PROGRESS_MIME). */
 const PROGRESS_MIME = 'application/vnd.jupyter-ckpt.progress+json';
 
-/** How far a restore is that the notebook's kernel runs, whoever asked for it (a cell, the sidebar, a crash). */
+/** How far a save or restore is that the notebook's kernel runs, whoever asked for it (a cell, the sidebar). */
 export interface IProgress {
   what: string;
   done: number;
   total: number;
-  /** Asked for by the server (a crash recovery, the sidebar), not by a cell run from this page. */
-  elsewhere: boolean;
 }
 
 export class TimelineModel {
@@ -152,16 +150,16 @@ export class TimelineModel {
   }
 
   /**
-   * A cell run from this page finished (the kernel went idle after its execute request), or a restore
+   * A cell run from this page finished (the kernel went idle after its execute request), or a save or restore
    * told its progress (in a display that any request of the kernel's can send: iopub is for every client).
    */
   private _onIOPub(_: unknown, msg: KernelMessage.IMessage): void {
     const parent = msg.parent_header as Partial<KernelMessage.IHeader>;
     const ours = parent.session === this._notebook?.context.sessionContext.session?.kernel?.clientId;
     if (KernelMessage.isDisplayDataMsg(msg) || KernelMessage.isUpdateDisplayDataMsg(msg)) {
-      const progress = msg.content.data[PROGRESS_MIME] as unknown as Omit<IProgress, 'elsewhere'> | undefined;
+      const progress = msg.content.data[PROGRESS_MIME] as unknown as IProgress | undefined;
       if (progress !== undefined) {
-        this._progress = { ...progress, elsewhere: !ours };
+        this._progress = progress;
         this._changed.emit();
       }
       return;
@@ -169,7 +167,7 @@ export class TimelineModel {
     const idle = KernelMessage.isStatusMsg(msg) && msg.content.execution_state === 'idle';
     const progress = this._progress;
     if (idle && progress !== null && progress.done < progress.total) {
-      this._progress = null; // the restore stopped short (it failed): the kernel has moved on
+      this._progress = null; // the save or restore stopped short (it failed): the kernel has moved on
       this._changed.emit();
     }
     if (idle && parent.msg_type === 'execute_request' && ours) {

@@ -4,6 +4,7 @@ import type { ICheckpoint } from '../src/api';
 import {
   age,
   brief,
+  crashProgressLine,
   humanBytes,
   kernelStarted,
   label,
@@ -80,6 +81,12 @@ describe('sizes, ages and values', () => {
     const progress = { what: 'restoring kernel checkpoint #3', done: 1.2 * 1024 ** 3, total: 4 * 1024 ** 3 };
     expect(progressLine(progress)).toBe('restoring kernel checkpoint #3: 1.2 GiB of 4.0 GiB');
     expect(progressPercent(progress)).toBe('Restoring kernel checkpoint #3… 30%');
+    expect(crashProgressLine('a.ipynb', progress)).toBe(
+      'The kernel of a.ipynb crashed: restoring kernel checkpoint #3: 1.2 GiB of 4.0 GiB'
+    );
+    expect(crashProgressLine('a.ipynb', { what: 'restoring its last good state', done: 0, total: 0 })).toBe(
+      'The kernel of a.ipynb crashed: restoring its last good state…'
+    );
     expect(progressPercent({ what: 'saving a kernel checkpoint', done: 0, total: 0 })).toBe(
       'Saving a kernel checkpoint… 0%'
     );
