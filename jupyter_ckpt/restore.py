@@ -11,12 +11,13 @@ same content are not read again: undoing a cell reads only what it changed.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import random
 import sys
 import types
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -191,6 +192,53 @@ def _shared_across(groups: dict[int, list[str]], namespace: dict[str, Any]) -> s
     return shared
 
 
+# A group to load: its names (those wanted), its bytes, and why it failed the last time it was tried.
+Loading = tuple[list[str], serialize.Packed, str]
+
+
+def _load(
+    module: types.ModuleType, groups: list[Loading], incoming: dict[str, Any], loaded: list[str]
+) -> list[Loading]:
+    """Unpickle each group into ``incoming`` and ``loaded``, and the namespace (where the code of the groups read
+    after it finds it); returns those that failed, with why."""
+    failed = []
+    for names, packed, _ in groups:
+        try:
+            objs = serialize.loads(packed, module)
+        except Exception as e:
+            failed.append((names, packed, f"{type(e).__name__}: {e}"))
+            continue
+        module.__dict__.update(objs)
+        incoming.update({n: objs[n] for n in names})
+        loaded.extend(names)
+    return failed
+
+
+def _import_modules(modules: dict[str, str]) -> tuple[dict[str, types.ModuleType], dict[str, str]]:
+    """The checkpoint's modules by alias, imported, and why the others failed to import."""
+    imported, failed = {}, {}
+    for alias, name in modules.items():
+        try:
+            imported[alias] = importlib.import_module(name)
+        except Exception as e:  # an import may fail any way at all
+            failed[alias] = f"import {name} failed: {type(e).__name__}: {e}"
+    return imported, failed
+
+
+@contextlib.contextmanager
+def _as_read(namespace: dict[str, Any], modules: dict[str, types.ModuleType]) -> Iterator[None]:
+    """The namespace with the checkpoint's ``modules`` bound for as long as it is read, and exactly as it was
+    after (whatever reading it bound meanwhile): nothing changes until the restore applies it."""
+    before = dict(namespace)
+    namespace.update(modules)
+    try:
+        yield
+    finally:
+        for name in [n for n in namespace if n not in before]:
+            del namespace[name]
+        namespace.update(before)  # with no moment where the kernel's other threads would find it empty
+
+
 def restore_namespace(
     store: Store,
     module: types.ModuleType,
@@ -247,29 +295,33 @@ def restore_namespace(
         ]
         tally = Tally(sum(sizes), progress)
         progress(0, tally.total)
-    for index, entry in enumerate(manifest["groups"]):
-        names = [n for n in entry["names"] if wanted is None or n in wanted]
-        if not names:
-            continue
-        if index in plans:
-            patches += plans[index]
-            (report.patched if plans[index] else report.kept).extend(names)
-            continue
-        packed = read_group(store, entry, report.unverified if lazy else None, tally)  # a bad signature refuses all
-        try:
-            objs = serialize.loads(packed, module)
-        except Exception as e:  # a module gone, a class changed: this group stays out, the others come back
-            failed.update(dict.fromkeys(names, f"{type(e).__name__}: {e}"))
-            continue
-        incoming.update({n: objs[n] for n in names})
-        report.loaded.extend(names)
-    states: dict[str, Any] = {}
-    if wanted is None:
-        packed = read_group(store, manifest["random"])
-        try:
-            states = serialize.loads(packed, module)
-        except Exception as e:
-            report.not_restored["random states"] = f"{type(e).__name__}: {e}"
+    imported, import_failed = _import_modules(manifest["modules"])
+    # Code runs while a group is unpickled (a __setstate__, a notebook function a __reduce__ names) and reads the
+    # namespace: it sees the checkpoint's modules and the variables read so far, then the namespace is put back.
+    with _as_read(namespace, imported):
+        waiting: list[Loading] = []  # groups that failed to load, with why
+        for index, entry in enumerate(manifest["groups"]):
+            names = [n for n in entry["names"] if wanted is None or n in wanted]
+            if not names:
+                continue
+            if index in plans:
+                patches += plans[index]
+                (report.patched if plans[index] else report.kept).extend(names)
+                continue
+            packed = read_group(store, entry, report.unverified if lazy else None, tally)  # a bad signature refuses all
+            waiting += _load(module, [(names, packed, "")], incoming, report.loaded)
+        # A group whose code needed a variable read after it goes again, as long as that brings more back.
+        while waiting and len(retried := _load(module, waiting, incoming, report.loaded)) < len(waiting):
+            waiting = retried
+        for names, _, why in waiting:  # a module gone, a class changed: these stay out, the others come back
+            failed.update(dict.fromkeys(names, why))
+        states: dict[str, Any] = {}
+        if wanted is None:
+            packed = read_group(store, manifest["random"])
+            try:
+                states = serialize.loads(packed, module)
+            except Exception as e:
+                report.not_restored["random states"] = f"{type(e).__name__}: {e}"
 
     # 2. Apply.
     if wanted is None:
@@ -282,14 +334,14 @@ def restore_namespace(
     namespace.update(incoming)
     for view, start, chunk in patches:
         view[start : start + chunk.nbytes] = chunk
-    for alias, modname in manifest["modules"].items():
+    for alias in manifest["modules"]:
         if wanted is not None and alias not in wanted:
             continue
-        try:
-            namespace[alias] = importlib.import_module(modname)
+        if alias in imported:
+            namespace[alias] = imported[alias]
             report.modules.append(alias)
-        except Exception as e:  # an import may fail any way at all
-            report.not_restored[alias] = f"import {modname} failed: {type(e).__name__}: {e}"
+        else:
+            report.not_restored[alias] = import_failed[alias]
     if "random" in states:
         random.setstate(states["random"])
     if "numpy" in states:

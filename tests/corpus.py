@@ -114,6 +114,14 @@ PATTERNS = [
         "in_b.who() == 'ba' and isinstance(in_b, InA)",
     ),
     _p(
+        "setstate_globals",
+        "plain",
+        "import threading as st_threading\nST_SEP = ','\nclass StTokenizer:\n    def __init__(self):\n"
+        "        self.lock = st_threading.Lock()\n        self.sep = ST_SEP\n    def __getstate__(self):\n"
+        "        return {}\n    def __setstate__(self, state):\n        self.__init__()\nst_t = StTokenizer()",
+        "st_t.lock.acquire(blocking=False) and st_t.sep == ST_SEP == ','",
+    ),
+    _p(
         "weak_registry",
         "plain",
         "import weakref\nclass WkNode:\n    live = weakref.WeakSet()\n    def __init__(self):\n        WkNode.live.add(self)\n"

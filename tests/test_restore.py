@@ -319,3 +319,45 @@ def test_a_lazy_restore_maps_large_raw_arrays_and_lists_their_chunks_as_unverifi
     again = types.ModuleType("__main__")
     restore_namespace(store, again, cid, manifest)
     assert np.array_equal(again.__dict__["table"], values)
+
+
+def test_code_that_runs_while_unpickling_finds_the_globals_of_the_checkpoint(store: Store) -> None:
+    """A class that rebuilds what cannot be pickled (a lock, a compiled pattern) in ``__setstate__``, or that
+    pickles as a call to a notebook function, runs notebook code while it is read. In a new kernel (after a
+    crash, the next morning) that code must find the modules and variables it uses."""
+    module = notebook(
+        """
+        import re as regex
+        import threading
+        SEPARATOR = ","
+        class Tokenizer:
+            def __init__(self):
+                self.pattern = regex.compile(SEPARATOR)
+                self.lock = threading.Lock()
+            def __getstate__(self):
+                return {}
+            def __setstate__(self, state):
+                self.__init__()
+        def make_counter(start):
+            return {"count": start, "step": SEPARATOR}
+        class Counter:
+            def __reduce__(self):
+                return (make_counter, (3,))
+        tokens = Tokenizer()
+        counter = Counter()
+        """
+    )
+    cid, manifest = save(store, module)
+    fresh = types.ModuleType("__main__")
+    report = restore_namespace(store, fresh, cid, manifest)
+    assert report.not_restored == {}
+    ns = fresh.__dict__
+    assert ns["tokens"].pattern.split("a,b") == ["a", "b"] and ns["tokens"].lock.acquire(blocking=False)
+    assert ns["counter"] == {"count": 3, "step": ","}
+    # A restore refused once every variable was read (the random states, read last, are tampered with) leaves
+    # the namespace as it was: what the unpickling code saw is gone again.
+    _flip_last_byte(store, manifest["random"]["key"])
+    fresh = types.ModuleType("__main__")
+    with pytest.raises(IntegrityError, match="fails its signature check"):
+        restore_namespace(store, fresh, cid, manifest)
+    assert user_names(fresh) == []
