@@ -30,6 +30,8 @@ DISPATCH = "__import__('jupyter_ckpt.kernel_api').kernel_api.dispatch(get_ipytho
 ABORTED_RETRIES = 3
 # The iopub messages that carry a progress display: its first showing and its updates in place.
 PROGRESS_MESSAGES = ("display_data", "update_display_data")
+# Seconds a request waits for the kernel's iopub to reach the server, to pass its progress on.
+IOPUB_GRACE = 5.0
 # Seconds a request waits for a busy kernel to go idle before it is refused.
 IDLE_GRACE = 2.0
 
@@ -162,9 +164,10 @@ class KernelConnection:
 
         Returns once the kernel's iopub reaches this client: a subscriber misses
         what is published before it has joined, so a request's status must come back.
+        Progress is a courtesy: after ``IOPUB_GRACE`` seconds without, it goes on without.
         """
         self.client.iopub_channel.start()
-        deadline = time.monotonic() + self.timeout
+        deadline = time.monotonic() + IOPUB_GRACE
         while time.monotonic() < deadline:
             probe = self.client.kernel_info()
             try:
@@ -175,7 +178,6 @@ class KernelConnection:
                 continue
             self.progress = progress
             return
-        raise KernelCallError(f"the kernel's output did not reach the server within {self.timeout:g} s")
 
     async def _pass_on_progress(self, msg_id: str) -> None:
         """Give ``progress`` what the request's progress displays said since the last look."""
