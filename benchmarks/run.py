@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import json
 import os
 import platform
@@ -647,6 +648,17 @@ def markdown(report: dict[str, Any]) -> str:
 # -- main ---------------------------------------------------------------------------------------
 
 
+def settle_memory() -> None:
+    """Start every run from the same memory. The previous run's gigabytes reach the disk now, not during this
+    run; then, where the benchmark may (root), the page cache they filled is dropped and free memory compacted,
+    so that the next kernel's large allocations neither reclaim cache nor wait for the huge pages numpy asks
+    for. Without it, a run after one that wrote gigabytes is slower whatever it runs."""
+    os.sync()
+    for knob in ("/proc/sys/vm/drop_caches", "/proc/sys/vm/compact_memory"):
+        with contextlib.suppress(OSError):
+            Path(knob).write_text("1")
+
+
 def run_mode(
     mode_class: type[Mode],
     nb: str,
@@ -658,7 +670,7 @@ def run_mode(
     min_cap: float,
 ) -> dict[str, Any]:
     """One run of one notebook under one mode and pattern, in a directory of its own."""
-    os.sync()  # the previous run's gigabytes reach the disk now, not during this run
+    settle_memory()
     tmp = Path(tempfile.mkdtemp(prefix=f"{nb}-{mode_class.name}-", dir=WORK))
     copy = tmp / f"{nb}.ipynb"
     shutil.copy(NOTEBOOKS / f"{nb}.ipynb", copy)
