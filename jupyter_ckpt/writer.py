@@ -31,6 +31,7 @@ import gc
 import json
 import os
 import resource
+import select
 import signal
 import struct
 import sys
@@ -192,12 +193,29 @@ def _teller(fd: int) -> Progress:
 
 
 def _follow(child: _Child) -> None:
-    """Pass a child's progress reports on as they come, until it exits."""
+    """Pass a child's progress reports on as they come, until it exits.
+
+    The pipe's end is not enough to stop on: a process the child forked may hold it open.
+    """
     if child.report is None:
         return
     fd, progress = child.report
-    while data := os.read(fd, 256 * _REPORT.size):
-        progress(*_REPORT.unpack(data[-_REPORT.size :]))  # the newest report is the one that counts
+    while True:
+        if select.select([fd], [], [], 0.25)[0]:
+            data = os.read(fd, 256 * _REPORT.size)
+            if not data:
+                return
+            progress(*_REPORT.unpack(data[-_REPORT.size :]))  # the newest report is the one that counts
+        elif _exited(child.pid):
+            return
+
+
+def _exited(pid: int) -> bool:
+    """Whether a child has exited, leaving it to be reaped."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
 
 
 class ForkWriter:

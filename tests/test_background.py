@@ -120,3 +120,20 @@ def test_a_write_that_is_waited_for_tells_its_progress_from_the_child(tmp_path: 
     assert outcomes[0] != os.getpid()  # written by a child ...
     assert len(told) > 1 and told == sorted(told) and told[-1] == (100, 100)  # ... that said how far it was
     assert outcomes[1] is None  # nobody waits for the second: it was given nothing to tell
+
+
+def test_the_wait_for_a_child_ends_with_it_when_a_process_it_forked_holds_its_pipe(tmp_path: Path) -> None:
+    writer = ForkWriter(tmp_path, encode=lambda x: x, decode=lambda x: x)
+
+    def job(progress: Any) -> str:
+        progress(1, 2)
+        if os.fork() == 0:  # a process a user's pickling code started: it has the progress pipe too
+            time.sleep(5)
+            os._exit(0)
+        return "written"
+
+    outcomes: list[Any] = []
+    started = time.monotonic()
+    writer.submit(job, lambda outcome, error: outcomes.append(error or outcome), lambda d, t: None)
+    writer.poll(block=True)
+    assert outcomes == ["written"] and time.monotonic() - started < 4
