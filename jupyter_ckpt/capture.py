@@ -27,7 +27,7 @@ from typing import Any
 from . import serialize
 from .blobs import BlobInfo, content_key
 from .manifest import FORMAT_VERSION, Buffer, Group, Manifest, Skipped
-from .progress import Progress, Tally
+from .progress import Progress, Tally, untold
 from .store import Store
 
 # Names IPython and ipykernel put in the user namespace; never user data.
@@ -297,7 +297,7 @@ def pack(
     ``tally`` counts the bytes put. Its total is each group's pickled size once it
     is known, and until then the largest of its variables' ``hints``.
     """
-    tally = tally or Tally(0, _untold)
+    tally = tally or Tally(0, untold)
     blobs: dict[str, BlobInfo] = {}
     groups: list[Group] = []
     variables: dict[str, dict[str, Any]] = {}
@@ -338,10 +338,6 @@ def pack(
     return groups, variables, skipped, blobs
 
 
-def _untold(done: int, total: int) -> None:
-    """The progress of a save nobody waits for."""
-
-
 def size_hints(capture: Capture, previous: Manifest | None) -> dict[str, int]:
     """A guess of each variable's pickled size: its size in the previous checkpoint, else its buffer's."""
     before = previous["variables"] if previous is not None else {}
@@ -376,7 +372,7 @@ def prepare(
     def put(data: bytes | memoryview, compress: bool) -> BlobInfo:
         return store.blobs.put(data, compress=compress)
 
-    tally = Tally(0, progress or _untold)
+    tally = Tally(0, progress or untold)
     hints = size_hints(capture, previous) if progress is not None else None
     groups, variables, skipped, blobs = pack(module, capture, put, tally, hints)
     packed_random = serialize.dumps(capture.random, module)

@@ -23,7 +23,7 @@ from . import capture
 from .blobs import BlobInfo, writer_alive
 from .errors import BadArgument, CheckpointError, UnknownCheckpoint, UnknownSession
 from .manifest import Manifest, Skipped
-from .progress import Progress
+from .progress import Progress, untold
 from .recipes import Recipe, RunCell, check_mode, exec_cell, plan, run_recipe
 from .remote import Replica
 from .restore import Diff, RestoreReport, diff_manifests, restore_namespace
@@ -50,8 +50,8 @@ def numbers(records: Iterable[CheckpointRecord]) -> dict[int, int]:
 
 
 def no_progress(what: str) -> Progress:
-    """A restore's progress, told to nobody."""
-    return lambda done, total: None
+    """A save's or restore's progress, told to nobody."""
+    return untold
 
 
 def parse_size(text: str) -> int:
@@ -113,7 +113,7 @@ class Checkpointer:
     ) -> None:
         self.store = store
         self.replica = replica
-        # Gives each restore, by what it does ("restoring kernel checkpoint #3"), where to tell its progress.
+        # Gives each save or restore, by what it does ("restoring kernel checkpoint #3"), where to tell its progress.
         self._progress = progress
         self.session = session
         self.module = module

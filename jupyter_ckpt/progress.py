@@ -12,6 +12,10 @@ Progress = Callable[[int, int], None]
 PROGRESS_MIME = "application/vnd.jupyter-ckpt.progress+json"
 
 
+def untold(done: int, total: int) -> None:
+    """The progress of work nobody waits for."""
+
+
 @dataclass
 class Tally:
     """The bytes a save has written or a restore has read, told to its ``Progress`` at each step.

@@ -27,7 +27,7 @@ from .blobs import content_key
 from .capture import CHUNK, is_user_variable
 from .errors import BadArgument
 from .manifest import Buffer, Group, Manifest, RandomState
-from .progress import Progress, Tally
+from .progress import Progress, Tally, untold
 from .store import Store
 
 Patch = tuple[memoryview, int, memoryview]
@@ -82,7 +82,7 @@ class RestoreReport:
         return line
 
 
-def _read_buffer(store: Store, buffer: Buffer, tally: Tally | None) -> memoryview:
+def _read_buffer(store: Store, buffer: Buffer, tally: Tally) -> memoryview:
     """One out-of-band buffer, its chunks read straight into place and verified, on every core."""
     size = buffer["size"]
     # Anonymous memory: the kernel hands out zero pages as they are written, with no upfront memset.
@@ -96,8 +96,7 @@ def _read_buffer(store: Store, buffer: Buffer, tally: Tally | None) -> memoryvie
     # hashlib and file reads release the GIL, so verification (HMAC-SHA256, ~1 GB/s a core) runs in parallel.
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         for n in pool.map(fill, range(len(buffer["chunks"])), buffer["chunks"]):
-            if tally is not None:
-                tally.add(n)
+            tally.add(n)
     return out
 
 
@@ -129,19 +128,18 @@ def read_group(
     chunks are added to it, for the caller to verify. ``tally`` counts the
     bytes as they are read (a mapped buffer's at once).
     """
+    tally = tally or Tally(0, untold)
     buffers = []
     for buffer in entry["buffers"]:
         if unverified is not None and (mapped := _map_buffer(store, buffer)) is not None:
             buffers.append(mapped)
             for key in buffer["chunks"]:
                 unverified.setdefault(key, []).extend(entry.get("names", []))
-            if tally is not None:
-                tally.add(buffer["size"])
+            tally.add(buffer["size"])
         else:
             buffers.append(_read_buffer(store, buffer, tally))
     payload = bytes(store.blobs.read(entry["key"]))
-    if tally is not None:
-        tally.add(len(payload))
+    tally.add(len(payload))
     return serialize.Packed(entry.get("serializer", "pickle"), payload, buffers)
 
 
@@ -285,16 +283,14 @@ def restore_namespace(
     incoming: dict[str, Any] = {}
     failed: dict[str, str] = {}
     patches: list[Patch] = []
-    tally = None
-    if progress is not None:
-        # A group's variables each have its size: pickle and arrays.
-        sizes = [
-            variables[entry["names"][0]]["size"]
-            for index, entry in enumerate(manifest["groups"])
-            if index not in plans and any(wanted is None or n in wanted for n in entry["names"])
-        ]
-        tally = Tally(sum(sizes), progress)
-        progress(0, tally.total)
+    # A group's variables each have its size: pickle and arrays.
+    sizes = [
+        variables[entry["names"][0]]["size"]
+        for index, entry in enumerate(manifest["groups"])
+        if index not in plans and any(wanted is None or n in wanted for n in entry["names"])
+    ]
+    tally = Tally(sum(sizes), progress or untold)
+    tally.progress(0, tally.total)
     imported, import_failed = _import_modules(manifest["modules"])
     # Code runs while a group is unpickled (a __setstate__, a notebook function a __reduce__ names) and reads the
     # namespace: it sees the checkpoint's modules and the variables read so far, then the namespace is put back.
