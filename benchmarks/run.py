@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
@@ -540,6 +541,15 @@ def ratio(peer: float | None, ours: float | None) -> str:
     return f"{peer / ours:.3g}×"
 
 
+def median_run(results: list[dict[str, Any]]) -> tuple[dict[str, Any], str]:
+    """The run of median added time (the higher one of an even count), and the range over all, if more than one."""
+    ordered = sorted(results, key=lambda r: r["summary"]["added_s"])
+    if len(ordered) == 1:
+        return ordered[0], ""
+    low, high = (cell(r["summary"]["added_pct"], "{:.1f}") for r in (ordered[0], ordered[-1]))
+    return ordered[len(ordered) // 2], f" ({low}…{high}, {len(ordered)} runs)"
+
+
 def markdown(report: dict[str, Any]) -> str:
     meta = report["meta"]
     lines = [
@@ -548,7 +558,10 @@ def markdown(report: dict[str, Any]) -> str:
         f"Machine: {meta['machine']}. Scale {meta['scale']} (BENCH_SCALE); a tool's run is capped at "
         f"{meta['cap']:g}× the baseline run (at least {meta['min_cap_s']:.0f} s); "
         f"total wall time {meta['wall_s'] / 60:.1f} min. jupyter-ckpt {meta['versions']['jupyter-ckpt']} "
-        f"(git {meta['git']}), dill {meta['versions']['dill']}, Kishu {KISHU_VERSION}.",
+        f"(git {meta['git']}), dill {meta['versions']['dill']}, Kishu {KISHU_VERSION}. "
+        f"Memory: {meta.get('memory', 'as found')}. Rounds: {meta.get('repeat', 1)}, each running every mode once "
+        "against a reference of its own; with more than one, a row shows the run of median added time, with the "
+        "range over the rounds.",
         "",
         "Patterns: run all = every request sent at once (JupyterLab's Run All); cell by cell = each sent after the "
         "previous reply (nbclient, papermill); interactive = each after the previous reply and 1-3 s of idle. "
@@ -576,14 +589,19 @@ def markdown(report: dict[str, Any]) -> str:
         "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
     ]
     ratios = []
-    for nb, pattern, entry in [(nb, p, e) for nb, by in report["notebooks"].items() for p, e in by.items()]:
-        runs = [entry["baseline"], entry["baseline_2"]]
+    for nb, pattern, rounds in [(nb, p, e) for nb, by in report["notebooks"].items() for p, e in by.items()]:
+        runs = [r for e in rounds for r in (e["baseline"], e.get("baseline_2", {})) if "cell_s" in r]
         totals = " and ".join(f"{sum(r['cell_s']):.1f} s" for r in runs if "failed" not in r)
+        if len(rounds) > 1:
+            seconds = [sum(r["cell_s"]) for r in runs]
+            totals = f"{len(runs)}, {min(seconds):.1f}–{max(seconds):.1f} s"
         lines.append(f"| {nb} | {pattern} | no tool | | | | runs of {totals} | | | | | | | | | |")
-        for name, r in entry["tools"].items():
+        names = dict.fromkeys(name for e in rounds for name in e["tools"])
+        tools = {name: median_run([e["tools"][name] for e in rounds if name in e["tools"]]) for name in names}
+        for name, (r, spread) in tools.items():
             s = r["summary"]
             failed = r.get("failed", "")
-            added = (">" if s["lower_bound"] else "") + cell(s["added_pct"], "{:.1f}%")
+            added = (">" if s["lower_bound"] else "") + cell(s["added_pct"], "{:.1f}%") + spread
             added += f" ({failed})" if failed else ""
             kinds = ("run", "undo", "restore", "full_restore")
             matched = " / ".join(matches(r.get(f"{k}_diffs")) for k in kinds)
@@ -597,11 +615,10 @@ def markdown(report: dict[str, Any]) -> str:
                 f"| {cell(r.get('gap_s'), '{:.1f}')} | {human_bytes(r['bytes'])} "
                 f"| {undo} | {restore} | {full} | {read_cell(r)} | {matched} |"
             )
-        ours = entry["tools"].get("jupyter-ckpt")
         for peer in ("dill", "kishu"):
-            theirs = entry["tools"].get(peer)
-            if ours is None or theirs is None:
+            if "jupyter-ckpt" not in tools or peer not in tools:
                 continue
+            ours, theirs = tools["jupyter-ckpt"][0], tools[peer][0]
             a, b = theirs["summary"], ours["summary"]
             ratios.append(
                 f"| {nb} | {pattern} | {peer} | {ratio(a.get('pause_p95_ms'), b.get('pause_p95_ms'))} "
@@ -659,6 +676,42 @@ def settle_memory() -> None:
             Path(knob).write_text("1")
 
 
+PAGE_REPORTING = Path("/sys/module/page_reporting/parameters/page_reporting_order")
+# Fill all but 1 GiB of the available memory, 256 MiB at a time, then exit (which frees it).
+TOUCH_FREE_MEMORY = """
+import re
+available = int(re.search(r"MemAvailable:\\s+(\\d+)", open("/proc/meminfo").read()).group(1)) * 1024
+held = [bytearray(256 << 20) for _ in range((available - (1 << 30)) // (256 << 20))]
+"""
+
+
+@contextlib.contextmanager
+def host_backed_memory() -> Iterator[str]:
+    """Give every run memory that costs the same to touch; yields what was done, for the report.
+
+    A virtual machine with free page reporting (virtio-balloon) hands its free memory back to the host
+    seconds after it is freed, and the next touch of each such page is a host fault: on the machine this was
+    written on, filling 2 GiB took 0.36 s from memory freed a moment before and 3-5 s after a 3 s pause, so
+    the same large-allocation cell varied by seconds between two no-tool runs. Where the benchmark may
+    (root, a kernel with the knob), reporting is turned off for the run, every free page is touched once
+    so the host backs it, and the setting is put back at the end.
+    """
+    try:
+        was = PAGE_REPORTING.read_text().strip()
+        PAGE_REPORTING.write_text("11")  # above the buddy allocator's largest order: nothing is reported
+    except OSError:
+        yield "as found (free page reporting not adjustable here)"
+        return
+    try:
+        print("touching free memory once, so the host backs it ...", end=" ", flush=True)
+        t0 = time.monotonic()
+        subprocess.run([sys.executable, "-c", TOUCH_FREE_MEMORY], check=True)
+        print(f"{time.monotonic() - t0:.0f} s", flush=True)
+        yield f"free page reporting off during the run (was order {was}), free memory touched first"
+    finally:
+        PAGE_REPORTING.write_text(was)
+
+
 def run_mode(
     mode_class: type[Mode],
     nb: str,
@@ -688,6 +741,39 @@ def run_mode(
     return result
 
 
+def run_round(
+    modes: list[type[Mode]],
+    nb: str,
+    cells: list[str],
+    pattern: str,
+    env: dict[str, str],
+    cap: float,
+    min_cap: float,
+    peers: bool,
+) -> dict[str, Any]:
+    """One notebook in one pattern under every mode (dill and Kishu if ``peers``), one after the other; each
+    tool summarized against the reference of this round."""
+    entry: dict[str, Any] = {"tools": {}}
+    for mode_class in modes:
+        if mode_class in (Dill, Kishu) and not peers:
+            continue
+        result = run_mode(mode_class, nb, cells, pattern, entry, env, cap, min_cap)
+        if mode_class is Mode:
+            entry["baseline"] = result
+            if "failed" in result:
+                return entry
+            # A second no-tool run: the reference is, per cell, the faster of the two. 'no tool, again' is a
+            # third, compared with that reference as every tool is: its added time is the noise that a tool's
+            # row carries too (a run inside the minimum would be flattered by it).
+            entry["baseline_2"] = run_mode(Mode, nb, cells, pattern, entry, env, cap, min_cap)
+        else:
+            entry["tools"][mode_class.name] = result
+    reference = fastest(entry["baseline"], entry["baseline_2"])
+    for result in entry["tools"].values():
+        result["summary"] = summarize(result, reference)
+    return entry
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     quick = os.environ.get("BENCH_QUICK", "") not in ("", "0")
@@ -699,6 +785,9 @@ def main() -> None:
     parser.add_argument("--notebooks", help="comma-separated subset, e.g. ml,smallobjs")
     parser.add_argument("--tools", help="comma-separated subset of 'fork only',jupyter-ckpt,dill,kishu")
     parser.add_argument("--patterns", help=f"comma-separated subset of {', '.join(PATTERNS)} (default: all)")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="rounds of every run; a row shows the round of median added time"
+    )
     parser.add_argument(
         "--peers-everywhere", action="store_true", help="run dill and Kishu in every pattern, not only cell by cell"
     )
@@ -723,6 +812,7 @@ def main() -> None:
             "scale": scale,
             "cap": args.cap,
             "min_cap_s": min_cap,
+            "repeat": args.repeat,
             "git": git.stdout.strip(),
             "versions": {p: version(p) for p in ("jupyter-ckpt", *SHARED_PACKAGES)},
         },
@@ -730,44 +820,31 @@ def main() -> None:
     }
     began = time.monotonic()
     (WORK / "logs").mkdir(parents=True, exist_ok=True)
-    warm_up(modes, notebooks, {**env, "BENCH_SCALE": "0"})
-    for nb, cells in notebooks.items():
-        report["notebooks"][nb] = {}
-        for pattern in patterns:
-            entry: dict[str, Any] = {"tools": {}}
-            report["notebooks"][nb][pattern] = entry
-            for mode_class in modes:
-                if mode_class in (Dill, Kishu) and pattern != "cell by cell" and not args.peers_everywhere:
-                    continue  # the peers take minutes a cell: their numbers come from the cell-by-cell runs
-                result = run_mode(mode_class, nb, cells, pattern, entry, env, args.cap, min_cap)
-                if mode_class is Mode:
-                    entry["baseline"] = result
-                    if "failed" in result:
-                        break
-                    # A second no-tool run: the reference is, per cell, the faster of the two. 'no tool, again' is
-                    # a third, compared with that reference as every tool is: its added time is the noise that a
-                    # tool's row carries too (a run inside the minimum would be flattered by it).
-                    entry["baseline_2"] = run_mode(Mode, nb, cells, pattern, entry, env, args.cap, min_cap)
-                else:
-                    entry["tools"][mode_class.name] = result
-            if "failed" not in entry["baseline"]:
-                reference = fastest(entry["baseline"], entry["baseline_2"])
-                for result in entry["tools"].values():
-                    result["summary"] = summarize(result, reference)
-    print("throughput ...", end=" ", flush=True)
-    t0 = time.monotonic()
-    measured = subprocess.run(
-        [sys.executable, str(BENCH / "throughput.py"), "--scale", str(scale), "--repeat", str(THROUGHPUT_REPEAT)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    report.update(throughput=json.loads(measured.stdout), throughput_repeat=THROUGHPUT_REPEAT)
-    print(f"{time.monotonic() - t0:.0f} s", flush=True)
+    with host_backed_memory() as memory:
+        report["meta"]["memory"] = memory
+        warm_up(modes, notebooks, {**env, "BENCH_SCALE": "0"})
+        for n in range(args.repeat):  # a round of every notebook and pattern, so that each point's rounds spread out
+            for nb, cells in notebooks.items():
+                for pattern in patterns:
+                    # The peers take minutes a cell: they run once, cell by cell unless asked for everywhere.
+                    peers = n == 0 and (pattern == "cell by cell" or args.peers_everywhere)
+                    entry = run_round(modes, nb, cells, pattern, env, args.cap, min_cap, peers)
+                    report["notebooks"].setdefault(nb, {}).setdefault(pattern, []).append(entry)
+        print("throughput ...", end=" ", flush=True)
+        t0 = time.monotonic()
+        measured = subprocess.run(
+            [sys.executable, str(BENCH / "throughput.py"), "--scale", str(scale), "--repeat", str(THROUGHPUT_REPEAT)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        report.update(throughput=json.loads(measured.stdout), throughput_repeat=THROUGHPUT_REPEAT)
+        print(f"{time.monotonic() - t0:.0f} s", flush=True)
     report["meta"]["wall_s"] = time.monotonic() - began
 
     for by_pattern in report["notebooks"].values():  # digests were only needed for the comparisons
-        for r in [r for entry in by_pattern.values() for r in (entry["baseline"], *entry["tools"].values())]:
+        entries = [entry for rounds in by_pattern.values() for entry in rounds]
+        for r in [r for e in entries for r in (e["baseline"], e.get("baseline_2", {}), *e["tools"].values())]:
             r.pop("digest", None)
             r.pop("digest_before_last", None)
     RESULTS.mkdir(exist_ok=True)
