@@ -1,12 +1,14 @@
 """Run the benchmark notebooks under no tool, jupyter-ckpt, dill.dump_module and Kishu; write the tables.
 
 Every notebook in benchmarks/notebooks runs in a real kernel (jupyter_client) in three patterns
-(run all, cell by cell, interactive), once per mode, in this order: no tool twice (the reference), no
-tool again (the noise floor), fork only (a bare fork per cell: the floor of a forking tool), jupyter-ckpt,
-and, cell by cell, dill and kishu.
+(run all, cell by cell, interactive), once per mode in each round (--repeat): no tool first, then no tool
+again (with the first, the reference), no tool a third time (the noise floor), fork only (a bare fork per
+cell: the floor of a forking tool), jupyter-ckpt, and, cell by cell in the first round, dill and kishu,
+in an order that turns from round to round.
 See benchmarks/README.md for what each number means.
 
-    python benchmarks/run.py             # full run, about 15 minutes on 2 cores
+    python benchmarks/run.py             # one round, about 25 minutes on 2 cores
+    python benchmarks/run.py --repeat 3  # what `make bench` runs: rows are medians of three rounds
     python benchmarks/run.py --quick     # smoke run at 2% of the sizes
 """
 
@@ -686,8 +688,9 @@ held = [bytearray(256 << 20) for _ in range((available - (1 << 30)) // (256 << 2
 
 
 @contextlib.contextmanager
-def host_backed_memory() -> Iterator[str]:
-    """Give every run memory that costs the same to touch; yields what was done, for the report.
+def host_backed_memory(wanted: bool = True) -> Iterator[str]:
+    """Give every run memory that costs the same to touch (unless not ``wanted``); yields what was done, for
+    the report.
 
     A virtual machine with free page reporting (virtio-balloon) hands its free memory back to the host
     seconds after it is freed, and the next touch of each such page is a host fault: on the machine this was
@@ -696,6 +699,9 @@ def host_backed_memory() -> Iterator[str]:
     (root, a kernel with the knob), reporting is turned off for the run, every free page is touched once
     so the host backs it, and the setting is put back at the end.
     """
+    if not wanted:
+        yield "as found (--memory-as-found)"
+        return
     try:
         was = PAGE_REPORTING.read_text().strip()
         PAGE_REPORTING.write_text("11")  # above the buddy allocator's largest order: nothing is reported
@@ -750,22 +756,27 @@ def run_round(
     cap: float,
     min_cap: float,
     peers: bool,
+    turn: int,
 ) -> dict[str, Any]:
     """One notebook in one pattern under every mode (dill and Kishu if ``peers``), one after the other; each
-    tool summarized against the reference of this round."""
-    entry: dict[str, Any] = {"tools": {}}
-    for mode_class in modes:
-        if mode_class in (Dill, Kishu) and not peers:
-            continue
+    tool summarized against the reference of this round.
+
+    The first no-tool run comes first (it sets the tools' time cap and the variables they must match). The
+    others, the second no-tool run among them, take turns: round ``turn`` starts at the ``turn``-th, so that
+    across rounds no mode always runs at the same place, right after the same other mode.
+    """
+    entry: dict[str, Any] = {"tools": {}, "baseline": run_mode(Mode, nb, cells, pattern, {}, env, cap, min_cap)}
+    if "failed" in entry["baseline"]:
+        return entry
+    # A second no-tool run: the reference is, per cell, the faster of the two. 'no tool, again' is a third,
+    # compared with that reference as every tool is: its added time is the noise that a tool's row carries
+    # too (a run inside the minimum would be flattered by it).
+    rest = [m for m in modes if peers or m not in (Dill, Kishu)]
+    k = turn % len(rest)
+    for mode_class in rest[k:] + rest[:k]:
         result = run_mode(mode_class, nb, cells, pattern, entry, env, cap, min_cap)
         if mode_class is Mode:
-            entry["baseline"] = result
-            if "failed" in result:
-                return entry
-            # A second no-tool run: the reference is, per cell, the faster of the two. 'no tool, again' is a
-            # third, compared with that reference as every tool is: its added time is the noise that a tool's
-            # row carries too (a run inside the minimum would be flattered by it).
-            entry["baseline_2"] = run_mode(Mode, nb, cells, pattern, entry, env, cap, min_cap)
+            entry["baseline_2"] = result
         else:
             entry["tools"][mode_class.name] = result
     reference = fastest(entry["baseline"], entry["baseline_2"])
@@ -787,6 +798,11 @@ def main() -> None:
     parser.add_argument("--patterns", help=f"comma-separated subset of {', '.join(PATTERNS)} (default: all)")
     parser.add_argument(
         "--repeat", type=int, default=1, help="rounds of every run; a row shows the round of median added time"
+    )
+    parser.add_argument(
+        "--memory-as-found",
+        action="store_true",
+        help="leave the VM's free page reporting as it is (runs then vary by seconds on memory-heavy cells)",
     )
     parser.add_argument(
         "--peers-everywhere", action="store_true", help="run dill and Kishu in every pattern, not only cell by cell"
@@ -820,7 +836,7 @@ def main() -> None:
     }
     began = time.monotonic()
     (WORK / "logs").mkdir(parents=True, exist_ok=True)
-    with host_backed_memory() as memory:
+    with host_backed_memory(not args.memory_as_found) as memory:
         report["meta"]["memory"] = memory
         warm_up(modes, notebooks, {**env, "BENCH_SCALE": "0"})
         for n in range(args.repeat):  # a round of every notebook and pattern, so that each point's rounds spread out
@@ -828,7 +844,7 @@ def main() -> None:
                 for pattern in patterns:
                     # The peers take minutes a cell: they run once, cell by cell unless asked for everywhere.
                     peers = n == 0 and (pattern == "cell by cell" or args.peers_everywhere)
-                    entry = run_round(modes, nb, cells, pattern, env, args.cap, min_cap, peers)
+                    entry = run_round(modes, nb, cells, pattern, env, args.cap, min_cap, peers, n)
                     report["notebooks"].setdefault(nb, {}).setdefault(pattern, []).append(entry)
         print("throughput ...", end=" ", flush=True)
         t0 = time.monotonic()
