@@ -593,10 +593,10 @@ def markdown(report: dict[str, Any]) -> str:
     ratios = []
     for nb, pattern, rounds in [(nb, p, e) for nb, by in report["notebooks"].items() for p, e in by.items()]:
         runs = [r for e in rounds for r in (e["baseline"], e.get("baseline_2", {})) if "cell_s" in r]
-        totals = " and ".join(f"{sum(r['cell_s']):.1f} s" for r in runs if "failed" not in r)
-        if len(rounds) > 1:
-            seconds = [sum(r["cell_s"]) for r in runs]
-            totals = f"{len(runs)}, {min(seconds):.1f}–{max(seconds):.1f} s"
+        seconds = [sum(r["cell_s"]) for r in runs if "failed" not in r]
+        totals = " and ".join(f"{t:.1f} s" for t in seconds)
+        if len(seconds) > 2:
+            totals = f"{len(seconds)}, {min(seconds):.1f}–{max(seconds):.1f} s"
         lines.append(f"| {nb} | {pattern} | no tool | | | | runs of {totals} | | | | | | | | | |")
         names = dict.fromkeys(name for e in rounds for name in e["tools"])
         tools = {name: median_run([e["tools"][name] for e in rounds if name in e["tools"]]) for name in names}
