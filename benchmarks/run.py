@@ -545,11 +545,29 @@ def ratio(peer: float | None, ours: float | None) -> str:
 
 def median_run(results: list[dict[str, Any]]) -> tuple[dict[str, Any], str]:
     """The run of median added time (the higher one of an even count), and the range over all, if more than one."""
-    ordered = sorted(results, key=lambda r: r["summary"]["added_s"])
+    ordered = sorted(results, key=lambda r: r["summary"]["added_pct"])
     if len(ordered) == 1:
         return ordered[0], ""
     low, high = (cell(r["summary"]["added_pct"], "{:.1f}") for r in (ordered[0], ordered[-1]))
     return ordered[len(ordered) // 2], f" ({low}…{high}, {len(ordered)} runs)"
+
+
+def beyond_noise(rounds: list[dict[str, Any]], name: str) -> str:
+    """A tool's added time minus the noise run's in the same round, median and range over the rounds.
+
+    Both are measured against the same reference, the per-cell faster of two runs, which any third run
+    exceeds by chance: the difference takes that bias and the round's drift out, leaving the tool's own cost.
+    """
+    pairs = [(e["tools"][name]["summary"], e["tools"][Again.name]["summary"]) for e in rounds if name in e["tools"]]
+    diffs = sorted(
+        t["added_pct"] - a["added_pct"]
+        for t, a in pairs
+        if not t["lower_bound"] and t["added_pct"] is not None and a["added_pct"] is not None
+    )
+    if name == Again.name or not diffs:
+        return "–"
+    spread = f" ({diffs[0]:.1f}…{diffs[-1]:.1f})" if len(diffs) > 1 else ""
+    return f"{diffs[len(diffs) // 2]:.1f}%{spread}"
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -572,7 +590,10 @@ def markdown(report: dict[str, Any]) -> str:
         "no-tool runs; the 'no tool, again' row, a third no-tool run measured against it as every tool is, is the "
         "noise floor, and 'fork only' (a fork after every cell, the "
         "child exiting at once) what any tool that forks the kernel per cell pays. Added time = sum of cell "
-        "times minus the reference's, as % of the reference run (> for a run that timed out: a lower bound). Drain = "
+        "times minus the reference's, as % of the reference run (> for a run that timed out: a lower bound). "
+        "Beyond noise = per round, the tool's added time minus the noise run's (the same reference, whose "
+        "per-cell minimum puts any third run above it by chance), median (the higher of an even count) and "
+        "range over the rounds. Drain = "
         "`jupyter_ckpt.wait()` after the last cell (not in added time). Cold restore = the tool's restore in a "
         "new kernel, until the prompt is back (jupyter-ckpt maps large arrays and verifies them afterwards); "
         "full restore = jupyter-ckpt with `lazy_restore` off, every byte read and verified first; read = reading "
@@ -585,10 +606,11 @@ def markdown(report: dict[str, Any]) -> str:
         "variable digests against the baseline run "
         "(~ differs, - missing, + extra). See README.md.",
         "",
-        "| notebook | pattern | tool | pause p50 ms | pause p95 ms | hooks (fork) p50/p95 ms | added time | drain s "
+        "| notebook | pattern | tool | pause p50 ms | pause p95 ms | hooks (fork) p50/p95 ms | added time "
+        "| beyond noise | drain s "
         "| checkpoints | gap s | bytes stored | undo s | cold restore s | full restore s | read s "
         "| matched (run / undo / restore / full) |",
-        "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
+        "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
     ]
     ratios = []
     for nb, pattern, rounds in [(nb, p, e) for nb, by in report["notebooks"].items() for p, e in by.items()]:
@@ -597,7 +619,7 @@ def markdown(report: dict[str, Any]) -> str:
         totals = " and ".join(f"{t:.1f} s" for t in seconds)
         if len(seconds) > 2:
             totals = f"{len(seconds)}, {min(seconds):.1f}–{max(seconds):.1f} s"
-        lines.append(f"| {nb} | {pattern} | no tool | | | | runs of {totals} | | | | | | | | | |")
+        lines.append(f"| {nb} | {pattern} | no tool | | | | runs of {totals} | | | | | | | | | | |")
         names = dict.fromkeys(name for e in rounds for name in e["tools"])
         tools = {name: median_run([e["tools"][name] for e in rounds if name in e["tools"]]) for name in names}
         for name, (r, spread) in tools.items():
@@ -613,7 +635,8 @@ def markdown(report: dict[str, Any]) -> str:
                 forks += f" ({s['fork_p50_ms']:.0f}/{s['fork_p95_ms']:.0f})"
             lines.append(
                 f"| {nb} | {pattern} | {name} | {cell(s.get('pause_p50_ms'))} | {cell(s.get('pause_p95_ms'))} "
-                f"| {forks} | {added} | {cell(r.get('drain_s'), '{:.2f}')} | {r.get('checkpoints', '–')} "
+                f"| {forks} | {added} | {beyond_noise(rounds, name)} | {cell(r.get('drain_s'), '{:.2f}')} "
+                f"| {r.get('checkpoints', '–')} "
                 f"| {cell(r.get('gap_s'), '{:.1f}')} | {human_bytes(r['bytes'])} "
                 f"| {undo} | {restore} | {full} | {read_cell(r)} | {matched} |"
             )
