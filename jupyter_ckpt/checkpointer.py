@@ -452,7 +452,6 @@ class Checkpointer:
         """
         mode = self.replay_mode if replay_mode is None else check_mode(replay_mode)
         with self._lock:
-            self.wait()
             target = self.resolve(ref)
             manifest = self.store.manifest(target.id)
             if self.replica is not None:
@@ -647,7 +646,6 @@ class Checkpointer:
 
     def delete(self, ref: str | int) -> CheckpointRecord:
         with self._lock:
-            self.wait()
             target = self.resolve(ref)
             self.store.delete([target.id])
             self._upload_soon()
