@@ -545,7 +545,8 @@ def ratio(peer: float | None, ours: float | None) -> str:
 
 def median_run(results: list[dict[str, Any]]) -> tuple[dict[str, Any], str]:
     """The run of median added time (the higher one of an even count), and the range over all, if more than one."""
-    ordered = sorted(results, key=lambda r: r["summary"]["added_pct"])
+    # By the percentage shown (the references differ by round); a run without one (no cell ran) sorts last.
+    ordered = sorted(results, key=lambda r: (r["summary"]["added_pct"] is None, r["summary"]["added_pct"] or 0))
     if len(ordered) == 1:
         return ordered[0], ""
     low, high = (cell(r["summary"]["added_pct"], "{:.1f}") for r in (ordered[0], ordered[-1]))
@@ -558,13 +559,15 @@ def beyond_noise(rounds: list[dict[str, Any]], name: str) -> str:
     Both are measured against the same reference, the per-cell faster of two runs, which any third run
     exceeds by chance: the difference takes that bias and the round's drift out, leaving the tool's own cost.
     """
+    if name == Again.name:
+        return "–"
     pairs = [(e["tools"][name]["summary"], e["tools"][Again.name]["summary"]) for e in rounds if name in e["tools"]]
     diffs = sorted(
         t["added_pct"] - a["added_pct"]
         for t, a in pairs
         if not t["lower_bound"] and t["added_pct"] is not None and a["added_pct"] is not None
     )
-    if name == Again.name or not diffs:
+    if not diffs:
         return "–"
     spread = f" ({diffs[0]:.1f}…{diffs[-1]:.1f})" if len(diffs) > 1 else ""
     return f"{diffs[len(diffs) // 2]:.1f}%{spread}"
