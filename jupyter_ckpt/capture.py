@@ -1,16 +1,18 @@
 """Taking a checkpoint: from a live namespace to signed blobs and one catalog row.
 
 The namespace is split into *groups*: variables that share an object (``b = a``,
-a list inside a dict, a numpy view of an array, instances of a class defined in
-the notebook and the class itself) go into one group and one pickle stream, so
-identity survives the round trip; every other variable is a group of its own,
-so a cell that changes one variable writes one group. Groups are
+a list inside a dict, a numpy view of an array, a bound method and its object,
+instances of a class defined in the notebook and the class itself) go into one
+group and one pickle stream, so identity survives the round trip; every other
+variable is a group of its own, so a cell that changes one variable writes one group. Groups are
 content-addressed, so an unchanged group costs a hash and no write.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
+import functools
 import os
 import platform
 import random
@@ -42,6 +44,8 @@ _ATOMIC = (int, float, complex, str, bytes, bool, type(None), range)
 # eight types. It keeps the types it has met alive (a few classes a notebook redefined, at most).
 _ATOMIC_TYPES: dict[type, bool] = dict.fromkeys(_ATOMIC, True)
 _CONTAINERS: tuple[type, ...] = (list, tuple, set, frozenset, collections.deque)
+# The slot descriptors of each instance type met, filled in as types are met, like _ATOMIC_TYPES.
+_SLOTS: dict[type, tuple[Any, ...]] = {}
 # Past this many objects reached from one variable, it is grouped with the other oversized ones.
 REACH_BUDGET = 2_000_000
 # Large buffers are stored in chunks of this size, each content-addressed.
@@ -147,6 +151,8 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int) -> set[str]:
             continue
         elif t in serialize.WEAK_TYPES:  # pickled as its referents (serialize._reduce_weak): they share a group
             stack.extend(list(o) if t is weakref.WeakSet else [*o.keys(), *o.values()])
+        elif t is types.MethodType:  # a bound method: its object is the one another variable may hold
+            stack.extend((o.__self__, o.__func__))
         else:
             if getattr(t, "__module__", None) == "__main__":
                 _claim(owner, id(t), name, met)  # an instance travels with its notebook-defined class
@@ -154,7 +160,37 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int) -> set[str]:
             state = getattr(o, "__dict__", None)
             if isinstance(state, dict):
                 stack.extend(state.values())
+            stack.extend(_slot_values(o, t))
     return met
+
+
+def _slot_values(o: Any, t: type) -> list[Any]:
+    """What an instance holds outside its ``__dict__``: a ``partial``'s function and arguments, and the
+    values of its ``__slots__``, read through their member descriptors (C code: no property or
+    ``__getattr__`` of the user's runs)."""
+    if isinstance(o, functools.partial):
+        return [o.func, *o.args, *o.keywords.values()]
+    descriptors = _SLOTS.get(t)
+    if descriptors is None:
+        descriptors = _SLOTS[t] = _slot_descriptors(t)
+    held = []
+    for descriptor in descriptors:
+        with contextlib.suppress(AttributeError):  # a slot never set
+            held.append(descriptor.__get__(o, t))
+    return held
+
+
+def _slot_descriptors(t: type) -> tuple[Any, ...]:
+    found = []
+    for c in t.__mro__:
+        slots = c.__dict__.get("__slots__", ())
+        for n in [slots] if isinstance(slots, str) else slots:
+            if n.startswith("__") and not n.endswith("__"):  # a private name, stored mangled
+                n = f"_{c.__name__.lstrip('_')}{n}"
+            descriptor = c.__dict__.get(n)
+            if isinstance(descriptor, types.MemberDescriptorType):
+                found.append(descriptor)
+    return tuple(found)
 
 
 def _contents(o: Any) -> list[Any]:

@@ -28,6 +28,7 @@ opened for writing is reopened for appending, never truncated.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import copyreg
 import errno
@@ -43,7 +44,7 @@ import sys
 import types
 import warnings
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
@@ -260,9 +261,74 @@ def _reduce_weak(obj: Any) -> Any:
     return type(obj), (list(obj) if isinstance(obj, weakref.WeakSet) else dict(obj.items()),)
 
 
+# What a Python exception class may define to pickle its instances its own way; then it is left to do so.
+_OWN_PICKLING = ("__new__", "__reduce__", "__reduce_ex__", "__getnewargs__", "__getnewargs_ex__")
+
+
+def _exception(cls: type, args: tuple[Any, ...]) -> BaseException:
+    exception: BaseException = cls.__new__(cls, *args)
+    return exception
+
+
+def _reduce_exception(obj: BaseException) -> Any:
+    """An exception whose ``__init__`` takes other arguments than it keeps in ``args``.
+
+    ``class Failed(Exception)`` with ``__init__(self, code, msg)`` calling ``super().__init__(msg)`` keeps
+    ``args == (msg,)``, and pickle rebuilds it as ``Failed(msg)``, which raises: the variable, and the
+    group it is in, could not be restored. It is rebuilt without ``__init__`` instead, from the same
+    ``args`` and attributes, as it was. Only where the builtin base keeps nothing but ``args`` (not
+    ``OSError``, ``ImportError``...) and the class does not pickle itself its own way.
+    """
+    t = type(obj)
+    base = next(c for c in t.__mro__ if c.__module__ == "builtins")
+    python = t.__mro__[: t.__mro__.index(base)]
+    if base.__basicsize__ != BaseException.__basicsize__ or any(n in vars(c) for c in python for n in _OWN_PICKLING):
+        return NotImplemented
+    if not any("__init__" in vars(c) for c in python):
+        return NotImplemented  # rebuilt by calling the class, which takes its args
+    return _exception, (t, obj.args), obj.__dict__ or None
+
+
+# Seen by mypy as the function it is: it would check every call as a class definition with literal arguments.
+_namedtuple: Callable[..., type] = collections.namedtuple
+
+
+def _namedtuple_class(name: str, fields: tuple[str, ...], defaults: list[Any]) -> type:
+    return _namedtuple(name, fields, defaults=defaults, module="__main__")
+
+
+def _set_attributes(cls: type, attributes: dict[str, Any]) -> type:
+    for k, v in attributes.items():
+        setattr(cls, k, v)
+    return cls
+
+
+def _reduce_namedtuple_class(cls: type) -> Any:
+    """A namedtuple class of the notebook with methods of its own (``typing.NamedTuple``, or a docstring).
+
+    dill saves a namedtuple class as its name and fields, so a restore would bring back ``Point`` without
+    its ``norm()``: a class that never existed. It is saved as the namedtuple with, set afterwards (the
+    methods may refer to the class), whatever the notebook gave it beyond what ``namedtuple`` makes.
+    """
+    defaults = [cls._field_defaults[f] for f in cls._fields if f in cls._field_defaults]  # type: ignore[attr-defined]
+    plain = vars(_namedtuple(cls.__name__, cls._fields, defaults=defaults))  # type: ignore[attr-defined]
+    own = {
+        k: v
+        for k, v in vars(cls).items()
+        if k not in plain or (k == "__doc__" and v != plain[k]) or getattr(v, "__module__", None) == "__main__"
+    }
+    if not own:
+        return NotImplemented
+    return _namedtuple_class, (cls.__name__, cls._fields, defaults), own, None, None, _set_attributes  # type: ignore[attr-defined]
+
+
+def _is_namedtuple_class(obj: Any) -> bool:
+    return isinstance(obj, type) and obj.__bases__ == (tuple,) and hasattr(obj, "_fields") and hasattr(obj, "_make")
+
+
 def _reduce(obj: Any) -> Any:
     """The reductions every pickler here applies before its own: open files, weak containers, cache
-    wrappers, arrays."""
+    wrappers, exceptions, notebook namedtuple classes, arrays."""
     t = type(obj)
     if t in _FILE_TYPES:
         return _reduce_file(obj)
@@ -270,6 +336,10 @@ def _reduce(obj: Any) -> Any:
         return _reduce_weak(obj)
     if t is _LRU_WRAPPER:
         return _reduce_notebook_wrapper(obj)
+    if isinstance(obj, BaseException):
+        return _reduce_exception(obj)
+    if _is_namedtuple_class(obj) and obj.__module__ == "__main__":
+        return _reduce_namedtuple_class(obj)
     return _reduce_array(obj)
 
 

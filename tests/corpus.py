@@ -134,6 +134,35 @@ PATTERNS = [
         "import weakref\nclass WvItem:\n    pass\nwv_i = WvItem()\nwv_cache = weakref.WeakValueDictionary({'k': wv_i})",
         "wv_cache['k'] is wv_i",
     ),
+    _p(
+        "redefined_class",
+        "plain",
+        "class RdModel:\n    def v(self):\n        return 1\nrd_old = RdModel()\n"
+        "class RdModel:\n    def v(self):\n        return 2\nrd_new = RdModel()",
+        "rd_old.v() == 1 and rd_new.v() == 2 and type(rd_new) is RdModel and type(rd_old) is not RdModel",
+    ),
+    _p(
+        "bound_method",
+        "plain",
+        "class BmScaler:\n    def __init__(self):\n        self.k = 2\n    def apply(self, x):\n        return x * self.k\n"
+        "bm_s = BmScaler()\nbm_apply = bm_s.apply",
+        "bm_apply.__self__ is bm_s and (setattr(bm_s, 'k', 3) is None) and bm_apply(2) == 6",
+    ),
+    _p(
+        "slots_shared",
+        "plain",
+        "class SlsBase:\n    __slots__ = ('items',)\nclass SlsBag(SlsBase):\n    __slots__ = 'owner'\n"
+        "    def __init__(self, items, owner):\n        self.items, self.owner = items, owner\n"
+        "sls_l = [1]\nsls_d = {'name': 'x'}\nsls_b = SlsBag(sls_l, sls_d)",
+        "sls_b.items is sls_l and sls_b.owner is sls_d and not hasattr(sls_b, '__dict__')",
+    ),
+    _p(
+        "custom_exception",
+        "plain",
+        "class ExFailed(Exception):\n    def __init__(self, code, msg):\n        super().__init__(msg)\n        self.code = code\n"
+        "try:\n    raise ExFailed(5, 'bad row')\nexcept ExFailed as e:\n    ex_e = e",
+        "ex_e.code == 5 and str(ex_e) == 'bad row' and isinstance(ex_e, ExFailed) and ExFailed(1, 'x').code == 1",
+    ),
     # -- standard library --------------------------------------------------------------------------
     _p(
         "lru_cache",
@@ -159,6 +188,13 @@ PATTERNS = [
         "stdlib",
         "import functools\ndef pa_pow(b, e):\n    return b ** e\npa_sq = functools.partial(pa_pow, e=2)",
         "pa_sq(9) == 81",
+    ),
+    _p(
+        "partial_shared",
+        "stdlib",
+        "import functools\npsh_log = []\ndef psh_record(log, x):\n    log.append(x)\n"
+        "psh_note = functools.partial(psh_record, psh_log)",
+        "psh_note(1) is None and psh_log == [1]",
     ),
     _p(
         "singledispatch",
@@ -199,6 +235,14 @@ PATTERNS = [
         "stdlib",
         "from typing import NamedTuple\nclass NtRow(NamedTuple):\n    a: int\n    b: str = 'z'\nnt_r = NtRow(1)",
         "nt_r == (1, 'z') and isinstance(nt_r, NtRow) and nt_r.b == 'z'",
+    ),
+    _p(
+        "NamedTuple_methods",
+        "stdlib",
+        'from typing import NamedTuple\nclass NtmPoint(NamedTuple):\n    """A point."""\n    x: int\n    y: int = 0\n'
+        "    def norm(self):\n        return abs(self.x) + abs(self.y)\n    @property\n    def flipped(self):\n"
+        "        return NtmPoint(self.y, self.x)\nntm_p = NtmPoint(3, -4)",
+        "ntm_p.norm() == 7 and ntm_p.flipped == (-4, 3) and NtmPoint.__doc__ == 'A point.' and NtmPoint(1).y == 0",
     ),
     _p(
         "defaultdict",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import functools
 import random
 import textwrap
 import types
@@ -223,6 +224,36 @@ def test_a_weak_container_and_its_referents_are_one_group() -> None:
 
     item, other = Box(), Box()
     assert group({"item": item, "seen": weakref.WeakSet([item]), "other": other}) == [["item", "seen"], ["other"]]
+
+
+def test_a_bound_method_and_its_object_are_one_group() -> None:
+    model, other = Box(weights=[1]), Box()
+    assert group({"model": model, "update": model.__init__, "other": other}) == [["model", "update"], ["other"]]
+
+
+def test_a_partial_and_the_arguments_it_holds_are_one_group() -> None:
+    log, other = [], []
+    note = functools.partial(list.append, log)
+    assert group({"log": log, "note": note, "other": other, "kw": functools.partial(print, end=other)}) == [
+        ["kw", "other"],
+        ["log", "note"],
+    ]
+
+
+def test_what_slots_hold_is_grouped_with_the_instance_unset_slots_aside() -> None:
+    module = notebook(
+        """
+        class Base:
+            __slots__ = ("items",)
+        class Bag(Base):
+            __slots__ = "owner", "__private", "unset"
+            def __init__(self, items, owner, private):
+                self.items, self.owner, self.__private = items, owner, private
+        items, owner, private = [1], {"n": 1}, [2]
+        bag = Bag(items, owner, private)
+        """
+    )
+    assert group(user_variables(module)) == [["Bag", "Base", "bag", "items", "owner", "private"]]
 
 
 def test_variables_too_large_to_trace_are_kept_together() -> None:
