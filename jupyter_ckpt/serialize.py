@@ -326,9 +326,44 @@ def _is_namedtuple_class(obj: Any) -> bool:
     return isinstance(obj, type) and obj.__bases__ == (tuple,) and hasattr(obj, "_fields") and hasattr(obj, "_make")
 
 
+def _set_state(obj: Any, state: Any) -> None:
+    """What pickle does with an object's state when it has no ``__setstate__``, without asking it for one."""
+    state, slots = state if isinstance(state, tuple) else (state, None)
+    if state:
+        obj.__dict__.update({sys.intern(k): v for k, v in state.items()})
+    for k, v in (slots or {}).items():
+        setattr(obj, k, v)
+
+
+# Per class: whether its instances are restored through _set_state (see _reduce_proxy).
+_PROXIES: dict[type, bool] = {}
+
+
+def _reduce_proxy(obj: Any, t: type) -> Any:
+    """An instance whose class defines ``__getattr__`` (a wrapper forwarding to ``self._inner``).
+
+    Loading, pickle asks the new, empty instance for ``__setstate__``; that lookup fails, reaches the
+    class's ``__getattr__``, which reads ``self._inner``, which is not set yet and reaches
+    ``__getattr__`` again: a RecursionError, and the instance, its class and its group are not
+    restored. Its state is set by ``_set_state`` instead, as pickle would, without the lookup.
+    """
+    proxy = _PROXIES.get(t)
+    if proxy is None:
+        own = ("__setstate__", "__reduce__", "__reduce_ex__")
+        # Not a metaclass's (EnumType's): its __getattr__ serves classes, and classes are pickled as classes.
+        forwards = isinstance(getattr(t, "__getattr__", None), types.FunctionType) and not issubclass(t, type)
+        proxy = _PROXIES[t] = forwards and not any(n in vars(c) for c in t.__mro__[:-1] for n in own)
+    if not proxy:
+        return NotImplemented
+    reduced = obj.__reduce_ex__(5)
+    if not isinstance(reduced, tuple) or len(reduced) < 3 or reduced[2] is None:
+        return NotImplemented
+    return (*reduced, *[None] * (5 - len(reduced)), _set_state)
+
+
 def _reduce(obj: Any) -> Any:
     """The reductions every pickler here applies before its own: open files, weak containers, cache
-    wrappers, exceptions, notebook namedtuple classes, arrays."""
+    wrappers, exceptions, notebook namedtuple classes, forwarding wrappers, arrays."""
     t = type(obj)
     if t in _FILE_TYPES:
         return _reduce_file(obj)
@@ -340,7 +375,8 @@ def _reduce(obj: Any) -> Any:
         return _reduce_exception(obj)
     if _is_namedtuple_class(obj) and obj.__module__ == "__main__":
         return _reduce_namedtuple_class(obj)
-    return _reduce_array(obj)
+    reduced = _reduce_proxy(obj, t)
+    return reduced if reduced is not NotImplemented else _reduce_array(obj)
 
 
 class _FastPickler(pickle.Pickler):

@@ -157,6 +157,14 @@ PATTERNS = [
         "sls_b.items is sls_l and sls_b.owner is sls_d and not hasattr(sls_b, '__dict__')",
     ),
     _p(
+        "forwarding_wrapper",
+        "plain",
+        "class PxWrap:\n    def __init__(self, inner):\n        self._inner = inner\n    def __getattr__(self, name):\n"
+        "        return getattr(self._inner, name)\nclass PxSlim(PxWrap):\n    __slots__ = ('extra',)\n"
+        "px_l = [3, 1, 2]\npx_w = PxWrap(px_l)\npx_s = PxSlim({'k': 1})\npx_s.extra = px_l",
+        "px_w.count(1) == 1 and px_w._inner is px_l and px_s.get('k') == 1 and px_s.extra is px_l",
+    ),
+    _p(
         "custom_exception",
         "plain",
         "class ExFailed(Exception):\n    def __init__(self, code, msg):\n        super().__init__(msg)\n        self.code = code\n"

@@ -42,3 +42,21 @@ def test_a_subclass_registry_holds_the_restored_classes_whatever_the_order(tmp_p
     saved.write_bytes(pickle.dumps((packed.serializer, packed.payload, [bytes(b) for b in packed.buffers])))
     read = subprocess.run([sys.executable, "-c", READ, str(saved)], capture_output=True, text=True, check=True)
     assert read.stdout.strip() == "True ['Circle', 'Square'] True"
+
+
+class Failed(Exception):
+    """An exception that keeps other arguments than its ``__init__`` takes (importable: the C pickler's path)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def test_exceptions_come_back_as_they_were_whatever_their_init_takes() -> None:
+    notebook = types.ModuleType("__main__")
+    kept = {"failed": Failed(5, "bad row"), "missing": FileNotFoundError(2, "gone", "data.csv"), "plain": KeyError("k")}
+    packed = serialize.dumps(kept, notebook)
+    assert packed.serializer == "pickle"
+    back = serialize.loads(packed, notebook)
+    assert (type(back["failed"]), back["failed"].code, back["failed"].args) == (Failed, 5, ("bad row",))
+    assert (back["missing"].errno, back["missing"].filename, back["plain"].args) == (2, "data.csv", ("k",))
