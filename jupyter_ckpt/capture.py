@@ -1,11 +1,12 @@
 """Taking a checkpoint: from a live namespace to signed blobs and one catalog row.
 
 The namespace is split into *groups*: variables that share an object (``b = a``,
-a list inside a dict, a numpy view of an array, a bound method and its object,
-instances of a class defined in the notebook and the class itself) go into one
-group and one pickle stream, so identity survives the round trip; every other
-variable is a group of its own, so a cell that changes one variable writes one group. Groups are
-content-addressed, so an unchanged group costs a hash and no write.
+a list inside a dict or an object as its key, a numpy view of an array, a bound
+method and its object, instances of a class defined in the notebook and the class
+itself) go into one group and one pickle stream, so identity survives the round
+trip; every other variable is a group of its own, so a cell that changes one
+variable writes one group. Groups are content-addressed, so an unchanged group
+costs a hash and no write.
 """
 
 from __future__ import annotations
@@ -126,6 +127,7 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int) -> set[str]:
             stack.extend(o)
         elif t is dict:
             stack.extend(o.values())
+            stack.extend(o.keys())  # an object may be a key, and another variable's value
         elif numpy is not None and isinstance(o, numpy.ndarray):
             base = o
             while isinstance(base.base, numpy.ndarray):
@@ -134,9 +136,14 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int) -> set[str]:
             if o.dtype.hasobject:
                 stack.extend(o.ravel().tolist())
         elif isinstance(o, types.FunctionType):
-            stack.extend(o.__defaults__ or ())
             for cell in o.__closure__ or ():
                 _claim(owner, id(cell), name, met)
+            if o.__module__ == "__main__":  # pickled by value (a library's by name): what it holds goes with it
+                stack.extend(o.__defaults__ or ())
+                stack.extend((o.__kwdefaults__ or {}).values())
+                for cell in o.__closure__ or ():
+                    with contextlib.suppress(ValueError):  # a cell not filled yet
+                        stack.append(cell.cell_contents)
         elif isinstance(o, type):
             if o.__module__ == "__main__":
                 # A notebook class is pickled by value, with its notebook bases and metaclass: they must be the
@@ -198,7 +205,7 @@ def _contents(o: Any) -> list[Any]:
     namedtuple, a deque, a list subclass), read through the built-in type's own methods: an override of
     ``__iter__`` or ``values`` is user code, and the walk runs none."""
     if isinstance(o, dict):
-        held = list(dict.values(o))
+        held = [*dict.values(o), *dict.keys(o)]
         return [*held, o.default_factory] if isinstance(o, collections.defaultdict) else held
     for base in _CONTAINERS:
         if isinstance(o, base):

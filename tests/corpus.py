@@ -157,6 +157,21 @@ PATTERNS = [
         "sls_b.items is sls_l and sls_b.owner is sls_d and not hasattr(sls_b, '__dict__')",
     ),
     _p(
+        "object_key",
+        "plain",
+        "class OkKey:\n    def __init__(self, k):\n        self.k = k\n    def __eq__(self, other):\n"
+        "        return isinstance(other, OkKey) and other.k == self.k\n    def __hash__(self):\n        return hash(self.k)\n"
+        "ok_key = OkKey(1)\nok_names = {ok_key: 'one'}",
+        "ok_names[OkKey(1)] == 'one' and next(iter(ok_names)) is ok_key",
+    ),
+    _p(
+        "closure_shared",
+        "plain",
+        "class CsCfg:\n    def __init__(self):\n        self.rate = 0.5\ncs_cfg = CsCfg()\ndef cs_make():\n    cfg = cs_cfg\n"
+        "    def apply(x):\n        return x * cfg.rate\n    return apply\ncs_apply = cs_make()",
+        "cs_apply(4) == 2.0 and (setattr(cs_cfg, 'rate', 1.0) is None) and cs_apply(4) == 4.0",
+    ),
+    _p(
         "forwarding_wrapper",
         "plain",
         "class PxWrap:\n    def __init__(self, inner):\n        self._inner = inner\n    def __getattr__(self, name):\n"

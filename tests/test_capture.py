@@ -226,6 +226,26 @@ def test_a_weak_container_and_its_referents_are_one_group() -> None:
     assert group({"item": item, "seen": weakref.WeakSet([item]), "other": other}) == [["item", "seen"], ["other"]]
 
 
+def test_an_object_used_as_a_key_is_grouped_with_the_dict() -> None:
+    key, other = Box(), Box()
+    assert group({"key": key, "names": {key: "one"}, "other": {other: 1}}) == [["key", "names"], ["other"]]
+
+
+def test_a_notebook_function_and_what_its_closure_and_keyword_defaults_hold_are_one_group() -> None:
+    module = notebook(
+        """
+        settings, seen, other = {"rate": 0.5}, [], []
+        def make():
+            held = settings
+            def apply(x, *, into=seen):
+                into.append(x * held["rate"])
+            return apply
+        apply = make()
+        """
+    )
+    assert group(user_variables(module)) == [["apply", "seen", "settings"], ["make"], ["other"]]
+
+
 def test_a_bound_method_and_its_object_are_one_group() -> None:
     model, other = Box(weights=[1]), Box()
     assert group({"model": model, "update": model.__init__, "other": other}) == [["model", "update"], ["other"]]
