@@ -136,12 +136,13 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int) -> set[str]:
             if o.dtype.hasobject:
                 stack.extend(o.ravel().tolist())
         elif isinstance(o, types.FunctionType):
-            for cell in o.__closure__ or ():
-                _claim(owner, id(cell), name, met)
-            if o.__module__ == "__main__":  # pickled by value (a library's by name): what it holds goes with it
+            by_value = o.__module__ == "__main__"  # a library's is pickled by name: nothing it holds goes with it
+            if by_value:
                 stack.extend(o.__defaults__ or ())
                 stack.extend((o.__kwdefaults__ or {}).values())
-                for cell in o.__closure__ or ():
+            for cell in o.__closure__ or ():
+                _claim(owner, id(cell), name, met)
+                if by_value:
                     with contextlib.suppress(ValueError):  # a cell not filled yet
                         stack.append(cell.cell_contents)
         elif isinstance(o, type):

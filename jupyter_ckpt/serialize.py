@@ -195,9 +195,7 @@ def _reduce_array(obj: Any) -> Any:
     which numpy itself would copy. Rebuilt arrays sit directly on their buffer,
     so a view taken after a restore still finds them as its base.
     """
-    numpy = sys.modules.get("numpy")
-    if numpy is None or type(obj) is not numpy.ndarray:
-        return NotImplemented
+    numpy = sys.modules["numpy"]  # an ndarray is here (see _reducer): numpy is imported
     if obj.dtype == object:
         return _reduce_text(obj, numpy)
     if obj.dtype.hasobject:
@@ -270,23 +268,25 @@ def _exception(cls: type, args: tuple[Any, ...]) -> BaseException:
     return exception
 
 
-def _reduce_exception(obj: BaseException) -> Any:
-    """An exception whose ``__init__`` takes other arguments than it keeps in ``args``.
+def _rebuilt_without_init(t: type) -> bool:
+    """Whether an exception class's ``__init__`` may take other arguments than it keeps in ``args``.
 
     ``class Failed(Exception)`` with ``__init__(self, code, msg)`` calling ``super().__init__(msg)`` keeps
     ``args == (msg,)``, and pickle rebuilds it as ``Failed(msg)``, which raises: the variable, and the
-    group it is in, could not be restored. It is rebuilt without ``__init__`` instead, from the same
-    ``args`` and attributes, as it was. Only where the builtin base keeps nothing but ``args`` (not
-    ``OSError``, ``ImportError``...) and the class does not pickle itself its own way.
+    group it is in, could not be restored. Such an exception is rebuilt without ``__init__`` instead
+    (``_reduce_exception``), from the same ``args`` and attributes, as it was. Only where the builtin base
+    keeps nothing but ``args`` (not ``OSError``, ``ImportError``...) and the class does not pickle itself
+    its own way.
     """
-    t = type(obj)
     base = next(c for c in t.__mro__ if c.__module__ == "builtins")
     python = t.__mro__[: t.__mro__.index(base)]
     if base.__basicsize__ != BaseException.__basicsize__ or any(n in vars(c) for c in python for n in _OWN_PICKLING):
-        return NotImplemented
-    if not any("__init__" in vars(c) for c in python):
-        return NotImplemented  # rebuilt by calling the class, which takes its args
-    return _exception, (t, obj.args), obj.__dict__ or None
+        return False
+    return any("__init__" in vars(c) for c in python)  # else calling the class with its args is right
+
+
+def _reduce_exception(obj: BaseException) -> Any:
+    return _exception, (type(obj), obj.args), obj.__dict__ or None
 
 
 # Seen by mypy as the function it is: it would check every call as a class definition with literal arguments.
@@ -303,13 +303,17 @@ def _set_attributes(cls: type, attributes: dict[str, Any]) -> type:
     return cls
 
 
-def _reduce_namedtuple_class(cls: type) -> Any:
+def _reduce_class(cls: type) -> Any:
     """A namedtuple class of the notebook with methods of its own (``typing.NamedTuple``, or a docstring).
 
     dill saves a namedtuple class as its name and fields, so a restore would bring back ``Point`` without
     its ``norm()``: a class that never existed. It is saved as the namedtuple with, set afterwards (the
     methods may refer to the class), whatever the notebook gave it beyond what ``namedtuple`` makes.
+    Any other class is left to the pickler.
     """
+    namedtuple = cls.__bases__ == (tuple,) and hasattr(cls, "_fields") and hasattr(cls, "_make")
+    if not namedtuple or cls.__module__ != "__main__":
+        return NotImplemented
     defaults = [cls._field_defaults[f] for f in cls._fields if f in cls._field_defaults]  # type: ignore[attr-defined]
     plain = vars(_namedtuple(cls.__name__, cls._fields, defaults=defaults))  # type: ignore[attr-defined]
     own = {
@@ -322,10 +326,6 @@ def _reduce_namedtuple_class(cls: type) -> Any:
     return _namedtuple_class, (cls.__name__, cls._fields, defaults), own, None, None, _set_attributes  # type: ignore[attr-defined]
 
 
-def _is_namedtuple_class(obj: Any) -> bool:
-    return isinstance(obj, type) and obj.__bases__ == (tuple,) and hasattr(obj, "_fields") and hasattr(obj, "_make")
-
-
 def _set_state(obj: Any, state: Any) -> None:
     """What pickle does with an object's state when it has no ``__setstate__``, without asking it for one."""
     state, slots = state if isinstance(state, tuple) else (state, None)
@@ -335,48 +335,59 @@ def _set_state(obj: Any, state: Any) -> None:
         setattr(obj, k, v)
 
 
-# Per class: whether its instances are restored through _set_state (see _reduce_proxy).
-_PROXIES: dict[type, bool] = {}
-
-
-def _reduce_proxy(obj: Any, t: type) -> Any:
-    """An instance whose class defines ``__getattr__`` (a wrapper forwarding to ``self._inner``).
+def _forwards(t: type) -> bool:
+    """Whether a class defines ``__getattr__`` (a wrapper forwarding to ``self._inner``) and no pickling of its own.
 
     Loading, pickle asks the new, empty instance for ``__setstate__``; that lookup fails, reaches the
     class's ``__getattr__``, which reads ``self._inner``, which is not set yet and reaches
     ``__getattr__`` again: a RecursionError, and the instance, its class and its group are not
-    restored. Its state is set by ``_set_state`` instead, as pickle would, without the lookup.
+    restored. Its state is set by ``_set_state`` instead (``_reduce_proxy``), as pickle would, without the
+    lookup. Not a metaclass's (EnumType's): its ``__getattr__`` serves classes, pickled as classes.
     """
-    proxy = _PROXIES.get(t)
-    if proxy is None:
-        own = ("__setstate__", "__reduce__", "__reduce_ex__")
-        # Not a metaclass's (EnumType's): its __getattr__ serves classes, and classes are pickled as classes.
-        forwards = isinstance(getattr(t, "__getattr__", None), types.FunctionType) and not issubclass(t, type)
-        proxy = _PROXIES[t] = forwards and not any(n in vars(c) for c in t.__mro__[:-1] for n in own)
-    if not proxy:
-        return NotImplemented
+    if not isinstance(getattr(t, "__getattr__", None), types.FunctionType) or issubclass(t, type):
+        return False
+    return not any(n in vars(c) for c in t.__mro__[:-1] for n in ("__setstate__", "__reduce__", "__reduce_ex__"))
+
+
+def _reduce_proxy(obj: Any) -> Any:
     reduced = obj.__reduce_ex__(5)
     if not isinstance(reduced, tuple) or len(reduced) < 3 or reduced[2] is None:
         return NotImplemented
     return (*reduced, *[None] * (5 - len(reduced)), _set_state)
 
 
+def _reducer(t: type) -> Callable[[Any], Any] | None:
+    """Which of the reductions below applies to objects of type ``t``, if any."""
+    numpy = sys.modules.get("numpy")
+    if t in _FILE_TYPES:
+        return _reduce_file
+    if t in WEAK_TYPES:
+        return _reduce_weak
+    if t is _LRU_WRAPPER:
+        return _reduce_notebook_wrapper
+    if issubclass(t, BaseException):
+        return _reduce_exception if _rebuilt_without_init(t) else None
+    if t is type:
+        return _reduce_class
+    if numpy is not None and t is numpy.ndarray:
+        return _reduce_array
+    return _reduce_proxy if _forwards(t) else None
+
+
+# The reduction for each type met, decided once: a pickler asks for every object it writes (dill for every
+# int and string too). It keeps the types it has met alive (a few classes a notebook redefined, at most).
+_REDUCERS: dict[type, Callable[[Any], Any] | None] = {}
+
+
 def _reduce(obj: Any) -> Any:
     """The reductions every pickler here applies before its own: open files, weak containers, cache
-    wrappers, exceptions, notebook namedtuple classes, forwarding wrappers, arrays."""
+    wrappers, exceptions, notebook namedtuple classes, arrays, forwarding wrappers."""
     t = type(obj)
-    if t in _FILE_TYPES:
-        return _reduce_file(obj)
-    if t in WEAK_TYPES:
-        return _reduce_weak(obj)
-    if t is _LRU_WRAPPER:
-        return _reduce_notebook_wrapper(obj)
-    if isinstance(obj, BaseException):
-        return _reduce_exception(obj)
-    if _is_namedtuple_class(obj) and obj.__module__ == "__main__":
-        return _reduce_namedtuple_class(obj)
-    reduced = _reduce_proxy(obj, t)
-    return reduced if reduced is not NotImplemented else _reduce_array(obj)
+    try:
+        reducer = _REDUCERS[t]
+    except KeyError:
+        reducer = _REDUCERS[t] = _reducer(t)
+    return NotImplemented if reducer is None else reducer(obj)
 
 
 class _FastPickler(pickle.Pickler):
