@@ -38,6 +38,7 @@ import zstandard
 
 from .errors import BadArgument, IntegrityError, StoreFullError, StoreVersionError
 from .manifest import FORMAT_VERSION
+from .units import human_bytes
 
 MAGIC = b"JCKPBLOB"
 _HEADER = struct.Struct("<8sBBHIQ32s")  # 56 bytes
@@ -48,6 +49,10 @@ CODEC_ZSTD = 1
 # Compress only when it pays: keep the raw bytes unless zstd saves a tenth.
 _MIN_RATIO = 0.9
 _KEY = re.compile(r"^[0-9a-f]{32}$")
+# Bytes other writes may have under way beside one that checks the floor of free space: two writers, each
+# with a few threads writing 4 MiB chunks. The floor is kept with this much to spare (at most the floor
+# again, on a small disk).
+_IN_FLIGHT = 32 << 20
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,18 @@ class BlobInfo:
     size: int
     stored: int
     new: bool
+
+
+@dataclass
+class WriteLimit:
+    """What this process's writes may take: bytes under the store's budget, and free space always left.
+
+    Set before each save (``retention.Retention.limit``); a forked writer takes its own copy.
+    """
+
+    room: int | None = None  # None: no budget
+    keep_free: int = 0
+    budget: str = ""  # the budget, as the user set it, for the message
 
 
 @dataclass(frozen=True)
@@ -127,6 +144,8 @@ class LocalBlobs:
         self.root = root
         self.tmp = root / "tmp"
         self._secret = secret
+        self.limit = WriteLimit()
+        self._room_lock = threading.Lock()
         if create:
             make_dir(self.root, private=True)
             make_dir(self.tmp, private=True)
@@ -152,6 +171,7 @@ class LocalBlobs:
         """Place a blob file (fetched from elsewhere) once its header and signature check out here."""
         data = source.read_bytes() if isinstance(source, Path) else source
         self._read_verified(key, io.BytesIO(data), None, len(data))
+        self._keep_free(len(data), "fetched")
         self._write(key, [data], "fetched")
 
     def delete(self, key: str) -> None:
@@ -173,7 +193,8 @@ class LocalBlobs:
         view = memoryview(data).cast("B")
         key = content_key(view)
         path = self.path(key)
-        if path.exists():
+        with contextlib.suppress(FileNotFoundError):
+            os.utime(path)  # used again: a gc running now keeps it (Store.gc)
             return BlobInfo(key, len(view), path.stat().st_size, new=False)
         codec, payload = CODEC_RAW, view
         if compress:
@@ -184,8 +205,53 @@ class LocalBlobs:
         header = _HEADER.pack(
             MAGIC, FORMAT_VERSION, codec, 0, header_size, len(payload), self._mac(key, codec, payload)
         )
+        self._claim(header_size + len(payload))
         self._write(key, [header + b"\0" * (header_size - len(header)), payload], "written")
         return BlobInfo(key, len(view), header_size + len(payload), new=True)
+
+    def _claim(self, nbytes: int) -> None:
+        """Take ``nbytes`` of the room under the store's budget; raise StoreFullError past it or the floor."""
+        with self._room_lock:
+            room = self.limit.room
+            if room is not None and nbytes > room:
+                raise StoreFullError(
+                    f"the checkpoint store is at its size budget ({self.limit.budget}); the checkpoint was not written"
+                )
+            if room is not None:
+                self.limit.room = room - nbytes
+        self._keep_free(nbytes, "written")
+
+    def _keep_free(self, nbytes: int, what: str) -> None:
+        """Refuse a write that would take the filesystem under the store below its floor of free space."""
+        if not self.limit.keep_free:
+            return
+        st = os.statvfs(self.root)
+        spare = min(_IN_FLIGHT, self.limit.keep_free)
+        if st.f_bavail * st.f_frsize - nbytes - spare < self.limit.keep_free:
+            raise StoreFullError(
+                f"the disk under {self.root} is nearly full: jupyter-ckpt always leaves "
+                f"{human_bytes(self.limit.keep_free)} free there; the checkpoint was not {what}"
+            )
+
+    def hold(self, since: float) -> None:
+        """Tell every gc that this process has saves in progress, the oldest begun at ``since`` (seconds since
+        the epoch): blobs written or used again since then stay until ``release`` (``Store.gc``)."""
+        lease = self.tmp / f"lease.{os.getpid()}"
+        lease.touch(mode=0o600)
+        os.utime(lease, (since, since))
+
+    def release(self) -> None:
+        """This process's saves are all committed (or failed)."""
+        (self.tmp / f"lease.{os.getpid()}").unlink(missing_ok=True)
+
+    def oldest_lease(self) -> float | None:
+        """When the oldest save still in progress in a living process began, or None."""
+        times = []
+        for lease in self.tmp.glob("lease.*"):
+            with contextlib.suppress(FileNotFoundError):  # released meanwhile
+                if writer_alive(lease.name):
+                    times.append(lease.stat().st_mtime)
+        return min(times, default=None)
 
     def _write(self, key: str, parts: list[bytes | memoryview], what: str) -> None:
         """Write a blob file atomically: a temp file named after this process, fsync, rename."""

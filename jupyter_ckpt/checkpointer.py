@@ -21,22 +21,21 @@ from typing import Any
 
 from . import capture
 from .blobs import BlobInfo, writer_alive
-from .errors import BadArgument, CheckpointError, UnknownCheckpoint, UnknownSession
+from .errors import BadArgument, CheckpointError, StoreFullError, UnknownCheckpoint, UnknownSession
 from .manifest import Manifest, Skipped
 from .progress import Progress, untold
 from .recipes import Recipe, RunCell, check_mode, exec_cell, plan, run_recipe
 from .remote import Replica
 from .restore import Diff, RestoreReport, diff_manifests, restore_namespace
+from .retention import Limits, Retention, Thinned, thin, usage
 from .schedule import Scheduler
 from .store import CheckpointRecord, Store, check_tag
-from .writer import ForkWriter, SyncWriter, fork_unsafe_reason, resident_bytes, system_seconds
+from .writer import ForkWriter, SyncWriter, WriterStopped, fork_unsafe_reason, resident_bytes, system_seconds
 
 TRIGGERS = ("cell", "interval", "manual", "loop", "restore", "crash-restore")
 # How a restore that is a kernel's first entry on the timeline begins its message: the mark of a kernel start
 # that is not a root (format.kernel_started; labextension/src/format.ts).
 NEW_KERNEL = "new kernel: "
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Bytes of the kernel's memory a checkpoint is assumed to cost a second of (the fork, the pages copied while
 # the writer runs, the writer's CPU), until the kernel's first checkpoint is measured.
@@ -52,14 +51,6 @@ def numbers(records: Iterable[CheckpointRecord]) -> dict[int, int]:
 def no_progress(what: str) -> Progress:
     """A save's or restore's progress, told to nobody."""
     return untold
-
-
-def parse_size(text: str) -> int:
-    """``"500M"``, ``"2GiB"``, ``"1024"`` -> bytes."""
-    m = _SIZE.match(text)
-    if not m:
-        raise BadArgument(f"{text!r} is not a size (try 500M or 2G)")
-    return int(float(m.group(1)) * _UNITS[m.group(2)[:1].lower()])
 
 
 @dataclass
@@ -110,8 +101,11 @@ class Checkpointer:
         scheduler: Scheduler | None = None,
         replica: Replica | None = None,
         progress: Callable[[str], Progress] = no_progress,
+        limits: Limits | None = None,
     ) -> None:
         self.store = store
+        self.retention = Retention(store, limits or Limits(), self._protected, notify)
+        self._saving: list[float] = []  # when each save not yet committed began, oldest first (the gc lease)
         self.replica = replica
         # Gives each save or restore, by what it does ("restoring kernel checkpoint #3"), where to tell its progress.
         self._progress = progress
@@ -134,6 +128,7 @@ class Checkpointer:
         self._head_manifest: Manifest | None = None
         self._owed: tuple[str, str, int | None] | None = None
         self._fork_refused: str | None = None
+        self._writer_stopped: str | None = None  # why a writer was last stopped for memory in this kernel
         self._failing: str | None = None  # why automatic checkpoints fail, said once until one succeeds
         self._lock = threading.RLock()
         self._sync = SyncWriter()
@@ -209,6 +204,7 @@ class Checkpointer:
             if self._fork is not None:
                 self._fork.poll()
                 self._charge_copies()
+                self._release_if_idle()
 
     def _writers_cost(self) -> float:
         """A running total of what writers cost the cells: the kernel's system time (the pages it copies
@@ -279,10 +275,19 @@ class Checkpointer:
                 return capture.prepare(self.store, self.module, cap, meta, progress, previous)
 
             def done(result: Any, error: BaseException | None) -> None:
-                outcome["id"] = self._finish(cap, result, error, raise_errors=wait)
+                try:
+                    outcome["id"] = self._finish(cap, meta, result, error, raise_errors=wait)
+                finally:
+                    self._settled(meta.at)
 
             started = time.perf_counter()
-            writer.submit(job, done, self._progress("saving a kernel checkpoint") if wait else None)
+            self.store.blobs.limit = self.retention.limit()
+            self._saving.append(meta.at)
+            self.store.blobs.hold(self._saving[0])
+            try:
+                writer.submit(job, done, self._progress("saving a kernel checkpoint") if wait else None)
+            finally:
+                self._release_if_idle()
             self.schedule.taken(time.perf_counter() - started)
             if writer is self._fork and self._cost_at_fork is None:
                 self._cost_at_fork = self._writers_cost()
@@ -291,11 +296,31 @@ class Checkpointer:
             self._last_time = meta.at  # the policy counts from when the state was taken
             if wait:
                 writer.poll(block=True)
+                self._release_if_idle()
             return outcome.get("id")
+
+    def _settled(self, at: float) -> None:
+        """The save begun at ``at`` is committed or failed, and so is every one begun before it (saves are
+        collected in order; a dropped one is never collected): move this kernel's gc lease to the oldest left."""
+        self._saving = [t for t in self._saving if t > at]
+        if self._saving:
+            self.store.blobs.hold(self._saving[0])
+        else:
+            self.store.blobs.release()
+
+    def _release_if_idle(self) -> None:
+        """No save is in progress any more: a gc may collect what the saves left unreferenced (LocalBlobs.hold)."""
+        if self._fork is None or not self._fork.busy:
+            self._saving.clear()
+            self.store.blobs.release()
+            self.retention.idle()
 
     def _writer_for(self, wait: bool) -> SyncWriter | ForkWriter | None:
         """The fork writer when it is safe, else the inline one; None to wait for the writes in progress.
 
+        Once a writer was stopped for memory, the inline one also while the kernel's
+        private memory, copied beside a child, would not fit the headroom: an inline
+        write needs no room for copies, and writes only the blobs the store lacks.
         Waiting saves first let the running children finish. An inline write never
         overtakes a child's: checkpoints are committed in the order they were taken.
         """
@@ -307,12 +332,18 @@ class Checkpointer:
         if reason is not None and reason != self._fork_refused:
             self._notify(f"jupyter-ckpt: writing checkpoints in the kernel itself: {reason}")
         self._fork_refused = reason
-        if reason is None:
+        if reason is None and self._fork.copies_fit():
             return self._fork
         return None if self._fork.busy else self._sync
 
     def _finish(
-        self, cap: capture.Capture, result: Any, error: BaseException | None, *, raise_errors: bool
+        self,
+        cap: capture.Capture,
+        meta: capture.Meta,
+        result: Any,
+        error: BaseException | None,
+        *,
+        raise_errors: bool,
     ) -> int | None:
         """Commit what a writer produced: the catalog row makes the checkpoint exist."""
         try:
@@ -321,15 +352,42 @@ class Checkpointer:
             self._recover_head()
             manifest = capture.link(result[0], self.head, self._head_manifest)
             cid = self.store.commit(self.session, manifest, result[1])
+            self.retention.committed(sum(b.stored for b in result[1].values() if b.new))
+        except WriterStopped as e:  # killed to free memory: said once, and the state owed to the inline writer
+            if raise_errors:
+                self._writer_stopped = str(e)
+                raise CheckpointError(f"checkpoint failed: {e}") from e
+            if str(e) != self._writer_stopped:  # the children stopped at one moment share one reason
+                self._notify(f"jupyter-ckpt: {e}; the state will be written from the kernel when it is idle")
+            self._writer_stopped = str(e)
+            if meta.at == self._last_time:  # no newer state was taken since
+                self._owe(meta.trigger, meta.status, meta.cell)
+                if self.schedule.owed is None:  # where the default policy's idle tick looks for what is owed
+                    self.schedule.owed = -1 if meta.cell is None else meta.cell
+            return None
         except Exception as e:
+            full = isinstance(e, StoreFullError) or str(e).startswith(StoreFullError.__name__)  # here, or in a writer
+            retry = (lambda: self._owe(meta.trigger, meta.status, meta.cell)) if full else None
+            self.retention.failed(self._needed(cap) if full else 0, retry)
             if raise_errors:
                 raise e if isinstance(e, CheckpointError) else CheckpointError(f"checkpoint failed: {e}") from e
-            if str(e) != self._failing:  # once, not at every cell of a full disk
+            if not full and str(e) != self._failing:  # once, not at every cell; a full store: Retention says
                 self._notify(f"jupyter-ckpt: checkpoint failed: {e}")
             self._failing = str(e)
             return None
         self._committed(cid, manifest, cap)
         return cid
+
+    def _needed(self, cap: capture.Capture) -> int:
+        """About how many bytes a checkpoint of ``cap`` writes: the variables bound anew since the last one."""
+        hints = capture.size_hints(cap, self._head_manifest)
+        held = self._held or {}
+        return sum(hints[n] for n in cap.variables if held.get(n) != cap.ids.get(n))
+
+    def _owe(self, trigger: str, status: str, cell: int | None) -> None:
+        """Take a checkpoint when the kernel is next idle, unless a newer state is owed already."""
+        if self._owed is None:
+            self._owed = (trigger, status, cell)
 
     def adopt_orphans(self) -> list[int]:
         """Commit checkpoints whose writer finished after its kernel was killed."""
@@ -418,7 +476,7 @@ class Checkpointer:
         Besides the store's REFs, ``previous`` is the last good checkpoint that the
         kernels before this one left, whatever this kernel has done since.
         """
-        self.wait()
+        self._catch_up()
         if str(ref).strip() == "previous":
             previous = self.previous()
             if previous is None:
@@ -503,6 +561,7 @@ class Checkpointer:
         is durable (in the remote store too, if there is one), and the chunks mapped by the last lazy restore
         are verified (or reported)."""
         self.wait()
+        self.retention.settle()
         if self._verifier is not None:
             self._verifier.join()
         if self.replica is not None:
@@ -560,15 +619,23 @@ class Checkpointer:
 
     # -- looking ----------------------------------------------------------------
 
+    def _catch_up(self) -> None:
+        """Put the checkpoints already requested on the timeline before a look at it. A look always answers:
+        a save that fails here is reported beside the answer (``notify``), never instead of it."""
+        try:
+            self.wait()
+        except CheckpointError as e:
+            self._notify(f"jupyter-ckpt: the newest state is not on the timeline: {e}")
+
     def checkpoints(self, n: int | None = None) -> list[CheckpointRecord]:
         """The session's checkpoints, oldest first (the last ``n`` if given), including any being written."""
-        self.wait()
+        self._catch_up()
         records = self.checkpoints_committed()
         return records[-n:] if n else records
 
     def diff(self, a: str | int | None = None, b: str | int | None = None) -> Diff:
         """Variables added, removed and changed from ``a`` (default: the last checkpoint) to ``b`` (default: now)."""
-        self.wait()
+        self._catch_up()
         if a is None:
             if self.head is None:
                 raise UnknownCheckpoint("no checkpoint yet in this kernel to compare with")
@@ -613,6 +680,9 @@ class Checkpointer:
             "skipped": {n: i["reason"] for n, i in self._skipped.items()},
             "schedule": self.schedule.report(),
             "remote": self.replica.status() if self.replica is not None else None,
+            "usage": usage(self.store, self.retention.limits).as_dict(),
+            "retention_error": self.retention.error,
+            "writer_stopped": self._writer_stopped,
         }
 
     # -- changing the policy and the timeline ------------------------------------
@@ -652,18 +722,26 @@ class Checkpointer:
             self._recover_head()
             return target
 
-    def gc(self, keep_last: int = 20, max_size: int | None = None) -> dict[str, int]:
-        """Thin old untagged checkpoints to fit ``max_size``, then drop unreferenced blobs."""
+    def _protected(self) -> set[int]:
+        """What thinning must keep for this kernel besides ``retention.never_thinned``: its head (undo)."""
+        return {self.head} if self.head is not None else set()
+
+    def gc(self, keep_last: int = 20, max_size: int | None = None, *, everywhere: bool = False) -> Thinned:
+        """Thin this session's old untagged checkpoints (every session's with ``everywhere``), keeping the newest
+        ``keep_last`` and one per power-of-two window of age before them, then more until the store fits
+        ``max_size``; then drop unreferenced blobs."""
         if keep_last < 0:
             raise BadArgument("--keep-last cannot be negative")
         with self._lock:
-            self.wait()
-            protect = {self.head} if self.head is not None else set()
-            doomed = self.store.thin(None, keep_last=keep_last, max_size=max_size, protect=protect)
-            self.store.delete(doomed)
+            self._catch_up()
+            self.retention.settle()
+            sessions = [s["key"] for s in self.store.sessions()] if everywhere else [self.session]
+            thinned = thin(
+                self.store, sessions, keep_last=keep_last, sparse=True, target=max_size, protect=self._protected()
+            )
             self._upload_soon()
-            files, freed = self.store.gc()
-            return {"checkpoints": len(doomed), "files": files, "bytes": freed}
+            self._recover_head()
+            return thinned
 
 
 def _encode(outcome: tuple[Manifest, dict[str, BlobInfo]]) -> list[Any]:

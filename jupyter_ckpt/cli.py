@@ -11,13 +11,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .checkpointer import numbers, parse_size
+from .checkpointer import numbers
 from .config import default_store_dir, open_replica, open_store, store_location
 from .errors import BadArgument, CheckpointError
-from .format import format_diff, format_table, human_bytes
+from .format import format_diff, format_table, format_thinned
 from .restore import diff_manifests, restore_namespace
+from .retention import Limits, thin, usage
 from .serialize import as_main
 from .store import CheckpointRecord, Store, parse_id
+from .units import human_bytes, parse_size
 
 EXTENSION = "jupyter_ckpt"
 
@@ -48,9 +50,10 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("a")
     d.add_argument("b")
     d.add_argument("--session")
-    gc = sub.add_parser("gc", help="thin old untagged checkpoints and delete unreferenced blobs")
+    gc = sub.add_parser("gc", help="thin old untagged checkpoints of every session and delete unreferenced blobs")
+    gc.add_argument("--session", help="thin only this session (a notebook path)")
     gc.add_argument("--keep-last", type=int, default=20, help="newest checkpoints per session always kept")
-    gc.add_argument("--max-size", help="thin until the store fits, e.g. 5G")
+    gc.add_argument("--max-size", help="then thin more until the store fits, e.g. 5G")
     gc.add_argument(
         "--grace",
         type=float,
@@ -86,6 +89,7 @@ def _cmd_list(store: Store, args: argparse.Namespace) -> None:
         print(f"no sessions in {store.root}")
     for s in sessions:
         print(f"{s['key']}  {s['checkpoints']} checkpoint(s)  {human_bytes(s['bytes'])}")
+    print(f"store {store.root}: {usage(store, Limits()).describe()}")
 
 
 def _cmd_show(store: Store, args: argparse.Namespace) -> None:
@@ -112,10 +116,9 @@ def _cmd_gc(store: Store, args: argparse.Namespace) -> None:
     max_size = parse_size(args.max_size) if args.max_size else None
     if args.keep_last < 0:
         raise BadArgument("--keep-last cannot be negative")
-    doomed = store.thin(None, keep_last=args.keep_last, max_size=max_size, protect=set())
-    store.delete(doomed)
-    files, freed = store.gc()
-    print(f"removed {len(doomed)} checkpoint(s) and {files} file(s), freed {human_bytes(freed)}")
+    sessions = [args.session] if args.session else [s["key"] for s in store.sessions()]
+    print(f"thinning {len(sessions)} session(s): {', '.join(sessions) or 'none'}")
+    print(format_thinned(thin(store, sessions, keep_last=args.keep_last, sparse=True, target=max_size)))
     if args.replica is not None:
         args.replica.push()  # the deleted checkpoints' records go, and anything not uploaded yet is
         objects, size = args.replica.gc(args.grace)

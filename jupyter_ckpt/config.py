@@ -15,8 +15,11 @@ from jupyter_core.paths import jupyter_data_dir
 from traitlets import Bool, Enum, Float, Int, Unicode
 from traitlets.config import Configurable
 
+from .errors import BadArgument
 from .remote import Remote, Replica, is_remote
+from .retention import Limits
 from .store import Store, check_catalog, load_secret
+from .units import parse_size
 
 
 def default_store_dir() -> Path:
@@ -67,8 +70,51 @@ class StoreOptions(Configurable):
         "share it. Default: $JUPYTER_CKPT_SECRET_FILE, else <jupyter data dir>/ckpt/secret.",
     ).tag(config=True)
 
+    # Retention (retention.py). A quarter of the disk lets a session keep many states of a large namespace
+    # (checkpoints after the first write only what changed) and leaves the rest to the user; 20 GiB caps it
+    # on large disks, where a forgotten store should not grow into hundreds of gigabytes. The floor leaves
+    # room for the notebook's autosave and everything else on the disk.
+    max_store_share = Float(
+        0.25,
+        help="Retention: the store keeps at most this share of the filesystem it is on (with max_store_size, "
+        "the smaller wins). Past it, old untagged checkpoints are thinned in the background: recent ones dense, "
+        "older ones sparse; tagged ones and each notebook's newest good states are never thinned.",
+    ).tag(config=True)
+    max_store_size = Unicode(
+        "20G",
+        help="Retention: the store keeps at most this many bytes (e.g. 500M, 20G; empty: no cap but max_store_share).",
+    ).tag(config=True)
+    min_free_share = Float(
+        0.1,
+        help="Retention: checkpoints never take the store's filesystem below this share of it free (with "
+        "min_free, the smaller wins): a small disk keeps a tenth free, a large one min_free.",
+    ).tag(config=True)
+    min_free = Unicode(
+        "2G",
+        help="Retention: checkpoints never take the store's filesystem below this much free space "
+        "(with min_free_share, the smaller wins).",
+    ).tag(config=True)
+
     def open_store(self) -> Store:
         return open_store(self.store_url, self.secret_file)
+
+    def limits(self) -> Limits:
+        """The retention options, checked: a malformed one is a BadArgument naming it."""
+        for name in ("max_store_share", "min_free_share"):
+            if not 0 < getattr(self, name) <= 1:
+                raise BadArgument(f"c.{type(self).__name__}.{name} must be a share above 0 and at most 1")
+        return Limits(
+            max_store_share=self.max_store_share,
+            max_store_size=self._size("max_store_size") if self.max_store_size.strip() else None,
+            min_free_share=self.min_free_share,
+            min_free=self._size("min_free"),
+        )
+
+    def _size(self, name: str) -> int:
+        try:
+            return parse_size(getattr(self, name))
+        except BadArgument as e:
+            raise BadArgument(f"c.{type(self).__name__}.{name}: {e}") from None
 
 
 class Checkpoints(StoreOptions):

@@ -22,10 +22,10 @@ from IPython.core.interactiveshell import InteractiveShell
 from .checkpointer import Checkpointer, Policy
 from .config import Checkpoints, open_replica
 from .errors import CheckpointError
-from .format import human_bytes
 from .progress import PROGRESS_MIME
 from .schedule import Scheduler
 from .timeline import previous_session
+from .units import human_bytes
 
 # The shell attribute holding the extension's CellHooks, and through them its Checkpointer.
 _ON_SHELL = "jupyter_ckpt_hooks"
@@ -233,6 +233,7 @@ def load(shell: InteractiveShell) -> None:
         run_cell=lambda source, namespace: exec(compile(shell.transform_cell(source), "<replay>", "exec"), namespace),  # type: ignore[no-untyped-call]  # IPython is unannotated
         replica=replica,
         progress=lambda what: ProgressLine(what, config.progress_after),
+        limits=config.limits(),
     )
     cell_hooks = CellHooks(shell, ckpt, config.idle_poll, notices)
     setattr(shell, _ON_SHELL, cell_hooks)

@@ -6,21 +6,12 @@ import datetime
 from typing import TYPE_CHECKING, Any
 
 from .checkpointer import NEW_KERNEL
+from .retention import Thinned, Usage
 from .store import CheckpointRecord
+from .units import human_bytes
 
 if TYPE_CHECKING:
     from .restore import Diff
-
-
-def human_bytes(n: int | None) -> str:
-    if n is None or n < 0:
-        return "-"
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} GiB"
 
 
 def _when(ts: float) -> str:
@@ -79,6 +70,20 @@ def describe_policy(policy: dict[str, Any]) -> str:
     if policy["interval"]:
         parts.append(f"every {policy['interval']:g} s")
     return " or ".join(parts)
+
+
+def describe_usage(usage: dict[str, Any]) -> str:
+    """A store's size against its budget, from ``Checkpointer.status()["usage"]``."""
+    return Usage(**usage).describe()
+
+
+def format_thinned(thinned: Thinned) -> str:
+    """What a gc did: ``removed 6 checkpoint(s) of a.ipynb (6) and 9 file(s), freed 1.2 GiB``."""
+    where = ", ".join(f"{key} ({n})" for key, n in sorted(thinned.sessions.items()))
+    return (
+        f"removed {thinned.checkpoints} checkpoint(s){f' of {where}' if where else ''} and {thinned.files} file(s), "
+        f"freed {human_bytes(thinned.freed)}"
+    )
 
 
 def kernel_started(record: CheckpointRecord) -> bool:

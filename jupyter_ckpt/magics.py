@@ -11,9 +11,10 @@ from IPython.core import magic_arguments as _untyped
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 
-from .checkpointer import Checkpointer, numbers, parse_size
+from .checkpointer import Checkpointer, numbers
 from .errors import CheckpointError
-from .format import describe_policy, format_diff, format_table, human_bytes
+from .format import describe_policy, describe_usage, format_diff, format_table, format_thinned
+from .units import human_bytes, parse_size
 
 # IPython.core.magic_arguments is unannotated: the three functions used here, with their types.
 _Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
@@ -63,7 +64,11 @@ class CheckpointMagics(Magics):
     @argument("-m", "--message", help="save: a note stored with the checkpoint")
     @argument("-t", "--tag", help="save: name the checkpoint (a savepoint: never thinned away); tag: the new tag")
     @argument("-n", type=int, default=20, help="list: show the last N checkpoints (default 20)")
-    @argument("--all", action="store_true", help="list: show every checkpoint of the session")
+    @argument(
+        "--all",
+        action="store_true",
+        help="list: show every checkpoint of the session; gc: thin every notebook's checkpoints, not only this one's",
+    )
     @argument("--only", help="restore: only these comma-separated variables")
     @argument(
         "--replay",
@@ -73,7 +78,10 @@ class CheckpointMagics(Magics):
     @argument("--every", type=int, help="auto: checkpoint after every Nth cell")
     @argument("--interval", type=float, help="auto: checkpoint once this many seconds have passed")
     @argument("--keep-last", type=int, default=20, help="gc: always keep the newest N checkpoints (default 20)")
-    @argument("--max-size", help="gc: thin old untagged checkpoints until the store fits this size, e.g. 2G")
+    @argument(
+        "--max-size",
+        help="gc: then thin more old untagged checkpoints until the store fits this size, e.g. 2G",
+    )
     @line_magic
     def checkpoint(self, line: str) -> Any:
         """Kernel checkpoints: save the kernel's variables, browse their timeline, roll back.
@@ -190,6 +198,7 @@ class CheckpointMagics(Magics):
             f"session: {s['session']}",
             f"policy: {describe_policy(s['policy'])}",
             f"checkpoints: {s['checkpoints']} ({human_bytes(s['bytes'])})",
+            f"store size: {describe_usage(s['usage'])}",
             f"last checkpoint: {'never' if age is None else f'{age:.0f} s ago'}",
             f"writing: {'yes' if s['writing'] else 'no'}",
             f"newest checkpoint behind by: {s['schedule']['behind_s']:.1f} s of execution",
@@ -203,6 +212,13 @@ class CheckpointMagics(Magics):
                 f"remote: {r['url']}: {r['behind']} checkpoints ({human_bytes(r['behind_bytes'])}) not uploaded yet"
                 + (f"; {r['error']}" if r["error"] else "")
             )
+        if s["writer_stopped"]:
+            lines.append(
+                f"writer stopped for memory: {s['writer_stopped']}; since then, while the kernel's memory "
+                "could not be copied beside a writer, checkpoints are written in the kernel when it is idle"
+            )
+        if s["retention_error"]:
+            lines.append(f"thinning failed: {s['retention_error']}")
         if s["policy"]["exclude"]:
             lines.append("excluded: " + ", ".join(s["policy"]["exclude"]))
         for name, reason in sorted(s["skipped"].items()):
@@ -237,8 +253,8 @@ class CheckpointMagics(Magics):
     def _gc(self, opts: argparse.Namespace) -> None:
         self._no_args(opts)
         max_size = parse_size(opts.max_size) if opts.max_size else None
-        r = self.ckpt.gc(keep_last=opts.keep_last, max_size=max_size)
-        print(f"removed {r['checkpoints']} checkpoint(s) and {r['files']} file(s), freed {human_bytes(r['bytes'])}")
+        thinned = self.ckpt.gc(keep_last=opts.keep_last, max_size=max_size, everywhere=opts.all)
+        print(format_thinned(thinned))
 
     def _wait(self, opts: argparse.Namespace) -> None:
         self._no_args(opts)

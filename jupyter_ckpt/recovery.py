@@ -24,8 +24,8 @@ from jupyter_events import EventLogger
 
 from .errors import CheckpointError, UnknownSession
 from .kernelclient import KernelConnection
+from .retention import good_states
 from .service import CheckpointService
-from .store import Store
 
 KERNEL_ACTIONS = "https://events.jupyter.org/jupyter_server/kernel_actions/v1"
 CRASH_EVENTS = "https://events.jupyter.org/jupyter_ckpt/crash_recovery/v1"
@@ -54,25 +54,6 @@ CRASH_SCHEMA = {
 }
 # A session whose kernel keeps dying gets this many states restored, then none until a cell completes.
 MAX_TRIES = 2
-
-
-def good_states(store: Store, session: str) -> list[int]:
-    """The session's distinct states that finished without error, newest first.
-
-    A restore entry holds the state of the checkpoint it restored, so it counts
-    as that checkpoint: restoring either brings back the same variables.
-    """
-    records = store.checkpoints(session)
-    by_id = {r.id: r for r in records}
-    states: list[int] = []
-    for r in reversed(records):
-        if r.status != "ok":
-            continue
-        while r.trigger in ("restore", "crash-restore") and r.parent in by_id:
-            r = by_id[r.parent]
-        if r.id not in states:
-            states.append(r.id)
-    return states
 
 
 @dataclass
@@ -173,7 +154,7 @@ class CrashRecovery:
     def _states(self, session: str) -> tuple[list[int], int | None]:
         """The session's good states, newest first, and its newest cell (read in a worker thread)."""
         store = self.service.store
-        return good_states(store, session), store.newest_cell(session)
+        return good_states(store.checkpoints(session)), store.newest_cell(session)
 
     async def _recover(self, kernel_id: str) -> None:
         async with self._connect(kernel_id, resume=False) as kernel:

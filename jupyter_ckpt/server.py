@@ -65,7 +65,9 @@ class CkptServerApp(StoreOptions, ExtensionApp):
         restarter = self.serverapp.config.KernelRestarter
         if self.kernel_poll_interval and "time_to_dead" not in restarter:
             restarter.time_to_dead = self.kernel_poll_interval
-        self.service = CheckpointService(self.open_store, self.serverapp.kernel_manager, self.kernel_timeout)
+        self.service = CheckpointService(
+            self.open_store, self.serverapp.kernel_manager, self.kernel_timeout, self.limits()
+        )
         self.settings[SERVICE] = self.service
         self.recovery = CrashRecovery(
             self.service,

@@ -23,6 +23,7 @@ from .errors import BadArgument, UnknownSession
 from .kernelclient import KernelConnection, KernelDied
 from .recipes import check_mode
 from .remote import Replica
+from .retention import Limits, usage
 from .store import Store
 from .timeline import details
 
@@ -33,8 +34,15 @@ Result = TypeVar("Result")
 class CheckpointService:
     """Checkpoints of the server's notebooks: browsed in the store, taken and restored in live kernels."""
 
-    def __init__(self, open_store: Callable[[], Store], kernels: MappingKernelManager, kernel_timeout: float) -> None:
+    def __init__(
+        self,
+        open_store: Callable[[], Store],
+        kernels: MappingKernelManager,
+        kernel_timeout: float,
+        limits: Limits | None = None,
+    ) -> None:
         self._open_store = open_store
+        self.limits = limits or Limits()  # the retention options, to show the store's size against its budget
         self._store: Store | None = None
         self._opening = threading.Lock()
         self.kernels = kernels
@@ -114,7 +122,8 @@ class CheckpointService:
             except UnknownSession:
                 continue
             remote = self.replica.status() if self.replica is not None else None
-            return {"session": key, "checkpoints": [r.as_dict() for r in records], "remote": remote}
+            store = usage(self.store, self.limits).as_dict()
+            return {"session": key, "checkpoints": [r.as_dict() for r in records], "remote": remote, "store": store}
         raise UnknownSession(f"no session {name!r} in the checkpoint store")
 
     async def checkpoints(self, name: str) -> dict[str, Any]:

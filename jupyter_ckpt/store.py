@@ -673,55 +673,33 @@ class Store:
         return bool(self._query("SELECT 1 FROM sqlite_master WHERE type='table' AND name='uids'"))
 
     def size(self) -> int:
+        """Bytes of blob files the catalog knows, referenced or not yet collected, and of the catalog itself."""
         rows = self._query("SELECT COALESCE(SUM(stored), 0) AS n FROM blobs")
+        catalog = sum(p.stat().st_size for p in self.root.glob("catalog.sqlite*") if p.is_file())
+        return int(rows[0]["n"]) + catalog
+
+    def referenced_size(self) -> int:
+        """Bytes of the blob files some checkpoint references: the store's size once ``gc`` has run."""
+        rows = self._query("SELECT COALESCE(SUM(stored), 0) AS n FROM blobs WHERE key IN (SELECT blob FROM refs)")
         return int(rows[0]["n"])
 
-    def thin(self, session: str | None, *, keep_last: int, max_size: int | None, protect: set[int]) -> list[int]:
-        """Choose old untagged checkpoints to drop: recent ones dense, older ones sparse.
-
-        The newest ``keep_last`` of each session stay. Older ones are kept one per
-        power-of-two window of age (1, 2, 4, 8, ... checkpoints back); if a
-        ``max_size`` is set and the store is still above it, the oldest survivors
-        go too, oldest first, until it fits. Tagged ones and ``protect`` stay.
-        """
-        keys = [session] if session else [s["key"] for s in self.sessions()]
-        doomed: list[int] = []
-        spare: list[CheckpointRecord] = []
-        for key in keys:
-            records = self.checkpoints(key)
-            older = records[: max(len(records) - keep_last, 0)]
-            seen_windows: set[int] = set()
-            for age, r in enumerate(reversed(older), start=1):
-                if r.tag or r.id in protect:
-                    continue
-                window = age.bit_length()
-                if window in seen_windows:
-                    doomed.append(r.id)
-                else:
-                    seen_windows.add(window)
-                    spare.append(r)
-        if max_size is not None:
-            estimate = self.size() - sum(self._unique_bytes(doomed))
-            for r in sorted(spare, key=lambda r: r.id):
-                if estimate <= max_size:
-                    break
-                doomed.append(r.id)
-                estimate -= r.new_bytes
-        return doomed
-
-    def _unique_bytes(self, ids: list[int]) -> list[int]:
-        return [self.get(i).new_bytes for i in ids]
-
     def gc(self) -> tuple[int, int]:
-        """Delete blobs no checkpoint references, and temp files of dead writers. Returns (files, bytes)."""
+        """Delete blobs no checkpoint references, and temp files of dead writers. Returns (files, bytes).
+
+        A save in progress (here or in another kernel) may have written blobs, or found
+        old unreferenced ones it reuses, that its catalog row will reference once it commits:
+        blob files written or reused since the oldest such save began stay (``LocalBlobs.hold``).
+        """
+        # A margin: a file's time comes from a coarser clock (a tick of the OS kernel) than time.time().
+        now = time.time()
+        cutoff = min(now, self.blobs.oldest_lease() or now) - 0.1
         with self._transaction() as db:
-            dead = [r[0] for r in db.execute("SELECT key FROM blobs WHERE key NOT IN (SELECT blob FROM refs)")]
-            db.executemany("DELETE FROM blobs WHERE key=?", [(k,) for k in dead])
+            db.execute("DELETE FROM blobs WHERE key NOT IN (SELECT blob FROM refs)")
             referenced = {r[0] for r in db.execute("SELECT DISTINCT blob FROM refs")}
         # Files go only after COMMIT, so a crash here leaves orphans, never dangling rows.
         count, freed = self.blobs.clean_tmp()
         for key, stat in self.blobs.listing().items():
-            if key not in referenced:
+            if key not in referenced and stat.modified < cutoff:
                 self.blobs.delete(key)
                 count += 1
                 freed += stat.size

@@ -22,6 +22,16 @@ While any child is alive, the kernel's automatic full garbage collections wait: 
 collection writes to the header of every tracked object, which would copy nearly every page
 of the heap shared with the child. Young generations are collected as usual, and so is
 everything on an explicit ``gc.collect()``.
+
+Each page the kernel writes while a child shares it is copied, so a cell that rewrites its
+data in place beside a child can need as much memory again. Two things keep that from
+ending in an out-of-memory kill. A child makes itself the out-of-memory killer's first
+victim (``oom_score_adj`` 1000): killing it frees exactly the originals of the pages the
+kernel copied. And while any child is alive, a watcher thread in the kernel reads the
+headroom (``memory.py``) every ``WATCH_EVERY`` seconds and kills every child when it falls
+below a reserve. A child stopped either way is reported to its ``done`` as
+``WriterStopped``. Reaping and the watcher's kills hold one lock, so a pid is never
+signalled after it was reaped, when it may be another process's.
 """
 
 from __future__ import annotations
@@ -35,12 +45,15 @@ import select
 import signal
 import struct
 import sys
+import threading
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import memory
 from .progress import Progress
 
 # A write: told where to report its progress (bytes done, in all), or None when nobody waits for it.
@@ -48,10 +61,20 @@ Job = Callable[[Progress | None], Any]
 Done = Callable[[Any, BaseException | None], None]
 # A threshold for the oldest generation that is never reached.
 _NEVER = 2**31 - 1
+# Seconds between the watcher's readings of the headroom: a cell copies at most a few hundred MiB meanwhile.
+WATCH_EVERY = 0.02
 
 
 class WriterFailed(Exception):
     """The background write failed; the message is the child's."""
+
+
+class WriterStopped(WriterFailed):
+    """The child was killed to free memory, by the watcher or (most likely) the out-of-memory killer.
+
+    Its state can still be written by a path that needs no fork: the message
+    says, in the user's words, why it was stopped.
+    """
 
 
 class SyncWriter:
@@ -78,7 +101,12 @@ class _Child:
     done: Done
     gate: int | None  # the pipe on which the child waits for its go-ahead; None once it may write
     report: tuple[int, Progress] | None = None  # the pipe on which it tells its progress, and whom to tell
-    exited: bool = False  # reaped; its result waits to be collected
+    status: int | None = None  # its wait status, once reaped; its result then waits to be collected
+    stopped: str | None = None  # why the watcher killed it
+
+    @property
+    def exited(self) -> bool:
+        return self.status is not None
 
 
 def fork_unsafe_reason(min_free_ratio: float = 0.5) -> str | None:
@@ -91,15 +119,9 @@ def fork_unsafe_reason(min_free_ratio: float = 0.5) -> str | None:
     shared = shared_writable_mapping()
     if shared is not None:
         return f"{shared} is mapped shared and writable, so a forked child would not see a frozen copy of it"
-    try:
-        meminfo = Path("/proc/meminfo").read_text()
-        status = Path("/proc/self/status").read_text()
-    except OSError:
-        return None
-    available = _kib(meminfo, "MemAvailable:")
-    rss = _kib(status, "VmRSS:")
-    if available is not None and rss is not None and available < min_free_ratio * rss:
-        return f"only {available >> 10} MiB of memory free for a child of a {rss >> 10} MiB kernel"
+    room, rss = memory.headroom(), resident_bytes()
+    if room is not None and room.free < min_free_ratio * rss:
+        return f"only {room} for a child of a {rss >> 20} MiB kernel"
     return None
 
 
@@ -134,13 +156,13 @@ def _run_when_idle() -> None:
         os.nice(19)
 
 
-def _reaped(pid: int, block: bool = False) -> float | None:
-    """The CPU seconds our child ``pid`` used if it has exited (reaping it), else None; ``block`` waits."""
+def _reaped(pid: int) -> tuple[int, float] | None:
+    """Reap our child ``pid`` if it has exited: its wait status and the CPU seconds it used; None while it runs."""
     try:
-        done, _, usage = os.wait4(pid, 0 if block else os.WNOHANG)
+        done, status, usage = os.wait4(pid, os.WNOHANG)
     except ChildProcessError:  # someone else reaped it: the result file is the truth
-        return 0.0
-    return usage.ru_utime + usage.ru_stime if done else None
+        return 0, 0.0
+    return (status, usage.ru_utime + usage.ru_stime) if done else None
 
 
 def _cpu_so_far(pid: int) -> float:
@@ -169,13 +191,6 @@ def system_seconds() -> float:
     of system time here, for 97,705 faults.
     """
     return resource.getrusage(resource.RUSAGE_SELF).ru_stime
-
-
-def _kib(text: str, field: str) -> int | None:
-    for line in text.splitlines():
-        if line.startswith(field):
-            return int(line.split()[1])
-    return None
 
 
 _REPORT = struct.Struct("qq")  # (done, total): smaller than PIPE_BUF, so written and read whole
@@ -218,13 +233,29 @@ def _exited(pid: int) -> bool:
         return True
 
 
+def _await_exit(pid: int) -> None:
+    """Wait until a child has exited, leaving it to be reaped (which only ``_reap`` does, under the lock)."""
+    with contextlib.suppress(ChildProcessError):
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+
+
+def _failure(child: _Child) -> WriterFailed:
+    """What to tell of a child that left no result, from why the watcher stopped it or how it died."""
+    if child.stopped is not None:
+        return WriterStopped(child.stopped)
+    if child.status is not None and os.WIFSIGNALED(child.status) and os.WTERMSIG(child.status) == signal.SIGKILL:
+        return WriterStopped("a checkpoint writer was killed (signal 9), most likely by the out-of-memory killer")
+    return WriterFailed("the background writer died before finishing")
+
+
 class ForkWriter:
     """Forked children, at most ``writing`` of them writing at once, collected in the order they were started.
 
     Each child snapshots the namespace at its own cell boundary, so every cell gets
     its own checkpoint even when earlier ones are still being written. Results are
     JSON handed back through a file and passed to ``done`` oldest first, so
-    checkpoints are committed in the order they were taken.
+    checkpoints are committed in the order they were taken. ``reserve`` is the
+    headroom the watcher keeps, in bytes (default: ``memory.reserve``).
     """
 
     def __init__(
@@ -234,6 +265,7 @@ class ForkWriter:
         decode: Callable[[Any], Any],
         writing: int = 2,
         alive: int = 4,
+        reserve: int | None = None,
     ) -> None:
         if not 0 < writing < alive:
             raise ValueError("a writer needs room for a child that waits")
@@ -247,6 +279,10 @@ class ForkWriter:
         self._started = 0
         self._full_threshold: int | None = None  # the oldest generation's threshold, while it is held back
         self._reaped_cpu = 0.0  # CPU seconds of the children reaped so far
+        self._reserve = reserve
+        self.stopped: str | None = None  # why a child was last stopped for memory, for the kernel's life
+        self._lock = threading.Lock()  # held to reap, to kill from the watcher, and to start or end the watcher
+        self._watcher: threading.Thread | None = None
 
     @property
     def busy(self) -> bool:
@@ -259,10 +295,30 @@ class ForkWriter:
         self._reap()
         return self._reaped_cpu + sum(_cpu_so_far(c.pid) for c in self._children if not c.exited)
 
-    def _reap_one(self, pid: int, block: bool = False) -> bool:
-        cpu = _reaped(pid, block)
-        self._reaped_cpu += cpu or 0.0
-        return cpu is not None
+    def copies_fit(self) -> bool:
+        """Whether a child forked now would leave the kernel room to copy what it shares.
+
+        Until a child was stopped for memory, yes. After that, only while the
+        kernel could rewrite all its private memory beside a child and still leave
+        the reserve (or while that cannot be known): the cells that ran memory
+        short once may do it again.
+        """
+        if self.stopped is None:
+            return True
+        room, estimate = memory.headroom(), memory.copy_estimate()
+        return room is None or estimate is None or estimate <= room.free - self._reserve_for(room)
+
+    def _reserve_for(self, room: memory.Headroom) -> int:
+        return memory.reserve(room) if self._reserve is None else self._reserve
+
+    def _reap_one(self, pid: int) -> int | None:
+        """Reap ``pid`` if it has exited, charging its CPU time: its wait status, or None while it runs."""
+        reaped = _reaped(pid)
+        if reaped is None:
+            return None
+        status, cpu = reaped
+        self._reaped_cpu += cpu
+        return status
 
     def submit(self, job: Job, done: Done, progress: Progress | None = None) -> None:
         """Fork a child holding this moment's state; with ``alive`` children, the oldest waiting one gives way.
@@ -283,6 +339,7 @@ class ForkWriter:
         if pid == 0:  # the child: no streams, no logging, no sockets, and never return
             code = 1
             try:
+                memory.first_victim()
                 signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is for the user's cell
                 _run_when_idle()
                 gc.disable()  # a collection would touch (and so copy) every tracked object's page
@@ -306,6 +363,39 @@ class ForkWriter:
             os.close(tell)  # the child's exit then closes the last writer: the end of its reports
         self._children.append(_Child(pid, result, done, gate, None if progress is None else (listen, progress)))
         self._release()
+        with self._lock:
+            if self._watcher is None:
+                self._watcher = threading.Thread(target=self._watch, name="jupyter-ckpt-memory", daemon=True)
+                self._watcher.start()
+
+    def _watch(self) -> None:
+        """Kill every child when the headroom falls below the reserve; end when no child is alive.
+
+        A thread of the kernel at normal priority, so it runs however busy the
+        idle-class children keep the cores. Each round reads a few small files
+        (/proc/meminfo, the cgroup's: about 0.1 ms) and the children's exit
+        states, and touches nothing of the namespace. A killed child frees the
+        pages only it still maps: the originals of those the kernel copied.
+        """
+        while True:
+            time.sleep(WATCH_EVERY)
+            room = memory.headroom()
+            with self._lock:
+                alive = [c for c in list(self._children) if not c.exited and not _exited(c.pid)]
+                if not alive or room is None:
+                    self._watcher = None
+                    return
+                if room.free >= self._reserve_for(room):
+                    continue
+                reason = (
+                    f"stopped a checkpoint writer: only {room}, "
+                    "and each page the kernel writes while a writer shares it is a copy"
+                )
+                self.stopped = reason
+                for child in alive:
+                    if child.stopped is None:
+                        child.stopped = reason
+                        os.kill(child.pid, signal.SIGKILL)
 
     def _release(self) -> None:
         """Let the oldest waiting children write, up to ``writing`` at once."""
@@ -331,9 +421,11 @@ class ForkWriter:
 
     def _reap(self) -> None:
         """Note which children have exited (and free their turn to write) without collecting them."""
-        self._dropped = [pid for pid in self._dropped if not self._reap_one(pid)]
-        for child in self._children:
-            child.exited = child.exited or self._reap_one(child.pid)
+        with self._lock:  # the watcher kills only children not reaped yet
+            self._dropped = [pid for pid in self._dropped if self._reap_one(pid) is None]
+            for child in self._children:
+                if child.status is None:
+                    child.status = self._reap_one(child.pid)
         self._release()
         if all(c.exited for c in self._children):
             self._resume_full_collections()
@@ -347,7 +439,7 @@ class ForkWriter:
                 if not block:
                     return  # the oldest is still writing; younger ones wait their turn
                 _follow(child)
-                child.exited = self._reap_one(child.pid, block=True)
+                _await_exit(child.pid)
                 self._reap()
             self._children.pop(0)
             self._collect(child)
@@ -372,7 +464,10 @@ class ForkWriter:
         try:
             payload = json.loads(child.result.read_text())
         except (OSError, ValueError):
-            child.done(None, WriterFailed("the background writer died before finishing"))
+            error = _failure(child)
+            if isinstance(error, WriterStopped):
+                self.stopped = str(error)
+            child.done(None, error)
             return
         finally:
             child.result.unlink(missing_ok=True)

@@ -15,9 +15,10 @@ import pytest
 
 from jupyter_ckpt import checkpointer
 from jupyter_ckpt.capture import group
-from jupyter_ckpt.checkpointer import Checkpointer, parse_size
+from jupyter_ckpt.checkpointer import Checkpointer
 from jupyter_ckpt.errors import BadArgument, IntegrityError, UnknownCheckpoint
 from jupyter_ckpt.store import Store, load_secret
+from jupyter_ckpt.units import parse_size
 
 NOTEBOOK = """
 import numpy as np

@@ -26,9 +26,10 @@ def written(store: Store) -> tuple[Store, list[int]]:
 
 
 def test_list_show_diff(written: tuple[Store, list[int]]) -> None:
-    _, (first, second) = written
+    store, (first, second) = written
     sessions = cli("list")
     assert sessions.returncode == 0 and sessions.stdout.startswith("work/analysis.ipynb  2 checkpoint(s)")
+    assert f"store {store.root}: " in sessions.stdout and " budget (" in sessions.stdout
     table = cli("list", "work/analysis.ipynb").stdout.splitlines()
     # Numbered from 1 in the session, beside the store-wide ids; the first is where a kernel started.
     assert table[1].split()[:3] == [">", "#1", str(first)] and table[2].split()[:2] == ["#2", str(second)]
@@ -68,6 +69,7 @@ def test_gc_and_enable_disable(written: tuple[Store, list[int]], jupyter_dirs: P
     orphan = store.blobs.put(b"nobody uses this" * 100)
     r = cli("gc", "--keep-last", "1")
     assert r.returncode == 0 and "removed 0 checkpoint(s) and 1 file(s)" in r.stdout  # the tagged one stays
+    assert r.stdout.startswith("thinning 1 session(s): work/analysis.ipynb\n")  # it says what it thins
     assert not (store.root / "blobs" / orphan.key[:2] / orphan.key).exists()
 
     config = Path(os.environ["IPYTHONDIR"]) / "profile_default" / "ipython_config.json"

@@ -110,8 +110,12 @@ async def test_browse_a_timeline_from_the_store(api: Any, timeline: dict[str, An
         (first, 1, "cell", "ok"),
         (second, 2, "cell", "ok"),
     ]
+    # The store's size against its retention budget, for the sidebar (free space changes from call to call).
+    store = listing.pop("store")
+    assert 0 < store["size"] < store["budget"] and store["floor"] < store["free"] and store["why"]
     # The key itself names the session too.
-    assert await api("GET", *CKPT, "checkpoints", params={"session": timeline["key"]}) == listing
+    by_key = await api("GET", *CKPT, "checkpoints", params={"session": timeline["key"]})
+    assert by_key.pop("store")["budget"] == store["budget"] and by_key == listing
 
     details = await api("GET", *CKPT, "checkpoints", str(second))
     assert details["id"] == second and details["parent"] == first

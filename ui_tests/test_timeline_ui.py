@@ -117,6 +117,11 @@ def test_sidebar_follows_the_notebook_and_restores(page: Page, lab: Lab) -> None
     expect(sidebar.locator(".jp-ckpt-notebook")).to_have_text("analysis_session.ipynb")
 
     run_the_first_four_checkpoints(page, sidebar)
+    # The store's size against its retention budget, in full in its tooltip.
+    expect(sidebar.locator(".jp-ckpt-store")).to_have_text(
+        re.compile(r"^store: [\d.]+ (B|KiB|MiB|GiB) of [\d.]+ GiB \(\d+%\)$")
+    )
+    expect(sidebar.locator(".jp-ckpt-store")).to_have_attribute("title", re.compile("budget .* always left"))
 
     row(sidebar, 4).click()
     details = sidebar.locator(".jp-ckpt-details")

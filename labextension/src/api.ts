@@ -27,9 +27,20 @@ export interface IRemote {
   error: string | null;
 }
 
+/** The store's size against its retention budget, and its disk's free space against the floor always left. */
+export interface IStoreUsage {
+  size: number;
+  budget: number;
+  free: number;
+  floor: number;
+  /** What sets the budget: max_store_size, or max_store_share of the filesystem. */
+  why: string;
+}
+
 export interface ITimeline {
   checkpoints: ICheckpoint[];
   remote: IRemote | null;
+  store: IStoreUsage | null;
 }
 
 export interface IPreview {
@@ -120,8 +131,8 @@ export function sessionQuery(session: string): string {
 
 /** A session's checkpoints, oldest first; throws CheckpointAPIError (404 when it has none yet). */
 export async function listCheckpoints(session: string): Promise<ITimeline> {
-  const reply = await requestAPI<{ checkpoints: ICheckpoint[]; remote?: IRemote | null }>(
+  const reply = await requestAPI<{ checkpoints: ICheckpoint[]; remote?: IRemote | null; store?: IStoreUsage }>(
     `checkpoints${sessionQuery(session)}`
   );
-  return { checkpoints: reply.checkpoints, remote: reply.remote ?? null };
+  return { checkpoints: reply.checkpoints, remote: reply.remote ?? null, store: reply.store ?? null };
 }

@@ -1,5 +1,5 @@
 // How checkpoints read on screen, shared by the sidebar and the status bar.
-import type { ICheckpoint, IPreview, IRemote } from './api';
+import type { ICheckpoint, IPreview, IRemote, IStoreUsage } from './api';
 
 /** What every label calls them: checkpoints of the kernel's state, not Jupyter's file checkpoints. */
 export const NAME = 'Kernel checkpoints';
@@ -23,6 +23,24 @@ export function humanBytes(n: number | null | undefined): string {
 
 export function clock(time: number): string {
   return new Date(time * 1000).toLocaleTimeString([], { hour12: false });
+}
+
+/** The store's size against its budget in a few words: `store: 96.5 MiB of 128.0 MiB (75%)`. */
+export function storeLine(store: IStoreUsage | null): string {
+  if (store === null) {
+    return '';
+  }
+  const share = store.budget > 0 ? ` (${Math.round((100 * store.size) / store.budget)}%)` : '';
+  return `store: ${humanBytes(store.size)} of ${humanBytes(store.budget)}${share}`;
+}
+
+/** The same, whole: what sets the budget and the free space left on the disk, for a tooltip. */
+export function storeDetails(store: IStoreUsage): string {
+  return (
+    `${humanBytes(store.size)} of a ${humanBytes(store.budget)} budget (${store.why}); ` +
+    `${humanBytes(store.free)} free on its disk, at least ${humanBytes(store.floor)} always left. ` +
+    'Past the budget, old untagged checkpoints are thinned.'
+  );
 }
 
 /** How far the remote store is behind, in a few words; empty when it holds everything and is reachable. */

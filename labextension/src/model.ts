@@ -2,7 +2,7 @@
 import type { DocumentWidget } from '@jupyterlab/docregistry';
 import { KernelMessage } from '@jupyterlab/services';
 import { type ISignal, Signal } from '@lumino/signaling';
-import { CheckpointAPIError, type ICheckpoint, type IRemote, listCheckpoints } from './api';
+import { CheckpointAPIError, type ICheckpoint, type IRemote, type IStoreUsage, listCheckpoints } from './api';
 import { label, numbers } from './format';
 
 /** How long after a cell finishes its automatic checkpoint is expected to land. */
@@ -22,6 +22,7 @@ export class TimelineModel {
   private _notebook: DocumentWidget | null = null;
   private _checkpoints: ICheckpoint[] = [];
   private _remote: IRemote | null = null;
+  private _store: IStoreUsage | null = null;
   private _numbers = new Map<number, number>();
   private _progress: IProgress | null = null;
   private _error = '';
@@ -56,6 +57,11 @@ export class TimelineModel {
   /** The object store the checkpoints are uploaded to, and how far it is behind; null without one. */
   get remote(): IRemote | null {
     return this._remote;
+  }
+
+  /** The store's size against its budget, as of the last refresh. */
+  get store(): IStoreUsage | null {
+    return this._store;
   }
 
   /** A checkpoint's number in this notebook (``#N``), or its id in parentheses when it is not listed. */
@@ -101,6 +107,7 @@ export class TimelineModel {
     this._notebook = widget;
     this._checkpoints = [];
     this._remote = null;
+    this._store = null;
     this._numbers = new Map();
     this._progress = null;
     this._error = '';
@@ -117,9 +124,10 @@ export class TimelineModel {
     }
     let checkpoints: ICheckpoint[] = [];
     let remote: IRemote | null = null;
+    let store: IStoreUsage | null = null;
     let error = '';
     try {
-      ({ checkpoints, remote } = await listCheckpoints(session));
+      ({ checkpoints, remote, store } = await listCheckpoints(session));
     } catch (e) {
       // 404: the session has no checkpoints yet, which is not an error.
       if (!(e instanceof CheckpointAPIError && e.status === 404)) {
@@ -131,6 +139,7 @@ export class TimelineModel {
     }
     this._checkpoints = checkpoints;
     this._remote = remote;
+    this._store = store;
     this._numbers = numbers(checkpoints);
     this._error = error;
     this._changed.emit();

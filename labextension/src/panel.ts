@@ -15,6 +15,8 @@ import {
   progressLine,
   remoteLine,
   shape,
+  storeDetails,
+  storeLine,
   treeRows
 } from './format';
 import type { TimelineModel } from './model';
@@ -158,6 +160,7 @@ export class CheckpointsPanel extends Widget {
       h('div', { class: 'jp-ckpt-title' }, NAME),
       h('div', { class: 'jp-ckpt-notebook', title: name }, name),
       ...(remoteLine(model.remote) ? [h('div', { class: 'jp-ckpt-remote' }, remoteLine(model.remote))] : []),
+      ...(model.store ? [h('div', { class: 'jp-ckpt-store', title: storeDetails(model.store) }, storeLine(model.store))] : []),
       h('button', { class: 'jp-ckpt-save jp-mod-styled', onclick: () => void this.checkpointNow() }, 'Checkpoint now')
     );
     const progress = model.progress;

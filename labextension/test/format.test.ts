@@ -13,6 +13,8 @@ import {
   progressPercent,
   remoteLine,
   shape,
+  storeDetails,
+  storeLine,
   treeRows
 } from '../src/format';
 
@@ -115,5 +117,17 @@ describe('remoteLine', () => {
     expect(remoteLine({ ...remote, behind: 1, error: 'access denied' })).toBe(
       's3://b/alice: cannot be reached (access denied)'
     );
+  });
+});
+
+describe('storeLine', () => {
+  const store = { size: 96.5 * 2 ** 20, budget: 128 * 2 ** 20, free: 300 * 2 ** 20, floor: 51 * 2 ** 20, why: 'max_store_size' };
+  it("shows the store's size against its budget, and nothing without a store", () => {
+    expect(storeLine(store)).toBe('store: 96.5 MiB of 128.0 MiB (75%)');
+    expect(storeLine(null)).toBe('');
+  });
+  it('says in full what sets the budget and what the disk keeps free', () => {
+    expect(storeDetails(store)).toContain('128.0 MiB budget (max_store_size)');
+    expect(storeDetails(store)).toContain('at least 51.0 MiB always left');
   });
 });

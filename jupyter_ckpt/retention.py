@@ -1,0 +1,307 @@
+"""Retention: the store stays under its size budget and never takes its disk below a floor of free space.
+
+The budget is the smaller of a share of the filesystem under the store and an
+absolute cap; the floor is the smaller of a share of that filesystem and an
+absolute amount (a small disk keeps a tenth free, a large one 2 GiB). Every
+blob write checks both (``blobs.WriteLimit``), so a save that does not fit fails
+cleanly instead of filling the disk.
+
+Thinning keeps recent checkpoints dense and older ones sparse. Walking a
+session's timeline back from its newest checkpoint, one is kept per
+power-of-two window of age (1, 2, 4, 8, ... checkpoints back): the others go
+first, oldest first, then the kept ones, oldest first, until the store fits.
+Never thinned: tagged checkpoints (savepoints), each session's newest checkpoint
+and its two newest good states (crash recovery restores the newest, and the one
+before it if the kernel dies again), and what a kernel protects (its head).
+Unreferenced blobs go after, with ``Store.gc``.
+
+A kernel's ``Retention`` does this by itself, in a thread of its own, after a
+commit leaves too little room for another checkpoint of the same size: never in
+a cell's path.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from .blobs import WriteLimit
+from .errors import CheckpointError, UnknownSession
+from .store import CheckpointRecord, Store
+from .units import human_bytes
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much of its filesystem a store may use; the options of the same names in ``config.StoreOptions``."""
+
+    max_store_share: float = 0.25
+    max_store_size: int | None = 20 << 30
+    min_free_share: float = 0.1
+    min_free: int = 2 << 30
+
+
+@dataclass(frozen=True)
+class Usage:
+    """A store's size against its budget, and the free space of its filesystem against the floor."""
+
+    size: int
+    budget: int
+    free: int
+    floor: int
+    why: str  # what sets the budget, in the user's words
+
+    @property
+    def allowed(self) -> int:
+        """The most the store may hold now: its budget, or less where the disk is nearly full."""
+        return max(0, min(self.budget, self.size + self.free - self.floor))
+
+    def describe(self) -> str:
+        """``1.2 GiB of a 5.0 GiB budget (…); 40.0 GiB free on the disk, at least 2.0 GiB always left``."""
+        return (
+            f"{human_bytes(self.size)} of a {human_bytes(self.budget)} budget ({self.why}); "
+            f"{human_bytes(self.free)} free on its disk, at least {human_bytes(self.floor)} always left"
+        )
+
+    def as_dict(self) -> dict[str, int | str]:
+        return {"size": self.size, "budget": self.budget, "free": self.free, "floor": self.floor, "why": self.why}
+
+
+def usage(store: Store, limits: Limits, size: int | None = None) -> Usage:
+    """Where ``store`` stands against ``limits`` (``size``: the store's size, if the caller knows it)."""
+    st = os.statvfs(store.root)
+    disk = st.f_blocks * st.f_frsize
+    share = int(limits.max_store_share * disk)
+    if limits.max_store_size is not None and limits.max_store_size < share:
+        budget, why = limits.max_store_size, "max_store_size"
+    else:
+        budget, why = share, f"max_store_share {limits.max_store_share:.0%} of its {human_bytes(disk)} filesystem"
+    floor = min(int(limits.min_free_share * disk), limits.min_free)
+    return Usage(store.size() if size is None else size, budget, st.f_bavail * st.f_frsize, floor, why)
+
+
+def good_states(records: list[CheckpointRecord]) -> list[int]:
+    """A session's distinct states that finished without error, newest first.
+
+    A restore entry holds the state of the checkpoint it restored, so it counts
+    as that checkpoint: restoring either brings back the same variables.
+    """
+    by_id = {r.id: r for r in records}
+    states: list[int] = []
+    for r in reversed(records):
+        if r.status != "ok":
+            continue
+        while r.trigger in ("restore", "crash-restore") and r.parent in by_id:
+            r = by_id[r.parent]
+        if r.id not in states:
+            states.append(r.id)
+    return states
+
+
+def never_thinned(records: list[CheckpointRecord]) -> set[int]:
+    """The checkpoints of one session that thinning keeps: tagged ones, the newest, the two newest good states,
+    and the restore entries that stand for those states (they hold the same blobs)."""
+    if not records:
+        return set()
+    keep = {r.id for r in records if r.tag} | {records[-1].id}
+    good = set(good_states(records)[:2])
+    keep |= good | {r.id for r in records if r.trigger in ("restore", "crash-restore") and r.parent in good}
+    return keep
+
+
+def drop_order(records: list[CheckpointRecord], keep: set[int]) -> tuple[list[int], list[int]]:
+    """One session's checkpoints that may go: (the extras beyond one per power-of-two window of age,
+    the ones kept for their window), each oldest first. ``records`` are oldest first."""
+    extras: list[int] = []
+    spares: list[int] = []
+    windows: set[int] = set()
+    for age, r in enumerate(reversed(records), start=1):
+        window = age.bit_length()
+        if r.id in keep:
+            windows.add(window)
+        elif window in windows:
+            extras.append(r.id)
+        else:
+            windows.add(window)
+            spares.append(r.id)
+    return extras[::-1], spares[::-1]
+
+
+@dataclass
+class Thinned:
+    """What one thinning pass removed."""
+
+    checkpoints: int
+    files: int
+    freed: int
+    sessions: dict[str, int]
+
+
+def thin(
+    store: Store,
+    sessions: Iterable[str],
+    *,
+    keep_last: int = 0,
+    sparse: bool = False,
+    target: int | None = None,
+    protect: Iterable[int] = (),
+) -> Thinned:
+    """Thin the checkpoints of ``sessions``, then collect the blobs nothing references.
+
+    The newest ``keep_last`` of each session stay, and so does what ``never_thinned``
+    names and ``protect``. ``sparse`` drops every extra beyond one per window of age;
+    ``target`` then drops more, in the drop order, until the referenced bytes fit it.
+    """
+    keep = set(protect)
+    extras: list[tuple[int, str]] = []
+    spares: list[tuple[int, str]] = []
+    for key in sessions:
+        try:
+            records = store.checkpoints(key)
+        except UnknownSession:
+            continue
+        older = records[: max(len(records) - keep_last, 0)]
+        e, s = drop_order(older, keep | never_thinned(records))
+        extras += [(cid, key) for cid in e]
+        spares += [(cid, key) for cid in s]
+    doomed: list[tuple[int, str]] = []
+    if sparse:
+        doomed, extras = sorted(extras), []
+    store.delete([cid for cid, _ in doomed])
+    if target is not None:
+        for cid, key in sorted(extras) + sorted(spares):
+            if store.referenced_size() <= target:
+                break
+            store.delete([cid])
+            doomed.append((cid, key))
+    files, freed = store.gc()
+    counts: dict[str, int] = {}
+    for _, key in doomed:
+        counts[key] = counts.get(key, 0) + 1
+    return Thinned(len(doomed), files, freed, counts)
+
+
+class Retention:
+    """Keeps one kernel's store under its budget: the limit each save writes under, and thinning after commits.
+
+    Thinning runs in a thread of its own, one pass at a time, over every session of
+    the store (the budget is the store's); ``protect`` names what the kernel needs
+    kept besides ``never_thinned`` (its head). ``notify`` is told once when even the
+    newest checkpoint cannot fit (until a pass finds room again).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        limits: Limits,
+        protect: Callable[[], set[int]],
+        notify: Callable[[str], None],
+    ) -> None:
+        self.store = store
+        self.limits = limits
+        self._protect = protect
+        self._notify = notify
+        self._size = store.size()  # kept up to date by commits and passes, so a save need not sum the catalog
+        self._lock = threading.Lock()
+        self._wanted = threading.Event()
+        self._need = 0  # bytes the next checkpoint is expected to write
+        self._worker: threading.Thread | None = None
+        self._retry: Callable[[], None] | None = None  # the failed save to take again once there is room
+        self._dirty = False  # blobs nothing references may be left (a failed save; a pass beside a save)
+        self._too_big: str | None = None  # said once, until a checkpoint fits again
+        self.error: str | None = None  # why the last pass failed
+
+    def usage(self) -> Usage:
+        return usage(self.store, self.limits, self._size)
+
+    def limit(self) -> WriteLimit:
+        """What a save may write: the room under the budget, and the floor of free space."""
+        u = self.usage()
+        return WriteLimit(max(0, u.allowed - u.size), u.floor, f"{human_bytes(u.budget)}, {u.why}")
+
+    def committed(self, new_bytes: int) -> None:
+        """A checkpoint took ``new_bytes``: thin in the background unless another of its size still fits."""
+        with self._lock:
+            self._size += new_bytes
+            self._need = new_bytes
+        u = self.usage()
+        if u.allowed - u.size < new_bytes:
+            self._start()
+
+    def failed(self, needed: int, retry: Callable[[], None] | None) -> None:
+        """A save failed, leaving blobs no checkpoint references: collect them in the background. If it ran
+        out of room (``retry`` given), make room for about ``needed`` bytes too, then ``retry`` it if it fits
+        now (once: a save that cannot fit is not tried again until the next commit)."""
+        with self._lock:
+            self._need = max(self._need, needed)
+            self._retry = retry
+            self._dirty = True
+        self._start()
+
+    def idle(self) -> None:
+        """No save of this kernel is in progress: collect what failed saves left, which a gc keeps while a save
+        that began before them is in progress (``Store.gc``)."""
+        if self._dirty:
+            self._start()
+
+    def _start(self) -> None:
+        self._wanted.set()
+        with self._lock:
+            if self._worker is None or not self._worker.is_alive():
+                self._worker = threading.Thread(target=self._work, name="jupyter-ckpt-retention", daemon=True)
+                self._worker.start()
+
+    def settle(self) -> None:
+        """Wait for the thinning in progress, if any (tests, and ``%checkpoint gc``)."""
+        worker = self._worker
+        if worker is not None:
+            worker.join()
+
+    def _work(self) -> None:
+        while self._wanted.is_set():
+            self._wanted.clear()
+            try:
+                self._pass()
+                self.error = None
+            except CheckpointError as e:  # the catalog is busy or damaged: the next commit tries again
+                self.error = str(e)
+
+    def _pass(self) -> None:
+        with self._lock:
+            need = self._need
+            self._dirty = False
+        # Saves in progress keep what was written since they began: collect it once they are done (``idle``).
+        held = self.store.blobs.oldest_lease() is not None
+        while True:  # the kernel may commit meanwhile: thin again until it fits, or nothing is left to thin
+            now = usage(self.store, self.limits)
+            target = max(0, now.allowed - need)
+            fits = now.size <= target
+            if fits:
+                self.store.gc()
+                break
+            sessions = [s["key"] for s in self.store.sessions()]
+            if not thin(self.store, sessions, target=target, protect=self._protect()).checkpoints:
+                break
+        after = usage(self.store, self.limits)
+        with self._lock:
+            self._size = after.size
+            self._dirty = self._dirty or held
+            retry, self._retry = self._retry, None
+        if fits:
+            with self._lock:
+                self._too_big = None  # said again if it happens again
+            if retry is not None:
+                retry()
+        else:
+            message = (
+                f"jupyter-ckpt: the newest checkpoint needs about {human_bytes(need)}, but the store can take only "
+                f"{human_bytes(max(0, after.allowed - after.size))} more: {after.describe()}. Everything it may "
+                "thin is thinned (tagged checkpoints and each notebook's newest good states stay). Raise "
+                "c.Checkpoints.max_store_size or max_store_share, delete tagged checkpoints, or free disk space."
+            )
+            with self._lock:
+                say, self._too_big = self._too_big is None, message
+            if say:
+                self._notify(message)

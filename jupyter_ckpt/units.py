@@ -1,0 +1,29 @@
+"""Sizes as users write and read them: ``"500M"`` in, ``"1.2 GiB"`` out."""
+
+from __future__ import annotations
+
+import re
+
+from .errors import BadArgument
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """``"500M"``, ``"2GiB"``, ``"1024"`` -> bytes."""
+    m = _SIZE.match(text)
+    if not m:
+        raise BadArgument(f"{text!r} is not a size (try 500M or 2G)")
+    return int(float(m.group(1)) * _UNITS[m.group(2)[:1].lower()])
+
+
+def human_bytes(n: int | None) -> str:
+    if n is None or n < 0:
+        return "-"
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"

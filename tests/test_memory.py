@@ -1,0 +1,265 @@
+"""A forked writer never causes an out-of-memory kill: the headroom, the watcher, the first victim, the fallback."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import types
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from bystanders import leaving
+
+from jupyter_ckpt import memory
+from jupyter_ckpt.checkpointer import Checkpointer
+from jupyter_ckpt.store import Store
+from jupyter_ckpt.writer import ForkWriter, WriterStopped
+
+GIB, MIB = 1 << 30, 1 << 20
+UNLIMITED_V1 = "9223372036854771712"  # what a v1 group without a limit reads
+
+
+def lay_out(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def machine(root: Path, cgroup: str, available: int = 12 * GIB, total: int = 16 * GIB) -> tuple[Path, Path]:
+    """A /proc with ``meminfo`` and ``self/cgroup``, and an empty cgroup root, under ``root``."""
+    meminfo = f"MemTotal:       {total >> 10} kB\nMemFree:         1024 kB\nMemAvailable:   {available >> 10} kB\n"
+    lay_out(root / "proc", {"meminfo": meminfo, "self/cgroup": cgroup})
+    (root / "cgroup").mkdir()
+    return root / "proc", root / "cgroup"
+
+
+def v2_group(cgroups: Path, path: str, limit: str, current: int, inactive_file: int = 0) -> None:
+    stat = f"anon 123\nfile 456\ninactive_anon 0\nactive_anon 1\ninactive_file {inactive_file}\nactive_file 7\n"
+    lay_out(cgroups / path, {"memory.max": f"{limit}\n", "memory.current": f"{current}\n", "memory.stat": stat})
+
+
+def v1_group(cgroups: Path, path: str, limit: str, usage: int, inactive_file: int = 0) -> None:
+    stat = f"cache 1\nrss 2\ninactive_file 0\ntotal_cache 3\ntotal_inactive_file {inactive_file}\n"
+    files = {"memory.limit_in_bytes": f"{limit}\n", "memory.usage_in_bytes": f"{usage}\n", "memory.stat": stat}
+    lay_out(cgroups / "memory" / path, files)
+
+
+def test_a_v2_cgroup_near_its_limit_sets_the_headroom(tmp_path: Path) -> None:
+    proc, cgroups = machine(tmp_path, "0::/user.slice/lab.scope\n")
+    v2_group(cgroups, "user.slice/lab.scope", str(4 * GIB), 4 * GIB - 300 * MIB, inactive_file=100 * MIB)
+    room = memory.headroom(proc, cgroups)
+    assert room == memory.Headroom(400 * MIB, 4 * GIB, "cgroup /user.slice/lab.scope")  # its cache is reclaimable
+    assert str(room) == "400 MiB of memory left (cgroup /user.slice/lab.scope limit)"
+    assert memory.reserve(room) == 256 * MIB  # 2% of 4 GiB is less
+
+
+def test_a_v2_limit_of_max_leaves_the_host_s_headroom(tmp_path: Path) -> None:
+    proc, cgroups = machine(tmp_path, "0::/user.slice/lab.scope\n", available=12 * GIB, total=16 * GIB)
+    v2_group(cgroups, "user.slice/lab.scope", "max", 15 * GIB)
+    v2_group(cgroups, "user.slice", "max", 15 * GIB)
+    room = memory.headroom(proc, cgroups)
+    assert room == memory.Headroom(12 * GIB, 16 * GIB, "host")
+    assert memory.reserve(room) == 16 * GIB // 50
+
+
+def test_a_limit_on_a_parent_group_applies_to_the_kernel_in_it(tmp_path: Path) -> None:
+    proc, cgroups = machine(tmp_path, "0::/jupyter.slice/kernel-1.scope\n")
+    v2_group(cgroups, "jupyter.slice/kernel-1.scope", "max", 1 * GIB)
+    v2_group(cgroups, "jupyter.slice", str(8 * GIB), 7 * GIB)
+    assert memory.headroom(proc, cgroups) == memory.Headroom(1 * GIB, 8 * GIB, "cgroup /jupyter.slice")
+
+
+def test_the_host_wins_when_it_has_less_left_than_the_cgroup(tmp_path: Path) -> None:
+    proc, cgroups = machine(tmp_path, "0::/lab\n", available=2 * GIB, total=16 * GIB)
+    v2_group(cgroups, "lab", str(8 * GIB), 1 * GIB)  # 7 GiB under the group's limit, 2 GiB on the host
+    assert memory.headroom(proc, cgroups) == memory.Headroom(2 * GIB, 16 * GIB, "host")
+
+
+def test_a_v1_memory_cgroup_near_its_limit_sets_the_headroom(tmp_path: Path) -> None:
+    cgroup = "12:pids:/docker/abc\n5:memory:/docker/abc\n1:name=systemd:/docker/abc\n0::/\n"
+    proc, cgroups = machine(tmp_path, cgroup)
+    v1_group(cgroups, "docker/abc", str(6 * GIB), 6 * GIB - 100 * MIB, inactive_file=50 * MIB)
+    v1_group(cgroups, "", UNLIMITED_V1, 9 * GIB)  # the root: no limit
+    assert memory.headroom(proc, cgroups) == memory.Headroom(150 * MIB, 6 * GIB, "cgroup /docker/abc")
+
+
+def test_a_v1_group_without_a_limit_leaves_the_host_s_headroom(tmp_path: Path) -> None:
+    proc, cgroups = machine(tmp_path, "4:memory:/process_api/abc\n0::/\n", available=12 * GIB)
+    v1_group(cgroups, "process_api/abc", UNLIMITED_V1, 15 * GIB)
+    v1_group(cgroups, "", UNLIMITED_V1, 15 * GIB)
+    assert memory.headroom(proc, cgroups) == memory.Headroom(12 * GIB, 16 * GIB, "host")
+
+
+def test_in_a_container_the_group_s_own_limit_is_at_the_root_of_its_view(tmp_path: Path) -> None:
+    proc, cgroups = machine(tmp_path, "5:memory:/docker/abc\n")  # the path is the host's; the view has no such dir
+    v1_group(cgroups, "", str(2 * GIB), 2 * GIB - 500 * MIB)
+    assert memory.headroom(proc, cgroups) == memory.Headroom(500 * MIB, 2 * GIB, "cgroup /")
+
+
+def test_without_proc_there_is_no_headroom_to_read(tmp_path: Path) -> None:
+    assert memory.headroom(tmp_path / "proc", tmp_path / "cgroup") is None
+
+
+def test_the_copy_estimate_is_the_kernel_s_private_resident_memory(tmp_path: Path) -> None:
+    lay_out(tmp_path, {"self/status": "Name:\tpython\nVmRSS:\t 3000 kB\nRssAnon:\t 2048 kB\nRssFile:\t  952 kB\n"})
+    assert memory.copy_estimate(tmp_path) == 2 * MIB
+    before = memory.copy_estimate()
+    held = np.ones(64 * MIB // 8)  # touched, so resident
+    after = memory.copy_estimate()
+    assert before is not None and after is not None and after - before >= 60 * MIB
+    del held
+
+
+def test_a_writer_is_the_first_victim_of_the_out_of_memory_killer(tmp_path: Path) -> None:
+    writer = ForkWriter(tmp_path, encode=lambda x: x, decode=lambda x: x)
+    outcomes: list[Any] = []
+    writer.submit(lambda _: Path("/proc/self/oom_score_adj").read_text().strip(), lambda o, e: outcomes.append(e or o))
+    writer.poll(block=True)
+    assert outcomes == ["1000"]
+    assert Path("/proc/self/oom_score_adj").read_text().strip() != "1000"  # the kernel's own is left as it was
+
+
+def sleeps(pid_file: Path) -> Any:
+    def job(progress: Any) -> str:
+        pid_file.write_text(str(os.getpid()))
+        time.sleep(30)
+        return "written"
+
+    return job
+
+
+def test_the_watcher_stops_the_writers_when_the_headroom_falls_below_the_reserve(tmp_path: Path) -> None:
+    room = memory.headroom()
+    if room is None:
+        pytest.skip("no /proc/meminfo: the headroom cannot be read here")
+    writer = ForkWriter(tmp_path, encode=lambda x: x, decode=lambda x: x, reserve=room.free + GIB)
+    outcomes: list[Any] = []
+    for i in range(2):
+        writer.submit(sleeps(tmp_path / f"pid{i}"), lambda o, e: outcomes.append(e or o))
+    writer.poll(block=True)
+    assert [type(o) for o in outcomes] == [WriterStopped, WriterStopped]  # neither slept its 30 s out
+    assert re.fullmatch(
+        r"stopped a checkpoint writer: only \d+ MiB of memory left \((host|cgroup /.*) limit\), "
+        r"and each page the kernel writes while a writer shares it is a copy",
+        str(outcomes[0]),
+    )
+    assert str(outcomes[0]) == str(outcomes[1])  # one reason for the children stopped at one moment
+    assert not writer.copies_fit()  # the kernel's memory, copied, would not leave the reserve: no fork for now
+    deadline = time.monotonic() + 2
+    while any(t.name == "jupyter-ckpt-memory" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not any(t.name == "jupyter-ckpt-memory" for t in threading.enumerate())  # no child left to watch
+
+
+def test_a_writer_killed_by_someone_else_is_reported_as_stopped(tmp_path: Path) -> None:
+    writer = ForkWriter(tmp_path, encode=lambda x: x, decode=lambda x: x)
+    outcomes: list[Any] = []
+    writer.submit(sleeps(tmp_path / "pid"), lambda o, e: outcomes.append(e or o))
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "pid").exists() or not (tmp_path / "pid").read_text():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    os.kill(int((tmp_path / "pid").read_text()), signal.SIGKILL)  # as the out-of-memory killer does
+    writer.poll(block=True)
+    assert [type(o) for o in outcomes] == [WriterStopped]
+    assert str(outcomes[0]) == "a checkpoint writer was killed (signal 9), most likely by the out-of-memory killer"
+    assert writer.copies_fit()  # this process, copied, fits the memory left: forks go on
+
+
+def test_after_a_writer_is_stopped_the_state_is_written_inline_until_the_copies_fit(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if memory.headroom() is None:
+        pytest.skip("no /proc/meminfo: the headroom cannot be read here")
+    module = types.ModuleType("__main__")
+    module.__dict__["big"] = np.random.default_rng(0).random(20_000_000)  # 160 MB: its child writes a while
+    notes: list[str] = []
+    ckpt = Checkpointer(store, "stopped.ipynb", module, notify=notes.append, background=True)
+    monkeypatch.setattr(memory, "reserve", lambda room: room.free + GIB)  # as if memory ran short at once
+    ckpt.record_cell(1, "big = ...", True, 1.0)
+    assert ckpt.save(trigger="cell", cell=1) is None  # forked; the watcher stops the child within 20 ms
+    ckpt.wait()  # the stopped child's state, written inline
+    assert [r.cell for r in ckpt.checkpoints()] == [1]
+    assert len(notes) == 1 and notes[0].startswith("jupyter-ckpt: stopped a checkpoint writer: only ")
+    assert notes[0].endswith("; the state will be written from the kernel when it is idle")
+
+    module.__dict__["step"] = 2
+    ckpt.record_cell(2, "step = 2", True, 0.1)
+    assert ckpt.save(trigger="cell", cell=2) is not None  # still short: written inline, so committed at once
+    monkeypatch.undo()  # memory is back
+    module.__dict__["step"] = 3
+    ckpt.record_cell(3, "step = 3", True, 0.1)
+    assert ckpt.save(trigger="cell", cell=3) is None  # forked again
+    ckpt.wait()
+    assert [r.cell for r in ckpt.checkpoints()] == [1, 2, 3]
+    assert len(notes) == 1
+
+
+# -- the real thing: a kernel rewrites its array while a writer shares it, with little memory left --------------
+
+
+def oom_kills() -> int | None:
+    """How many out-of-memory kills the kernel log holds, or None if it cannot be read."""
+    log = subprocess.run(["dmesg"], capture_output=True, text=True)
+    if log.returncode != 0:
+        return None
+    return sum("Out of memory: Killed process" in line or "oom-kill" in line for line in log.stdout.splitlines())
+
+
+def peek(kernel: Any, expr: str) -> Any:
+    """An expression's value, from a silent request: no cell, so no checkpoint and no notice."""
+    msg_id = kernel.kc.execute("", silent=True, user_expressions={"v": expr})
+    while (reply := kernel.kc.get_shell_msg(timeout=30))["parent_header"].get("msg_id") != msg_id:
+        pass
+    value = reply["content"]["user_expressions"]["v"]
+    assert value["status"] == "ok", value
+    return ast.literal_eval(value["data"]["text/plain"])
+
+
+def test_a_rewrite_beside_a_writer_with_little_memory_left_kills_nothing(kernels: Any, store: Store) -> None:
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the headroom and the out-of-memory killer are Linux's")
+    room = memory.headroom()
+    if room is None or room.free < 8 * GIB:
+        pytest.skip("needs 8 GiB of memory available")
+    size = 2 * GIB  # the kernel's array
+    kills = oom_kills()
+    k = kernels("memory.ipynb")
+    k.ok("%load_ext jupyter_ckpt\nimport numpy as np")
+    # Leave the array and three quarters of it: more than the fork check asks (half the kernel's memory),
+    # less than a rewrite beside the writer copies. Without the watcher, the copies would run memory out.
+    with leaving(size + 3 * size // 4) as bystanders:
+        outputs = [k.run(f"a = np.arange({size // 8}, dtype=float)")]  # distinct chunks that compress: a long write
+        deadline = time.monotonic() + 10
+        writing = "__import__('jupyter_ckpt').extension.active().status()['writing']"
+        while not peek(k, writing):  # the checkpoint is written by a child the kernel forks when idle
+            assert time.monotonic() < deadline, "no writer was started"
+            time.sleep(0.05)
+        outputs.append(k.run("a += 1"))  # every page the child shares is copied, if nothing stops it
+        outputs.append(k.run("%checkpoint wait"))  # after the inline write that began when the kernel went idle
+        outputs.append(k.run("checksum = float(a[::4096].sum())"))
+        assert all(r.error is None for r in outputs), [r.error for r in outputs]
+        checksum = k.value("checksum")
+        assert checksum == float((np.arange(0, size // 8, 4096, dtype=float) + 1).sum())
+        assert bystanders.alive()
+        told = [r.stderr.count("stopped a checkpoint writer") for r in outputs]
+        assert sorted(told) == [0, 0, 0, 1], [r.stderr for r in outputs]  # said once, in one cell
+        notice = next(r.stderr for r in outputs if "stopped a checkpoint writer" in r.stderr)
+        assert "the state will be written from the kernel when it is idle" in notice
+        assert "writer stopped for memory: stopped a checkpoint writer: only" in k.ok("%checkpoint status")
+        k.ok("%checkpoint wait")
+    k.close()  # its memory back before a new kernel restores the array
+    fresh = kernels("memory.ipynb")
+    fresh.ok("%load_ext jupyter_ckpt\n%checkpoint restore latest")
+    assert fresh.value("float(a[::4096].sum())") == checksum
+    if kills is not None:
+        assert oom_kills() == kills

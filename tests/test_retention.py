@@ -1,0 +1,203 @@
+"""Retention: the store stays under its budget and above the disk's floor of free space, thinning as documented,
+and maintenance typed in one notebook stays in that notebook."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_store import manifest
+
+from jupyter_ckpt.blobs import WriteLimit
+from jupyter_ckpt.checkpointer import Checkpointer
+from jupyter_ckpt.errors import StoreFullError
+from jupyter_ckpt.retention import Limits, never_thinned, thin, usage
+from jupyter_ckpt.store import Store
+
+
+def commit_with_blob(store: Store, session: str, size: int, *, status: str = "ok") -> int:
+    info = store.blobs.put(os.urandom(size), compress=False)
+    return store.commit(session, manifest(session, status=status), {info.key: info})
+
+
+def test_manual_thinning_keeps_recent_dense_old_sparse_and_tags(store: Store) -> None:
+    ids = [store.commit("nb.ipynb", manifest(), {}) for _ in range(40)]
+    store.tag(ids[1], "savepoint")
+    thinned = thin(store, ["nb.ipynb"], keep_last=10, sparse=True)
+    survivors = [r.id for r in store.checkpoints("nb.ipynb")]
+    assert set(ids[-10:]) <= set(survivors)
+    assert ids[1] in survivors
+    # One per power-of-two window of age among the 30 older ones, plus the tag.
+    assert len(survivors) - 10 == len({age.bit_length() for age in range(1, 31)}) + 1
+    assert thinned.checkpoints == 40 - len(survivors) and thinned.sessions == {"nb.ipynb": thinned.checkpoints}
+
+
+def test_thinning_to_a_size_keeps_tags_and_the_newest_good_states(store: Store) -> None:
+    ids = [commit_with_blob(store, "nb.ipynb", 100_000) for _ in range(12)]
+    failed = commit_with_blob(store, "nb.ipynb", 100_000, status="error")
+    store.tag(ids[0], "baseline")
+    thin(store, ["nb.ipynb"], target=350_000)
+    left = [r.id for r in store.checkpoints("nb.ipynb")]
+    # The tag, the two newest good states (what crash recovery tries) and the newest of all stay.
+    assert set(left) == {ids[0], ids[-2], ids[-1], failed}
+    assert never_thinned(store.checkpoints("nb.ipynb")) == set(left)
+    assert store.referenced_size() <= 4 * (100_000 + 4096)
+    assert store.verify() == []
+
+
+def test_a_write_past_the_budget_or_the_floor_is_refused_and_writes_nothing(store: Store) -> None:
+    store.blobs.limit = WriteLimit(room=10_000, budget="10 KiB")
+    with pytest.raises(StoreFullError, match="size budget \\(10 KiB\\)"):
+        store.blobs.put(os.urandom(20_000))
+    store.blobs.put(os.urandom(5_000))  # within the room
+    free = os.statvfs(store.root).f_bavail * os.statvfs(store.root).f_frsize
+    store.blobs.limit = WriteLimit(keep_free=free)  # any write would go below the floor
+    with pytest.raises(StoreFullError, match=r"always leaves .* free there"):
+        store.blobs.put(os.urandom(1_000))
+    assert len(store.blobs.listing()) == 1
+    assert list(store.blobs.tmp.iterdir()) == []
+
+
+def test_gc_keeps_what_a_save_in_progress_wrote_or_reused(store: Store) -> None:
+    old = store.blobs.put(b"old unreferenced" * 100)
+    os.utime(store.blobs.path(old.key), (time.time() - 60, time.time() - 60))
+    store.blobs.hold(time.time() - 1)  # a save begins
+    again = store.blobs.put(b"old unreferenced" * 100)  # it reuses the old blob: fresh again
+    written = store.blobs.put(b"written by the save" * 100)
+    assert not again.new
+    store.gc()  # e.g. another kernel's retention, before the save commits
+    assert store.blobs.has(old.key) and store.blobs.has(written.key)
+    store.commit("nb.ipynb", manifest(), {written.key: written})
+    store.blobs.release()
+    os.utime(store.blobs.path(old.key), (time.time() - 60, time.time() - 60))  # a minute later
+    store.gc()
+    assert store.blobs.has(written.key) and not store.blobs.has(old.key)
+
+
+def test_the_budget_is_the_smaller_of_the_share_and_the_cap(store: Store) -> None:
+    st = os.statvfs(store.root)
+    disk = st.f_blocks * st.f_frsize
+    u = usage(store, Limits(max_store_share=0.5, max_store_size=1 << 20, min_free_share=0.1, min_free=1 << 30))
+    assert u.budget == 1 << 20 and u.why == "max_store_size"
+    assert u.floor == min(int(0.1 * disk), 1 << 30)
+    u = usage(store, Limits(max_store_share=1e-9, max_store_size=None))
+    assert u.budget == int(1e-9 * disk) and "max_store_share" in u.why
+    assert u.allowed == min(u.budget, u.size + u.free - u.floor)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A 512 MiB tmpfs holding the store (and nothing else), like a small home directory on a hub."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512m", "tmpfs", str(mount)], capture_output=True).returncode:
+        pytest.skip("mounting a small tmpfs needs root")
+    monkeypatch.setenv("JUPYTER_CKPT_DIR", str(mount / "store"))
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_long_session_of_fresh_data_never_fills_a_small_disk(kernels: Any, small_disk: Path) -> None:
+    """40 cells, each binding 20 MB of fresh random doubles, on a 512 MiB disk: the budget is a quarter of it.
+    Every cell is checkpointed (``auto on``), back to back: thinning runs beside the writers."""
+    k = kernels("fresh.ipynb")
+    k.ok("%load_ext jupyter_ckpt")
+    k.ok("import numpy as np\nrng = np.random.default_rng(0)\n%checkpoint auto on")
+    k.ok("%checkpoint save -t start")
+    lowest_free = 1 << 62
+    outputs = ""
+    for i in range(40):
+        r = k.run(f"a = rng.random(2_500_000); last = float(a.sum()); i = {i}")
+        assert r.error is None, r.error
+        outputs += r.stdout + r.stderr
+        st = os.statvfs(small_disk)
+        lowest_free = min(lowest_free, st.f_bavail * st.f_frsize)
+    expected = k.value("last")
+    k.ok("%checkpoint wait")
+    used = sum(f.stat().st_size for f in small_disk.rglob("*") if f.is_file())
+    status = k.ok("%checkpoint status")
+    listed = k.ok("%checkpoint list --all")
+    k.close()
+
+    st = os.statvfs(small_disk)
+    floor = int(0.1 * st.f_blocks * st.f_frsize)
+    assert lowest_free > floor  # the disk never went below its floor of free space
+    assert used <= (512 << 20) // 4  # within the budget
+    assert "store size:" in status and "budget" in status
+    assert "start" in listed  # the tagged checkpoint is never thinned
+    assert listed.count("\n") < 20  # thinned: far fewer than the 42 checkpoints taken
+    assert "checkpoint failed" not in outputs and "store can take only" not in outputs
+
+    k = kernels("fresh.ipynb")
+    k.ok("%load_ext jupyter_ckpt")
+    k.ok("%checkpoint restore previous")
+    assert k.value("float(a.sum())") == expected and k.value("i") == 39
+
+
+def test_maintenance_typed_in_one_notebook_stays_in_it(kernels: Any, store: Store) -> None:
+    a, b = kernels("a.ipynb"), kernels("b.ipynb")
+    for k in (a, b):
+        k.ok("%load_ext jupyter_ckpt\n%checkpoint auto on")
+        for i in range(8):
+            k.ok(f"x = {i}")
+        k.ok("%checkpoint wait")
+    counts = {s["key"]: s["checkpoints"] for s in store.sessions()}
+    assert counts["a.ipynb"] >= 8 and counts["b.ipynb"] >= 8
+    out = a.ok("%checkpoint gc --keep-last 2")
+    assert "of a.ipynb" in out and "b.ipynb" not in out
+    after = {s["key"]: s["checkpoints"] for s in store.sessions()}
+    assert after["a.ipynb"] < counts["a.ipynb"]
+    assert after["b.ipynb"] == counts["b.ipynb"]  # the other notebook keeps every checkpoint
+    assert b.value("x") == 7 and b.ok("%checkpoint undo") and b.value("x") == 6
+    out = a.ok("%checkpoint gc --keep-last 2 --all")
+    assert "b.ipynb" in out
+    assert {s["key"]: s["checkpoints"] for s in store.sessions()}["b.ipynb"] < counts["b.ipynb"]
+
+
+def test_looking_at_the_timeline_answers_when_the_save_before_it_fails(kernels: Any, jupyter_dirs: Path) -> None:
+    profile = jupyter_dirs / "ipython" / "profile_default"
+    profile.mkdir(parents=True)
+    (profile / "ipython_config.py").write_text('c.Checkpoints.max_store_size = "1K"\n')
+    k = kernels("tiny.ipynb")
+    k.ok("%load_ext jupyter_ckpt")
+    said = k.run("x = 1")
+    time.sleep(3)  # idle: its checkpoint fails, and the store cannot make room
+    said.stderr += k.run("x = 2").stderr
+    assert said.stderr.count("store can take only") == 1  # said once, plainly, with the option to change
+    assert "c.Checkpoints.max_store_size" in said.stderr
+    for command in ("list", "status", "history"):
+        r = k.run(f"y = {command!r}\n%checkpoint {command}")
+        assert r.error is None, f"%checkpoint {command}: {r.error}"
+    assert "1.0 KiB budget (max_store_size)" in k.ok("%checkpoint status")
+    assert "no kernel checkpoints yet" in k.ok("%checkpoint list")
+
+
+def test_a_look_at_the_timeline_reports_the_failed_save_beside_its_answer(store: Store) -> None:
+    said: list[str] = []
+    module = types.ModuleType("__main__")
+    ckpt = Checkpointer(store, "nb.ipynb", module, notify=said.append, limits=Limits(max_store_size=1024))
+    module.x = list(range(10_000))
+    ckpt.after_cell(1, "x = list(range(10_000))", True, 0.5)  # owed: taken when idle, or before a look
+    assert ckpt.checkpoints() == []
+    assert ckpt.history()[-1]["source"].startswith("x =")
+    assert any("the newest state is not on the timeline" in line and "size budget" in line for line in said)
+    ckpt.retention.settle()
+    assert sum("store can take only" in line for line in said) == 1
+
+
+def test_a_malformed_retention_option_is_named_in_one_line(kernels: Any, jupyter_dirs: Path) -> None:
+    profile = jupyter_dirs / "ipython" / "profile_default"
+    profile.mkdir(parents=True)
+    (profile / "ipython_config.py").write_text('c.Checkpoints.min_free = "plenty"\n')
+    k = kernels("typo.ipynb")
+    r = k.run("%load_ext jupyter_ckpt")
+    assert "c.Checkpoints.min_free: 'plenty' is not a size" in (r.error or "")
+    assert k.value("1 + 1") == 2
