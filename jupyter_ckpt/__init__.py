@@ -75,7 +75,9 @@ def list() -> builtins.list[CheckpointRecord]:  # noqa: A001 - the verb users kn
 
 
 def wait() -> None:
-    """Block until every checkpoint already requested is durable on disk, and the last restore is verified."""
+    """Block until the state the cells before this call left is durable on disk, under any automatic policy
+    (checkpointed now if the policy skipped it), as is every checkpoint already requested; and the last
+    restore is verified. Call it right before something risky."""
     _ckpt().settle()
 
 

@@ -126,14 +126,18 @@ class Checkpointer:
         self._reported: set[tuple[str, str]] = set()
         self._skipped: dict[str, Skipped] = {}
         self._head_manifest: Manifest | None = None
+        # The checkpoint the policy owes (trigger, status, cell): taken when idle, or as the next cell starts.
         self._owed: tuple[str, str, int | None] | None = None
+        # The last cell boundary whose state no checkpoint holds yet, whether the policy owes it or skipped it:
+        # what ``settle`` makes durable.
+        self._unsaved: tuple[str, str, int | None] | None = None
         self._fork_refused: str | None = None
         self._writer_stopped: str | None = None  # why a writer was last stopped for memory in this kernel
         self._failing: str | None = None  # why automatic checkpoints fail, said once until one succeeds
         self._lock = threading.RLock()
         self._sync = SyncWriter()
         self._fork = ForkWriter(store.blobs.tmp, _encode, _decode) if background else None
-        self._lazy = lazy
+        self.lazy = lazy
         self.replay_mode = check_mode(replay_mode)
         self._run_cell = run_cell
         self._pending: Recipe | None = None  # what the last restore could not bring back, to replay
@@ -165,6 +169,7 @@ class Checkpointer:
             self.record_cell(count, source, ok, duration)
             self._cells_since += 1
             status = "ok" if ok else "error"
+            self._unsaved = ("cell", status, count)
             if not self.policy.auto:
                 return None
             if self.policy.budgeted:
@@ -291,7 +296,7 @@ class Checkpointer:
             self.schedule.taken(time.perf_counter() - started)
             if writer is self._fork and self._cost_at_fork is None:
                 self._cost_at_fork = self._writers_cost()
-            self._owed = None
+            self._owed = self._unsaved = None
             self._cells_since = 0
             self._last_time = meta.at  # the policy counts from when the state was taken
             if wait:
@@ -525,7 +530,7 @@ class Checkpointer:
                 only=only,
                 hidden=self._hidden(),
                 exclude=self.policy.exclude,
-                lazy=self._lazy,
+                lazy=self.lazy,
                 progress=self._progress(f"restoring kernel checkpoint #{number}{after}"),
             )
             report.number = number
@@ -557,10 +562,19 @@ class Checkpointer:
             )
 
     def settle(self) -> None:
-        """What ``jupyter_ckpt.wait()`` and ``%checkpoint wait`` promise: every checkpoint already requested
-        is durable (in the remote store too, if there is one), and the chunks mapped by the last lazy restore
-        are verified (or reported)."""
+        """What ``jupyter_ckpt.wait()`` and ``%checkpoint wait`` promise: the state the cells before them left
+        is durable under any automatic policy, and so is every checkpoint already requested (in the remote
+        store too, if there is one); the chunks mapped by the last lazy restore are verified (or reported).
+
+        Called inside a cell, after back-to-back cells whose boundaries the budget skipped (or that
+        ``--every N`` has not reached), the state is checkpointed here, from the namespace as it is: the
+        user calls ``wait()`` right before something risky, and the next cell boundary may never come.
+        """
         self.wait()
+        with self._lock:
+            if self.policy.auto and self._unsaved is not None:
+                trigger, status, cell = self._unsaved
+                self.save(trigger=trigger, status=status, cell=cell, wait=True)
         self.retention.settle()
         if self._verifier is not None:
             self._verifier.join()
@@ -585,6 +599,7 @@ class Checkpointer:
         blobs = {k: BlobInfo(k, 0, 0, new=False) for k in capture.blob_keys(manifest)}
         cid = self.store.commit(self.session, entry, blobs)
         self.restored = True
+        self._unsaved = None  # the namespace is the target's state, which is on the timeline
         self.last_cell = manifest["last_cell"]
         ids = {n: id(self.module.__dict__[n]) for n in manifest["variables"] if n in self.module.__dict__}
         # The restore's report names what it could not bring back: not again as "not checkpointed".
@@ -686,6 +701,32 @@ class Checkpointer:
         }
 
     # -- changing the policy and the timeline ------------------------------------
+
+    def move_to(self, session: str, *, take_along: bool) -> None:
+        """Go on in session ``session``: the kernel's notebook was named after it started (VS Code names it
+        by code it runs after start-up), or the user named the session by hand.
+
+        With ``take_along`` (the kernel was in a session of its own), what it
+        recorded there joins the new session, so nothing is lost. Else the session
+        it leaves keeps its history, as it is another notebook's or name's, and the
+        new session's first checkpoint has its parent there. Either way ``previous``
+        is then what the new session's earlier kernels left, and its policy (if it
+        has one), the results its killed kernels' writers left and its remote
+        timeline apply. The writes in progress are committed first: what is left in
+        the temp directory then is other kernels' (``adopt_orphans``).
+        """
+        with self._lock:
+            if self._fork is not None:
+                self._fork.poll(block=True)
+            if take_along:
+                self.store.move_session(self.session, session)
+            self.session = session
+            saved = self.store.policy(session)
+            if saved:
+                self.policy = Policy(**saved).validate()
+            self.adopt_orphans()
+            if self.replica is not None:
+                self.replica.follow(session)
 
     def set_policy(self, **changes: Any) -> Policy:
         policy = Policy(**{**asdict(self.policy), **changes}).validate()

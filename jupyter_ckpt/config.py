@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from jupyter_core.paths import jupyter_data_dir
-from traitlets import Bool, Enum, Float, Int, Unicode
+from traitlets import Bool, Enum, Float, Int, Unicode, default
 from traitlets.config import Configurable
 
 from .errors import BadArgument
@@ -67,7 +67,8 @@ class StoreOptions(Configurable):
     secret_file = Unicode(
         "",
         help="File holding the HMAC secret that signs checkpoints; machines that restore each other's checkpoints "
-        "share it. Default: $JUPYTER_CKPT_SECRET_FILE, else <jupyter data dir>/ckpt/secret.",
+        "share it. At least 32 bytes: raw (head -c 32 /dev/urandom) or text (64 hex characters, as the one made "
+        "on first use). Default: $JUPYTER_CKPT_SECRET_FILE, else <jupyter data dir>/ckpt/secret.",
     ).tag(config=True)
 
     # Retention (retention.py). A quarter of the disk lets a session keep many states of a large namespace
@@ -118,7 +119,15 @@ class StoreOptions(Configurable):
 
 
 class Checkpoints(StoreOptions):
-    """Options of the jupyter-ckpt IPython extension (``c.Checkpoints.<name>``)."""
+    """Options of the jupyter-ckpt IPython extension (``c.Checkpoints.<name>``; ``%config Checkpoints`` in a kernel)."""
+
+    session = Unicode(
+        help="The session (a notebook's lineage of checkpoints) when no frontend names the notebook: the terminal, "
+        "papermill or nbclient jobs. A kernel that starts with the same name resumes it. A notebook's path (with "
+        "a / or ending in .ipynb) is made absolute, with links resolved; another name is kept as it is. The "
+        "notebook a frontend names comes first (JPY_SESSION_NAME, __vsc_ipynb_file__, __session__), and "
+        "%checkpoint session NAME before everything. Default: $JUPYTER_CKPT_SESSION, else a key of the kernel's own.",
+    ).tag(config=True)
 
     restore_on_start = Bool(
         False,
@@ -175,3 +184,7 @@ class Checkpoints(StoreOptions):
         "'ask' names them and the cells that would rebuild them (%checkpoint replay runs those), 'auto' runs "
         "them at once, 'never' only names them. Replay runs code again, with its side effects.",
     ).tag(config=True)
+
+    @default("session")
+    def _session_from_environment(self) -> str:
+        return os.environ.get("JUPYTER_CKPT_SESSION", "")

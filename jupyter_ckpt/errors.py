@@ -14,6 +14,11 @@ class CheckpointError(Exception):
     http_status = 400
     exit_code = 1
 
+    def _render_traceback_(self) -> list[str]:
+        """How IPython shows one that reaches a cell (``%load_ext`` refusing a store, a call to the Python API):
+        one line, as a ``UsageError``, for it is the user's to act on and no bug to trace (``%debug`` still can)."""
+        return [f"{type(self).__name__}: {self}"]
+
 
 class UnknownCheckpoint(CheckpointError):
     """A REF (id, tag, ``latest``, ``-N``) that names no checkpoint of the session."""

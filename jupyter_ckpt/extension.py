@@ -1,8 +1,10 @@
 """The IPython extension: the session, and the cell hooks.
 
 ``%load_ext jupyter_ckpt`` calls ``load_ipython_extension``, which builds one
-``Checkpointer`` for the kernel and registers the ``%checkpoint`` magics and
-the ``pre_run_cell`` / ``post_run_cell`` hooks that drive automatic checkpoints.
+``Checkpointer`` for the kernel and registers the ``%checkpoint`` magics, the
+``Checkpoints`` options (``%config Checkpoints``) and the ``pre_run_cell`` /
+``post_run_cell`` hooks that drive automatic checkpoints and follow the
+notebook's name (``session.py``) when a frontend gives it after start-up.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from .config import Checkpoints, open_replica
 from .errors import CheckpointError
 from .progress import PROGRESS_MIME
 from .schedule import Scheduler
+from .session import OWN, TYPED, SessionKey, session_key, session_name
 from .timeline import previous_session
 from .units import human_bytes
 
@@ -31,11 +34,8 @@ from .units import human_bytes
 _ON_SHELL = "jupyter_ckpt_hooks"
 
 
-def session_key() -> str:
-    """The notebook path jupyter_server gives its kernels, else a key for this kernel alone."""
-    name = os.environ.get("JPY_SESSION_NAME")
-    if name:
-        return name
+def kernel_key() -> str:
+    """A key for this kernel alone: the session of a kernel whose notebook nobody names."""
     try:
         from ipykernel.connect import get_connection_file
 
@@ -76,27 +76,39 @@ class ProgressLine:
 
 
 class CellHooks:
-    """Ties a Checkpointer to one shell's cells."""
+    """Ties a Checkpointer to one shell's cells, and to the notebook's session as the frontend names it."""
 
-    def __init__(self, shell: InteractiveShell, ckpt: Checkpointer, idle_poll: float, notices: list[str]) -> None:
+    def __init__(
+        self,
+        shell: InteractiveShell,
+        ckpt: Checkpointer,
+        config: Checkpoints,
+        notices: list[str],
+        session: SessionKey,
+        own: str,
+    ) -> None:
         self.shell = shell
         self.ckpt = ckpt
+        self.config = config
+        self.session = session  # the Checkpointer's session key, and how it was chosen
+        self._own = own  # the key of this kernel alone, for when nothing names the notebook
+        self._refused: str | None = None  # why the kernel could not move to the session named (said once)
         # Set by a restore: the cell's state is on the timeline already.
         self.skip_cell = False
         self._started = 0.0
         self._executing = False
-        self._idle_poll = idle_poll
         self._stop = threading.Event()
         self._notices = notices  # what the Checkpointer reported since the last cell boundary
         self._timer: threading.Thread | None = None
         self._cell_ended = threading.Event()
-        # Whether to say, at the first cell boundary, what the notebook's earlier kernels left (by then, a
-        # timeline pulled from a remote store is in too): timeline.previous_session.
+        # Whether to say, at the first cell boundary once a remote store's timeline is pulled, what the
+        # notebook's earlier kernels left: timeline.previous_session.
         self.greet = False
 
     def pre_run_cell(self, info: Any) -> None:
         with self.ckpt._lock:  # an idle checkpoint in progress finishes before the cell starts
             try:
+                self.follow_notebook()
                 if not only_checkpoint_magics(info.raw_cell or ""):  # those settle what is owed themselves
                     self.ckpt.before_cell()  # the last cell's state, if it is owed and the budget allows
             except Exception as e:  # never let a checkpoint keep the user's cell from running
@@ -114,6 +126,7 @@ class CellHooks:
         skip = self.skip_cell or not self._started or only_checkpoint_magics(source)
         self.skip_cell = False
         try:
+            self.follow_notebook()  # the cell is recorded in the notebook's session, if it just got one
             if skip:
                 self.ckpt.record_cell(result.execution_count, source, result.success, duration)
             else:
@@ -123,12 +136,56 @@ class CellHooks:
         except Exception as e:  # never let a checkpoint break the user's cell
             notify(f"jupyter-ckpt: checkpoint failed: {type(e).__name__}: {e}")
         self._cell_ended.set()
-        if self.greet and not self.ckpt.restored:  # a crash restore has brought it back already
-            with contextlib.suppress(CheckpointError):  # the line is a courtesy: never an error in a cell
-                if (line := previous_session(self.ckpt)) is not None:
-                    notify(line)
-        self.greet = False
+        replica = self.ckpt.replica
+        if self.greet and (replica is None or replica.pulled.is_set()):  # else once the remote timeline is in
+            self.greet = False
+            if not self.ckpt.restored:  # a crash restore has brought it back already
+                with contextlib.suppress(CheckpointError):  # the line is a courtesy: never an error in a cell
+                    if (line := previous_session(self.ckpt)) is not None:
+                        notify(line)
         self.flush_notices()
+
+    def follow_notebook(self) -> None:
+        """At a cell boundary: move to the session the frontend names now, if that is not the kernel's.
+
+        VS Code names the notebook (``__vsc_ipynb_file__``) by code it runs after
+        start-up, and ``%config Checkpoints.session`` can name it in a running
+        kernel. A name typed with ``%checkpoint session`` stays whatever they say.
+        """
+        if self.session.source == TYPED:
+            return
+        try:
+            self.move(session_key(self.shell.user_ns, self.config.session, self._own))
+        except CheckpointError as e:  # a session option no notebook could have, a tag in both sessions
+            if str(e) != self._refused:  # said once, not at every cell
+                self.notice(f"jupyter-ckpt: checkpoints stay in session {self.ckpt.session!r}: {e}")
+            self._refused = str(e)
+
+    def name_session(self, name: str) -> SessionKey:
+        """``%checkpoint session NAME``: go on in that session, whatever a frontend names, from now on."""
+        self.move(SessionKey(session_name(name), TYPED))
+        return self.session
+
+    def move(self, key: SessionKey) -> None:
+        """Go on in session ``key`` and offer what its earlier kernels left. What this kernel recorded in a
+        session of its own goes along; a named session it leaves keeps its history."""
+        if key.key != self.ckpt.session:
+            self.ckpt.move_to(key.key, take_along=self.session.source == OWN)
+            self.arrive()
+        self.session = key
+
+    def arrive(self) -> None:
+        """The kernel is in its notebook's session: restore the last good state the notebook's earlier kernels
+        left if ``restore_on_start`` asks for it and this kernel has run no cell yet, else say at the next cell
+        boundary what they left."""
+        if self.config.restore_on_start and self.ckpt.last_cell is None and self.ckpt.checkpoints():
+            try:
+                notify("jupyter-ckpt: " + self.ckpt.restore("last-good").summary())
+            except CheckpointError as e:
+                notify(f"jupyter-ckpt: could not restore the last good checkpoint: {e}")
+        else:
+            # Loaded by the server, the extension prints nowhere a user looks: the line waits for the first cell.
+            self.greet = True
 
     def catch_up(self) -> None:
         """Record the cells that ran before the extension was loaded, and checkpoint after the last of them.
@@ -165,7 +222,7 @@ class CellHooks:
 
     def _idle_loop(self) -> None:
         while not self._stop.is_set():
-            if self._cell_ended.wait(self._idle_poll):  # a cell just ended: look again once its grace is over
+            if self._cell_ended.wait(self.config.idle_poll):  # a cell just ended: look again once its grace is over
                 self._cell_ended.clear()
                 self._stop.wait(self.ckpt.schedule.grace)
             with self.ckpt._lock:
@@ -211,6 +268,8 @@ def load(shell: InteractiveShell) -> None:
     from .magics import CheckpointMagics
 
     config = Checkpoints(parent=shell)
+    own = kernel_key()
+    session = session_key(shell.user_ns, config.session, own)
     store = config.open_store()
     default = Policy(auto=config.auto, every=config.every or None, interval=config.interval or None)
     notices: list[str] = []
@@ -221,7 +280,7 @@ def load(shell: InteractiveShell) -> None:
         replica = None
     ckpt = Checkpointer(
         store,
-        session_key(),
+        session.key,
         shell.user_module,
         hidden=lambda: shell.user_ns_hidden,
         notify=notices.append,
@@ -235,22 +294,35 @@ def load(shell: InteractiveShell) -> None:
         progress=lambda what: ProgressLine(what, config.progress_after),
         limits=config.limits(),
     )
-    cell_hooks = CellHooks(shell, ckpt, config.idle_poll, notices)
+    cell_hooks = CellHooks(shell, ckpt, config, notices, session, own)
     setattr(shell, _ON_SHELL, cell_hooks)
     shell.register_magics(CheckpointMagics(shell, hooks=cell_hooks))
     shell.magics_manager.register_alias("ckpt", "checkpoint", "line")
+    follow_options(config, ckpt)
+    # %config Checkpoints lists the options, and sets them. (IPython infers the list's type from its first item.)
+    shell.configurables.append(config)  # type: ignore[arg-type]
     shell.events.register("pre_run_cell", cell_hooks.pre_run_cell)
     shell.events.register("post_run_cell", cell_hooks.post_run_cell)
     cell_hooks.start_idle_timer()  # owed checkpoints are taken when idle, whatever the writer
     atexit.register(ckpt.wait)  # a clean shutdown commits the write in flight
-    if config.restore_on_start and ckpt.checkpoints():
-        try:
-            notify("jupyter-ckpt: " + ckpt.restore("last-good").summary())
-        except CheckpointError as e:
-            notify(f"jupyter-ckpt: could not restore the last good checkpoint: {e}")
-    else:
-        # Loaded by the server, the extension prints nowhere a user looks: the line waits for the first cell.
-        cell_hooks.greet = True
+    cell_hooks.arrive()
+
+
+def follow_options(config: Checkpoints, ckpt: Checkpointer) -> None:
+    """Make the options a running kernel can change (``%config Checkpoints.replay = 'never'``) take effect at once.
+
+    ``idle_poll``, ``progress_after``, ``session`` and ``restore_on_start`` are read where they are used; the
+    store, the writer and retention are set up at load (new kernels); ``auto``, ``every`` and ``interval`` are
+    the policy of new sessions.
+    """
+
+    def apply(change: Any) -> None:
+        ckpt.replay_mode = config.replay
+        ckpt.lazy = config.lazy_restore
+        ckpt.schedule.budget = config.budget
+        ckpt.schedule.max_lag = config.max_lag
+
+    config.observe(apply, names=["replay", "lazy_restore", "budget", "max_lag"])
 
 
 def unload(shell: InteractiveShell) -> None:
@@ -262,3 +334,4 @@ def unload(shell: InteractiveShell) -> None:
         delattr(shell, _ON_SHELL)
         for name in ("checkpoint", "ckpt"):  # the magics hold the hooks: they go with them
             shell.magics_manager.magics["line"].pop(name, None)
+        shell.configurables.remove(cell_hooks.config)  # type: ignore[arg-type]  # as in load

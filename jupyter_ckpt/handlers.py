@@ -155,6 +155,17 @@ class ReplayHandler(CkptHandler):
         self.reply({"variables": await self.ckpt.replay(body["kernel_id"])})
 
 
+class OfferHandler(CkptHandler):
+    @tornado.web.authenticated
+    @authorized
+    @http_errors
+    async def get(self) -> None:
+        kernel_id = self.get_query_argument("kernel_id", None)
+        if kernel_id is None:
+            raise BadArgument("the request needs a 'kernel_id'")
+        self.reply({"offer": await self.ckpt.offer(kernel_id)})
+
+
 class EventsHandler(CkptHandler):
     @tornado.web.authenticated
     @authorized
@@ -175,4 +186,5 @@ default_handlers = [
     (r"/api/ckpt/checkpoints/([^/]+)/restore", RestoreHandler),
     (r"/api/ckpt/replay", ReplayHandler),
     (r"/api/ckpt/events", EventsHandler),
+    (r"/api/ckpt/offer", OfferHandler),
 ]

@@ -16,6 +16,7 @@ from IPython.core.interactiveshell import InteractiveShell
 
 from .errors import CheckpointError
 from .extension import CellHooks, hooks
+from .timeline import resume_offer
 
 
 def _session(cell_hooks: CellHooks) -> str:
@@ -44,12 +45,17 @@ def _replay(cell_hooks: CellHooks) -> dict[str, str]:
     return cell_hooks.ckpt.replay()
 
 
+def _offer(cell_hooks: CellHooks) -> dict[str, Any] | None:
+    return resume_offer(cell_hooks.ckpt)
+
+
 VERBS: dict[str, Callable[..., Any]] = {
     "session": _session,
     "catch_up": _catch_up,
     "save": _save,
     "restore": _restore,
     "replay": _replay,
+    "offer": _offer,
 }
 
 

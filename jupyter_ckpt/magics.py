@@ -14,6 +14,7 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from .checkpointer import Checkpointer, numbers
 from .errors import CheckpointError
 from .format import describe_policy, describe_usage, format_diff, format_table, format_thinned
+from .session import SessionKey
 from .units import human_bytes, parse_size
 
 # IPython.core.magic_arguments is unannotated: the three functions used here, with their types.
@@ -24,15 +25,19 @@ parse_argstring: Callable[[Callable[..., Any], str], argparse.Namespace] = _unty
 
 COMMANDS = (
     "save", "list", "restore", "undo", "diff", "auto", "status", "exclude", "include",
-    "history", "timeline", "delete", "gc", "wait", "tag", "replay",
+    "history", "timeline", "delete", "gc", "wait", "tag", "replay", "session",
 )  # fmt: skip
 
 
 class Hooks(Protocol):
-    """What the magics use of the extension's cell hooks: its Checkpointer, and the flag a restore sets."""
+    """What the magics use of the extension's cell hooks: its Checkpointer, the flag a restore sets, and the
+    session with how it was chosen."""
 
     ckpt: Checkpointer
     skip_cell: bool
+    session: SessionKey
+
+    def name_session(self, name: str) -> SessionKey: ...
 
 
 @magics_class
@@ -54,12 +59,13 @@ class CheckpointMagics(Magics):
         nargs="?",
         default="save",
         help="save (default), list, restore, undo, diff, auto, status, exclude, include, history, "
-        "timeline, delete, gc, wait, tag, replay",
+        "timeline, delete, gc, wait, tag, replay, session",
     )
     @argument(
         "args",
         nargs="*",
-        help="REF(s) for restore/diff/history/delete/tag, on|off|budget for auto, NAMEs for exclude/include",
+        help="REF(s) for restore/diff/history/delete/tag, on|off|budget for auto, NAMEs for exclude/include, "
+        "the session's NAME (a notebook's path, or any name) for session",
     )
     @argument("-m", "--message", help="save: a note stored with the checkpoint")
     @argument("-t", "--tag", help="save: name the checkpoint (a savepoint: never thinned away); tag: the new tag")
@@ -115,6 +121,9 @@ class CheckpointMagics(Magics):
             %checkpoint auto on --interval 600
             %checkpoint exclude big_tmp
             %checkpoint gc --max-size 5G
+            %checkpoint wait                 # the state the cells left is on disk
+            %checkpoint session              # which session this kernel checkpoints into, and why
+            %checkpoint session nightly      # go on in session "nightly" (a later kernel resumes it so)
         """
         opts = parse_argstring(self.checkpoint, line)
         if opts.command not in COMMANDS:
@@ -195,7 +204,7 @@ class CheckpointMagics(Magics):
         age = s["last_checkpoint_age"]
         lines = [
             f"store: {s['store']}",
-            f"session: {s['session']}",
+            f"session: {self._hooks.session.describe()}",
             f"policy: {describe_policy(s['policy'])}",
             f"checkpoints: {s['checkpoints']} ({human_bytes(s['bytes'])})",
             f"store size: {describe_usage(s['usage'])}",
@@ -260,8 +269,20 @@ class CheckpointMagics(Magics):
         self._no_args(opts)
         self.ckpt.settle()
 
+    def _session(self, opts: argparse.Namespace) -> None:
+        if len(opts.args) > 1:
+            raise UsageError("%checkpoint session takes one NAME (quote a path with spaces)")
+        if opts.args:
+            self._hooks.name_session(unquoted(opts.args[0]))
+        print(f"session: {self._hooks.session.describe()}")
+
     def _tag(self, opts: argparse.Namespace) -> None:
         if not opts.tag:
             raise UsageError("usage: %checkpoint tag REF -t NAME")
         record = self.ckpt.tag(self._one_ref(opts, "latest"), opts.tag)
         print(f"kernel checkpoint {self._name(record.id)} tagged {record.tag!r}")
+
+
+def unquoted(text: str) -> str:
+    """An argument without the quotes around it, which IPython's argument splitting keeps."""
+    return text[1:-1] if len(text) > 1 and text[0] == text[-1] and text[0] in "'\"" else text

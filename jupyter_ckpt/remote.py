@@ -161,7 +161,9 @@ class Replica:
         self._begun = self._finished = 0
         self._busy = threading.Lock()  # one push or pull at a time
         self.error: str | None = None
-        self.pulled = threading.Event()  # the first pull is over (or failed): the timeline is as full as it gets
+        # The pull of the session followed is over (or failed): its timeline is as full as it gets.
+        self.pulled = threading.Event()
+        self._pulling: str | None = None  # the session to pull in the next round (``follow``)
         self._thread: threading.Thread | None = None
 
     @property
@@ -273,8 +275,17 @@ class Replica:
 
     def start(self, session: str) -> None:
         """Pull ``session``, then push whenever poked, retrying with backoff while the remote is unreachable."""
-        self._thread = threading.Thread(target=self._run, args=(session,), name="jupyter-ckpt-upload", daemon=True)
+        self.follow(session)
+        self._thread = threading.Thread(target=self._run, name="jupyter-ckpt-upload", daemon=True)
         self._thread.start()
+
+    def follow(self, session: str) -> None:
+        """Pull ``session``'s timeline in the next round: the kernel's, or the one it moved to once its notebook
+        was named (``pulled`` is clear until then)."""
+        with self._done:
+            self._pulling = session
+            self.pulled.clear()
+        self.poke()
 
     def poke(self) -> None:
         """A checkpoint was committed: upload it soon."""
@@ -284,13 +295,14 @@ class Replica:
         self._stop.set()
         self._wake.set()
 
-    def _run(self, session: str) -> None:
+    def _run(self) -> None:
         delay = 0.0
         while not self._stop.is_set():
             with self._done:
                 self._begun += 1
+                session = self._pulling
             try:
-                if not self.pulled.is_set():
+                if session is not None:
                     self.pull(session)
                 self.push()
             except Exception as e:
@@ -300,8 +312,10 @@ class Replica:
                 self._recovered()
                 delay = 0.0
             finally:
-                self.pulled.set()
                 with self._done:
+                    if self._pulling == session:  # no other session to pull came meanwhile
+                        self._pulling = None
+                        self.pulled.set()
                     self._finished += 1
                     self._done.notify_all()
             self._wake.wait(delay or None)

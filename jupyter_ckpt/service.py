@@ -180,6 +180,13 @@ class CheckpointService:
             result = await kernel.call("restore", checkpoint=cid, replay=replay)
         return {"checkpoint": cid, **result}
 
+    async def offer(self, kernel_id: str) -> dict[str, Any] | None:
+        """What a kernel offers to resume: the last good state its notebook's earlier kernels left (a kernel
+        culled for idling, one that crashed or was restarted), until it restores something; None if nothing."""
+        async with self.kernel(kernel_id) as kernel:
+            offer: dict[str, Any] | None = await kernel.call("offer")
+        return offer
+
     async def replay(self, kernel_id: str) -> dict[str, str]:
         """Run the cells that rebuild what the kernel's last restore could not; what each variable got."""
         async with self.kernel(kernel_id) as kernel:

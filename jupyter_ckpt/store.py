@@ -122,6 +122,7 @@ class CheckpointRecord:
 
 _ID = re.compile(r"[0-9]{1,18}")
 TAG_MAX = 100
+SECRET_MIN = 32  # bytes of key: HMAC-SHA256's own size
 
 
 def parse_id(text: str) -> int | None:
@@ -147,7 +148,12 @@ def check_tag(tag: str) -> str:
 
 
 def load_secret(path: Path, *, create: bool = True) -> bytes:
-    """Read the per-user HMAC secret, creating it (0600) on first use unless ``create`` is false."""
+    """Read the per-user HMAC secret, creating it (0600) on first use unless ``create`` is false.
+
+    An HMAC key is bytes: a file of raw bytes is the key as it is. A file that is text (the hex secret
+    written here, or a passphrase) is the key as its stripped text, as it always was: the stores it signed
+    keep verifying.
+    """
     if not create and not path.is_file():
         raise NoStore(f"no checkpoint secret at {path}: no kernel has written checkpoints with it")
     make_dir(path.parent, private=False)
@@ -165,10 +171,20 @@ def load_secret(path: Path, *, create: bool = True) -> bytes:
                 os.link(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)
-    secret = path.read_text().strip()
-    if len(secret) < 32:
-        raise IntegrityError(f"the checkpoint secret {path} is too short; delete it to start afresh")
-    return secret.encode()
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise BadArgument(f"cannot read the checkpoint secret {path}: {e.strerror or e}") from None
+    try:  # text, as this function writes it (hex) or a user did: its characters, without the line end
+        key = data.decode().strip().encode()
+    except UnicodeDecodeError:  # raw bytes, as `head -c 32 /dev/urandom` makes them
+        key = data
+    if len(key) < SECRET_MIN:
+        raise IntegrityError(
+            f"the checkpoint secret {path} holds {len(key)} bytes, fewer than {SECRET_MIN}: write at least "
+            f"{SECRET_MIN} random bytes to it (head -c {SECRET_MIN} /dev/urandom), or delete it to have one made"
+        )
+    return key
 
 
 def check_catalog(root: Path, *, create: bool) -> Path:
@@ -422,6 +438,44 @@ class Store:
         with self._transaction() as db:
             sid = self._session_id(db, session, create=True)
             db.execute("UPDATE sessions SET policy=? WHERE id=?", (json.dumps(policy), sid))
+
+    def move_session(self, old: str, new: str) -> None:
+        """Put session ``old``'s checkpoints and cells into session ``new`` (made if missing), and forget ``old``.
+
+        For a kernel that learns its notebook's name after it started: what it
+        recorded under its own key goes on in the notebook's session. One
+        transaction; a tag used in both sessions refuses the move, which then
+        changes nothing. ``new`` keeps its policy if it has one, else takes
+        ``old``'s. A remote store may hold (or be sent right now) records of the
+        moved checkpoints under ``old``: each gets a new uid, and its old one a
+        tombstone, so the next push deletes those and uploads them under ``new``.
+        """
+        if old == new:
+            return
+        with self._transaction() as db:
+            row = db.execute("SELECT id, policy FROM sessions WHERE key=?", (old,)).fetchone()
+            if row is None:
+                return
+            source, policy = row
+            target = self._session_id(db, new, create=True)
+            clash = db.execute(
+                "SELECT tag FROM checkpoints WHERE session_id=? AND tag IN (SELECT tag FROM checkpoints "
+                "WHERE session_id=?)",
+                (source, target),
+            ).fetchone()
+            if clash is not None:
+                raise BadArgument(f"tag {clash[0]!r} is used in both {old!r} and {new!r}; nothing was moved")
+            uids = db.execute(
+                "SELECT uid FROM uids WHERE checkpoint_id IN (SELECT id FROM checkpoints WHERE session_id=?) "
+                "ORDER BY checkpoint_id",
+                (source,),
+            ).fetchall()
+            db.executemany("INSERT OR IGNORE INTO tombstones (uid) VALUES (?)", uids)
+            db.executemany("UPDATE uids SET uid=?, uploaded=0 WHERE uid=?", [(new_uid(), uid) for (uid,) in uids])
+            db.execute("UPDATE checkpoints SET session_id=? WHERE session_id=?", (target, source))
+            db.execute("UPDATE cells SET session_id=? WHERE session_id=?", (target, source))
+            db.execute("UPDATE sessions SET policy=COALESCE(policy, ?) WHERE id=?", (policy, target))
+            db.execute("DELETE FROM sessions WHERE id=?", (source,))
 
     def add_cell(
         self, session: str, prev: int | None, count: int | None, source: str, status: str, duration: float

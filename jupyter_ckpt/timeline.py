@@ -51,16 +51,30 @@ def details(store: Store, checkpoint_id: int) -> dict[str, Any]:
     }
 
 
+def resume_offer(ckpt: Checkpointer) -> dict[str, Any] | None:
+    """What a kernel offers to bring back when it starts on a notebook with history: the last good state the
+    kernels before it left (the REF ``previous``), until this kernel restores something; else None."""
+    previous = ckpt.previous()
+    if previous is None or ckpt.restored:
+        return None
+    return {
+        "checkpoint": previous.id,
+        "number": ckpt.number(previous.id),
+        "cell": previous.cell,
+        "time": previous.time,
+        "variables": len(ckpt.store.manifest(previous.id)["variables"]),
+        "checkpoints": len(ckpt.checkpoints_committed()),
+    }
+
+
 def previous_session(ckpt: Checkpointer) -> str | None:
     """The line a kernel shows when it starts on a notebook with history, or None when it has none."""
-    previous = ckpt.previous()
-    if previous is None:
+    offer = resume_offer(ckpt)
+    if offer is None:
         return None
-    count = len(ckpt.checkpoints_committed())
-    variables = len(ckpt.store.manifest(previous.id)["variables"])
-    cell = "" if previous.cell is None else f" after cell [{previous.cell}]"
+    cell = "" if offer["cell"] is None else f" after cell [{offer['cell']}]"
     return (
-        f"jupyter-ckpt: this notebook has {count} kernel checkpoint(s) from earlier kernels; the last good one is "
-        f"#{ckpt.number(previous.id)}{cell}, {age(time.time() - previous.time)} ago, {variables} variable(s). "
-        "Get it back with: %checkpoint restore previous"
+        f"jupyter-ckpt: this notebook has {offer['checkpoints']} kernel checkpoint(s) from earlier kernels; the last "
+        f"good one is #{offer['number']}{cell}, {age(time.time() - offer['time'])} ago, {offer['variables']} "
+        "variable(s). Get it back with: %checkpoint restore previous"
     )

@@ -41,14 +41,19 @@ class Result:
     stdout: str = ""
     stderr: str = ""
     error: str | None = None
+    traceback: list[str] = field(default_factory=list)
     data: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Kernel:
-    """A real ipykernel in its own process, on a notebook path (JPY_SESSION_NAME)."""
+    """A real ipykernel in its own process, on a notebook path (JPY_SESSION_NAME), or with none (``session`` None)
+    as VS Code, the terminal and nbclient start kernels."""
 
-    def __init__(self, session: str, extra_env: dict[str, str] | None = None) -> None:
-        env = dict(os.environ, JPY_SESSION_NAME=session, **(extra_env or {}))
+    def __init__(self, session: str | None, extra_env: dict[str, str] | None = None) -> None:
+        env = {k: v for k, v in os.environ.items() if k != "JPY_SESSION_NAME"}
+        env.update(extra_env or {})
+        if session is not None:
+            env["JPY_SESSION_NAME"] = session
         self.km = KernelManager(kernel_name="python3", transport="ipc")
         self.km.start_kernel(env=env)
         self.kc = self.km.client()
@@ -71,6 +76,7 @@ class Kernel:
                     result.stderr += content["text"]
             elif kind == "error":
                 result.error = f"{content['ename']}: {content['evalue']}"
+                result.traceback = content["traceback"]
             elif kind in ("execute_result", "display_data", "update_display_data"):
                 result.data.append(content["data"])
 
@@ -105,10 +111,10 @@ class Kernel:
 
 @pytest.fixture
 def kernels(jupyter_dirs: Path) -> Iterator[Any]:
-    """Start kernels with ``kernels(session)``; all are shut down after the test."""
+    """Start kernels with ``kernels(session)`` (None: no notebook path); all are shut down after the test."""
     started: list[Kernel] = []
 
-    def start(session: str = "analysis.ipynb", **env: str) -> Kernel:
+    def start(session: str | None = "analysis.ipynb", **env: str) -> Kernel:
         k = Kernel(session, env)
         started.append(k)
         return k

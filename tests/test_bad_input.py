@@ -108,6 +108,8 @@ ROWS = [
         magic=("%checkpoint auto sometimes", "usage: %checkpoint auto on|off"),
     ),
     Bad("a variable the checkpoint does not hold", magic=("%checkpoint restore {a} --only nothere", "no variable")),
+    Bad("a session name that is a directory", magic=("%checkpoint session {dir}", "is a directory, not a notebook")),
+    Bad("two session names", magic=("%checkpoint session a b", "%checkpoint session takes one NAME")),
     Bad("a tag without its session", cli=(("show", "start"), 1, "give --session")),
     Bad(
         "a tag that is a REF word",

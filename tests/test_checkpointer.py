@@ -263,6 +263,22 @@ def test_policy_every_and_interval(nb: tuple[types.ModuleType, Checkpointer]) ->
     assert ckpt.store.policy("nb.ipynb")["auto"] is False  # remembered for the session
 
 
+def test_settle_makes_the_state_the_policy_has_not_taken_durable(nb: tuple[types.ModuleType, Checkpointer]) -> None:
+    module, ckpt = nb
+    ckpt.set_policy(every=5)
+    assert ckpt.after_cell(1, "scale = 4", True, 0.0) is None  # the fifth cell is far off
+    module.scale = 4
+    ckpt.settle()
+    (record,) = ckpt.checkpoints_committed()
+    assert (record.trigger, record.cell) == ("cell", 1)
+    assert ckpt.store.manifest(record.id)["variables"]["scale"]["repr"] == "4"  # the namespace as it was
+    ckpt.settle()  # nothing ran since: nothing more to take
+    ckpt.set_policy(auto=False)  # off: only what was asked for
+    ckpt.after_cell(2, "scale = 5", True, 0.0)
+    ckpt.settle()
+    assert ckpt.checkpoints_committed() == [record]
+
+
 def test_changing_a_few_rows_of_a_large_array_writes_one_chunk(store: Store) -> None:
     module = types.ModuleType("__main__")
     module.__dict__["table"] = np.random.default_rng(0).random((3_000, 1_000))  # 24 MB: six chunks

@@ -301,3 +301,22 @@ async def test_a_store_this_version_cannot_use_fails_each_request_as_json(
         code, message = await api.error("GET", *CKPT, "sessions")
         assert code == 409 and "newer jupyter-ckpt (format 7" in message
     assert await ckpt_app.stop_extension() is None  # stops cleanly, with nothing to stop
+
+
+async def test_a_new_kernel_offers_what_the_last_one_left_until_it_restores(api: Any, notebook: Any) -> None:
+    first = await notebook("work/culled.ipynb")
+    await first.ok("model = {'weights': [1, 2, 3]}")
+    (left,) = await first.wait_for_checkpoints(1)
+    assert await api("GET", *CKPT, "offer", params={"kernel_id": first.kernel_id}) == {"offer": None}
+    # The kernel goes, as a culler or a restart makes it go; the notebook opens again with a new kernel.
+    sessions = await api("GET", "api", "sessions")
+    await api.fetch("api", "sessions", sessions[0]["id"], method="DELETE")
+    second = await notebook("work/culled.ipynb")
+    assert await second.value("'model' in dir()") is False
+    offer = (await api("GET", *CKPT, "offer", params={"kernel_id": second.kernel_id}))["offer"]
+    assert (offer["checkpoint"], offer["number"], offer["cell"], offer["variables"]) == (left["id"], 1, 1, 1)
+    await api("POST", *CKPT, "checkpoints", str(offer["checkpoint"]), "restore", body={"kernel_id": second.kernel_id})
+    assert await second.value("model") == {"weights": [1, 2, 3]}
+    assert await api("GET", *CKPT, "offer", params={"kernel_id": second.kernel_id}) == {"offer": None}
+    code, message = await api.error("GET", *CKPT, "offer")
+    assert code == 400 and "'kernel_id'" in message

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jupyter_ckpt.errors import IntegrityError, StoreFullError, StoreVersionError, UnknownCheckpoint
+from jupyter_ckpt.errors import BadArgument, IntegrityError, StoreFullError, StoreVersionError, UnknownCheckpoint
 from jupyter_ckpt.store import Store, load_secret
 
 
@@ -146,6 +146,31 @@ def test_refs_resolve_and_unknown_refs_are_clear(store: Store) -> None:
             store.resolve("nb.ipynb", bad, head=b)
 
 
+def test_a_session_moves_whole_into_another_or_not_at_all(store: Store) -> None:
+    a = store.commit("kernel-1", manifest(), {})
+    cell = store.add_cell("kernel-1", None, 1, "x = 1", "ok", 0.1)
+    store.set_policy("kernel-1", {"auto": True, "every": 3, "interval": None, "exclude": []})
+    earlier = store.commit("nb.ipynb", manifest(), {})
+    uid = store.remote_record(a)["uid"]
+    store.mark_uploaded(a, uid)  # the remote store holds it under the old key
+
+    store.move_session("kernel-1", "nb.ipynb")
+    assert [r.id for r in store.checkpoints("nb.ipynb")] == [a, earlier]
+    assert store.newest_cell("nb.ipynb") == cell
+    assert [s["key"] for s in store.sessions()] == ["nb.ipynb"]
+    assert store.policy("nb.ipynb") == {"auto": True, "every": 3, "interval": None, "exclude": []}
+    # Uploaded again under the new key, with a new uid; the old record is deleted at the next push.
+    assert store.remote_record(a)["uid"] != uid and store.tombstones() == [uid]
+    assert (a, store.remote_record(a)["uid"]) in store.to_upload()
+
+    b = store.commit("kernel-2", manifest(), {})
+    store.tag(b, "baseline")
+    store.tag(earlier, "baseline")
+    with pytest.raises(BadArgument, match=r"tag 'baseline' is used in both 'kernel-2' and 'nb\.ipynb'"):
+        store.move_session("kernel-2", "nb.ipynb")
+    assert [r.id for r in store.checkpoints("kernel-2")] == [b]  # nothing was moved
+
+
 def test_gc_removes_only_what_nothing_references(store: Store) -> None:
     kept = store.blobs.put(b"kept" * 100)
     orphan = store.blobs.put(b"orphan" * 100)
@@ -178,6 +203,21 @@ def test_a_full_disk_gives_a_clear_error_and_keeps_earlier_checkpoints(tmp_path:
         assert store.manifest(cid)["status"] == "ok"
     finally:
         subprocess.run(["umount", "-l", str(small)], check=True)
+
+
+def test_a_secret_file_holds_raw_bytes_or_text_and_too_short_is_refused(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    raw.write_bytes(b"\xff\n" + os.urandom(30))  # not text: every byte is key, line ends too
+    assert load_secret(raw) == raw.read_bytes()
+    text = tmp_path / "text"
+    text.write_text("  a passphrase of thirty-two characters or more\n")
+    assert load_secret(text) == b"a passphrase of thirty-two characters or more"  # as it always was read
+    for content in (b"\xff" * 31, b"0123456789abcdef0123456789abcde\n"):
+        text.write_bytes(content)
+        with pytest.raises(IntegrityError, match="holds 31 bytes, fewer than 32"):
+            load_secret(text)
+    with pytest.raises(BadArgument, match="cannot read the checkpoint secret"):
+        load_secret(tmp_path)
 
 
 def test_a_secret_being_created_is_never_read_half_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,6 +24,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 ROOT = Path(__file__).parent.parent
+CULL_AFTER = 10
 ARTIFACTS = Path(__file__).parent / "artifacts"
 CHROMIUM_ARGS = [
     "--headless",
@@ -97,6 +98,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         f"--IdentityProvider.token={token}",
         "--LabApp.expose_app_in_browser=True",
         "--JupyterNotebookApp.expose_app_in_browser=True",  # Notebook 7, served by the same server
+        # A hub's idle culler, short: a kernel no page is connected to goes after CULL_AFTER seconds idle.
+        f"--MappingKernelManager.cull_idle_timeout={CULL_AFTER}",
+        "--MappingKernelManager.cull_interval=2",
     ]
     if os.getuid() == 0:
         command.append("--allow-root")

@@ -6,9 +6,10 @@ import os
 import re
 import shutil
 import signal
+import time
 
-from conftest import ARTIFACTS, ROOT, Lab
-from playwright.sync_api import Locator, Page, expect
+from conftest import ARTIFACTS, CULL_AFTER, ROOT, Lab
+from playwright.sync_api import Browser, Locator, Page, expect
 
 # Append a code cell to the open notebook and run it (the same commands as the toolbar buttons).
 APPEND_AND_RUN = """async (code) => {
@@ -41,9 +42,11 @@ KERNEL_READY = """async (path) => {
 }"""
 
 
-def open_notebook(page: Page, lab: Lab, name: str, *, notebook7: bool = False) -> None:
-    """Open a notebook alone: in a JupyterLab workspace of its own, or in Notebook 7's notebook page."""
-    where = f"notebooks/{name}" if notebook7 else f"lab/workspaces/{name.removesuffix('.ipynb')}/tree/{name}"
+def open_notebook(page: Page, lab: Lab, name: str, *, notebook7: bool = False, workspace: str = "") -> None:
+    """Open a notebook alone: in a JupyterLab workspace of its own (named after it, or ``workspace``), or in
+    Notebook 7's notebook page."""
+    workspace = workspace or name.removesuffix(".ipynb")
+    where = f"notebooks/{name}" if notebook7 else f"lab/workspaces/{workspace}/tree/{name}"
     page.goto(f"{lab.url}/{where}?token={lab.token}")
     page.wait_for_function("() => window.jupyterapp !== undefined")  # set once the app has started
     page.evaluate(KERNEL_READY, name)
@@ -257,3 +260,31 @@ def test_notebook7_has_the_sidebar_and_restores(page: Page, lab: Lab) -> None:
         re.compile(r"saving a kernel checkpoint: (\d+\.\d \w+) of \1")
     )
     save_for_docs("notebook7.png", "notebook7.png")
+
+
+def test_a_culled_kernel_state_is_one_click_away(page: Page, browser: Browser, lab: Lab) -> None:
+    """A hub culls a kernel left idle with no page open; the notebook opened again offers its state back."""
+    shutil.copy(lab.notebooks / "analysis_session.ipynb", lab.notebooks / "culled_session.ipynb")
+    open_notebook(page, lab, "culled_session.ipynb")
+    sidebar = open_sidebar(page)
+    run_next(page, 3)  # markdown and %load_ext [1], imports [2]
+    expect(sidebar.locator(".jp-ckpt-row .jp-ckpt-cell")).to_have_text(["[1]", "[2]"])
+    culled = page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.id")
+    page.goto("about:blank")  # the laptop closes: no page is connected to the kernel any more
+    deadline = time.monotonic() + CULL_AFTER + 30
+    while any(k["id"] == culled for k in lab.api("/api/kernels")):  # type: ignore[union-attr]
+        assert time.monotonic() < deadline, "the kernel was not culled"
+        time.sleep(1)
+
+    again = browser.new_context(viewport={"width": 1500, "height": 900}).new_page()
+    open_notebook(again, lab, "culled_session.ipynb", workspace="next_morning")  # the sidebar closed, as new
+    sidebar = open_sidebar(again)
+    offer = sidebar.locator(".jp-ckpt-resume")
+    expect(offer).to_contain_text(
+        re.compile(r"Resume where you left off: #2 after cell \[2\], \d+ s ago, \d+ variables?")
+    )
+    offer.locator(".jp-ckpt-resume-button").click()
+    expect(sidebar.locator(".jp-ckpt-status-line")).to_contain_text("restored kernel checkpoint #2 (id ")
+    expect(offer).to_have_count(0)
+    assert run(again, "print(type(rng).__name__, np.__name__, pd.__name__)").strip() == "Generator numpy pandas"
+    again.context.close()

@@ -129,6 +129,22 @@ export function sessionQuery(session: string): string {
   return `?session=${encodeURIComponent(session)}`;
 }
 
+/** What a new kernel offers to bring back: the last good state its notebook's earlier kernels left. */
+export interface IResumeOffer {
+  checkpoint: number;
+  number: number;
+  cell: number | null;
+  time: number;
+  variables: number;
+  checkpoints: number;
+}
+
+/** The kernel's offer to resume, or null (none, or the kernel has restored something already). */
+export async function resumeOffer(kernelId: string): Promise<IResumeOffer | null> {
+  const reply = await requestAPI<{ offer: IResumeOffer | null }>(`offer?kernel_id=${encodeURIComponent(kernelId)}`);
+  return reply.offer;
+}
+
 /** A session's checkpoints, oldest first; throws CheckpointAPIError (404 when it has none yet). */
 export async function listCheckpoints(session: string): Promise<ITimeline> {
   const reply = await requestAPI<{ checkpoints: ICheckpoint[]; remote?: IRemote | null; store?: IStoreUsage }>(

@@ -1,5 +1,5 @@
 // How checkpoints read on screen, shared by the sidebar and the status bar.
-import type { ICheckpoint, IPreview, IRemote, IStoreUsage } from './api';
+import type { ICheckpoint, IPreview, IRemote, IResumeOffer, IStoreUsage } from './api';
 
 /** What every label calls them: checkpoints of the kernel's state, not Jupyter's file checkpoints. */
 export const NAME = 'Kernel checkpoints';
@@ -65,6 +65,13 @@ export function age(seconds: number): string {
     return `${Math.round(seconds / 60)} min`;
   }
   return `${(seconds / 3600).toFixed(1)} h`;
+}
+
+/** "Resume where you left off: #12 after cell [9], 2.5 h ago, 7 variables". */
+export function resumeLine(offer: IResumeOffer, now: number): string {
+  const cell = offer.cell === null ? '' : ` after cell [${offer.cell}]`;
+  const variables = offer.variables === 1 ? '1 variable' : `${offer.variables} variables`;
+  return `Resume where you left off: #${offer.number}${cell}, ${age(now - offer.time)} ago, ${variables}`;
 }
 
 /** "restoring kernel checkpoint #3: 1.2 GiB of 4.0 GiB". */

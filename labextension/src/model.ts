@@ -2,7 +2,15 @@
 import type { DocumentWidget } from '@jupyterlab/docregistry';
 import { KernelMessage } from '@jupyterlab/services';
 import { type ISignal, Signal } from '@lumino/signaling';
-import { CheckpointAPIError, type ICheckpoint, type IRemote, type IStoreUsage, listCheckpoints } from './api';
+import {
+  CheckpointAPIError,
+  type ICheckpoint,
+  type IRemote,
+  type IResumeOffer,
+  type IStoreUsage,
+  listCheckpoints,
+  resumeOffer
+} from './api';
 import { label, numbers } from './format';
 
 /** How long after a cell finishes its automatic checkpoint is expected to land. */
@@ -23,6 +31,9 @@ export class TimelineModel {
   private _checkpoints: ICheckpoint[] = [];
   private _remote: IRemote | null = null;
   private _store: IStoreUsage | null = null;
+  private _offer: IResumeOffer | null = null;
+  private _offerFor: string | null = null; // the kernel whose offer was asked for
+  private _offerAt = 0; // when, in seconds since the epoch
   private _numbers = new Map<number, number>();
   private _progress: IProgress | null = null;
   private _error = '';
@@ -57,6 +68,17 @@ export class TimelineModel {
   /** The object store the checkpoints are uploaded to, and how far it is behind; null without one. */
   get remote(): IRemote | null {
     return this._remote;
+  }
+
+  /** What the kernel offers to resume (asked once per kernel, and again after a restart), until it restores. */
+  get offer(): IResumeOffer | null {
+    return this._offer;
+  }
+
+  /** The offer was taken or dismissed: not shown again for this kernel. */
+  dropOffer(): void {
+    this._offer = null;
+    this._changed.emit();
   }
 
   /** The store's size against its budget, as of the last refresh. */
@@ -104,15 +126,19 @@ export class TimelineModel {
       return;
     }
     this._notebook?.context.sessionContext.iopubMessage.disconnect(this._onIOPub, this);
+    this._notebook?.context.sessionContext.statusChanged.disconnect(this._onStatus, this);
     this._notebook = widget;
     this._checkpoints = [];
     this._remote = null;
     this._store = null;
+    this._offer = null;
+    this._offerFor = null;
     this._numbers = new Map();
     this._progress = null;
     this._error = '';
     this._cellDone = null;
     widget?.context.sessionContext.iopubMessage.connect(this._onIOPub, this);
+    widget?.context.sessionContext.statusChanged.connect(this._onStatus, this);
     this._changed.emit();
     this._schedule(0);
   }
@@ -137,6 +163,10 @@ export class TimelineModel {
     if (session !== this.session) {
       return; // the user switched notebooks while this request was out
     }
+    await this._askOffer();
+    if (checkpoints.some(c => c.trigger.endsWith('restore') && c.time > this._offerAt)) {
+      this._offer = null; // the kernel restored something since it was asked (a cell, the timeline): offer taken
+    }
     this._checkpoints = checkpoints;
     this._remote = remote;
     this._store = store;
@@ -148,6 +178,29 @@ export class TimelineModel {
   dispose(): void {
     window.clearTimeout(this._timer);
     this.setNotebook(null);
+  }
+
+  /** Ask a kernel once what it offers to resume (a kernel busy with a cell is asked at the next refresh). */
+  private async _askOffer(): Promise<void> {
+    const kernelId = this.kernelId;
+    if (kernelId === null || kernelId === this._offerFor) {
+      return;
+    }
+    try {
+      this._offerAt = Date.now() / 1000;
+      this._offer = await resumeOffer(kernelId);
+      this._offerFor = kernelId;
+    } catch {
+      this._offer = null; // busy, starting, or without the extension yet: asked again at the next refresh
+    }
+  }
+
+  /** A restarted kernel keeps its id: ask it again what it offers. */
+  private _onStatus(_: unknown, status: string): void {
+    if (status === 'restarting' || status === 'starting') {
+      this._offer = null;
+      this._offerFor = null;
+    }
   }
 
   private _schedule(delay: number): void {

@@ -2,7 +2,7 @@
 import { Dialog, InputDialog, Notification, showDialog } from '@jupyterlab/apputils';
 import { historyIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
-import { type ICheckpoint, type ICheckpointDetails, type IPreview, requestAPI } from './api';
+import { type ICheckpoint, type ICheckpointDetails, type IPreview, type IResumeOffer, requestAPI } from './api';
 import { h } from './dom';
 import {
   age,
@@ -14,6 +14,7 @@ import {
   NAME,
   progressLine,
   remoteLine,
+  resumeLine,
   shape,
   storeDetails,
   storeLine,
@@ -61,6 +62,25 @@ export class CheckpointsPanel extends Widget {
       });
       await this._model.refresh();
       return `kernel checkpoint ${this._model.label(record.id)} saved`;
+    });
+  }
+
+  /** Restore what the kernel offers to resume, in one click: the restore stays on the timeline, to undo. */
+  async resume(): Promise<void> {
+    const offer = this._model.offer;
+    const kernelId = this._model.kernelId;
+    if (offer === null || kernelId === null) {
+      return;
+    }
+    this._model.dropOffer();
+    await this._act(async () => {
+      const result = await requestAPI<{ summary: string; replayable: string }>(
+        `checkpoints/${offer.checkpoint}/restore`,
+        { method: 'POST', body: JSON.stringify({ kernel_id: kernelId }) }
+      );
+      Notification.success(result.summary, { autoClose: 5000 });
+      offerReplay(kernelId, result.replayable);
+      return result.summary;
     });
   }
 
@@ -153,6 +173,14 @@ export class CheckpointsPanel extends Widget {
     this._status.classList.toggle('jp-ckpt-error', error);
   }
 
+  private _offerView(offer: IResumeOffer): HTMLElement {
+    return h('div', { class: 'jp-ckpt-resume' }, [
+      h('span', { class: 'jp-ckpt-resume-line' }, resumeLine(offer, Date.now() / 1000)),
+      h('button', { class: 'jp-ckpt-resume-button jp-mod-styled jp-mod-accept', onclick: () => void this.resume() }, 'Resume'),
+      h('button', { class: 'jp-ckpt-resume-dismiss jp-mod-styled', title: 'Not now', onclick: () => this._model.dropOffer() }, 'Not now')
+    ]);
+  }
+
   private _update(): void {
     const model = this._model;
     const name = model.session ?? 'no notebook';
@@ -161,6 +189,7 @@ export class CheckpointsPanel extends Widget {
       h('div', { class: 'jp-ckpt-notebook', title: name }, name),
       ...(remoteLine(model.remote) ? [h('div', { class: 'jp-ckpt-remote' }, remoteLine(model.remote))] : []),
       ...(model.store ? [h('div', { class: 'jp-ckpt-store', title: storeDetails(model.store) }, storeLine(model.store))] : []),
+      ...(model.offer ? [this._offerView(model.offer)] : []),
       h('button', { class: 'jp-ckpt-save jp-mod-styled', onclick: () => void this.checkpointNow() }, 'Checkpoint now')
     );
     const progress = model.progress;

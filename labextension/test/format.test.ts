@@ -12,6 +12,7 @@ import {
   progressLine,
   progressPercent,
   remoteLine,
+  resumeLine,
   shape,
   storeDetails,
   storeLine,
@@ -129,5 +130,15 @@ describe('storeLine', () => {
   it('says in full what sets the budget and what the disk keeps free', () => {
     expect(storeDetails(store)).toContain('128.0 MiB budget (max_store_size)');
     expect(storeDetails(store)).toContain('at least 51.0 MiB always left');
+  });
+});
+
+describe('resumeLine', () => {
+  it('names the state a new kernel can resume: its number, cell, age and variables', () => {
+    const offer = { checkpoint: 40, number: 12, cell: 9, time: 1000, variables: 7, checkpoints: 14 };
+    expect(resumeLine(offer, 1000 + 9000)).toBe('Resume where you left off: #12 after cell [9], 2.5 h ago, 7 variables');
+    expect(resumeLine({ ...offer, cell: null, variables: 1 }, 1030)).toBe(
+      'Resume where you left off: #12, 30 s ago, 1 variable'
+    );
   });
 });

@@ -1,0 +1,108 @@
+"""Which session a kernel checkpoints into: its notebook, as each frontend names it.
+
+A session is a notebook's lineage of checkpoints, and a kernel that starts on the
+same notebook continues it. Frontends name the notebook in different places; the
+key is the first of these that is present:
+
+- ``JPY_SESSION_NAME``: jupyter_server (JupyterLab, Notebook 7) puts the notebook's OS path in the kernel's
+  environment. It is the key as it is: the server looks sessions up by that very string
+  (``CheckpointService.session_keys``), so it is not normalized here.
+- ``__vsc_ipynb_file__``: VS Code starts kernels itself and assigns the notebook's path in the namespace after
+  start-up, so a kernel may learn it only at its first cell (the extension re-keys then).
+- ``__session__``: the notebook's path as ipykernel puts it in the namespace.
+- a name given explicitly: the ``session`` option or ``$JUPYTER_CKPT_SESSION`` (the terminal, papermill and
+  nbclient jobs, which pass it in the kernel's environment).
+
+Else a kernel has a key of its own, which no later kernel continues. A name the
+user types in the kernel (``%checkpoint session NAME``) wins over all of these.
+
+Paths are normalized (absolute, symbolic links resolved, no ``file://``), so that
+a notebook opened from VS Code, from the terminal by path, or through another
+link to it is one session. A name without a ``/`` that does not end in
+``.ipynb`` is a plain name, kept as it is. Nothing here imports IPython.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import unquote, urlparse
+
+from .errors import BadArgument
+
+SERVER = "JPY_SESSION_NAME, from jupyter_server"
+TYPED = "named with %checkpoint session"
+OPTION = "c.Checkpoints.session or $JUPYTER_CKPT_SESSION"
+OWN = "this kernel's own"
+# Variables a frontend assigns in the namespace to name the notebook, in order of precedence.
+NAMESPACE = (("__vsc_ipynb_file__", "set by VS Code"), ("__session__", "set by ipykernel"))
+NAME_MAX = 4096  # PATH_MAX: a longer name is no notebook's path
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class SessionKey:
+    """A session's key, and where it came from (as ``%checkpoint session`` and ``status`` say it)."""
+
+    key: str
+    source: str
+
+    def describe(self) -> str:
+        if self.source != OWN:
+            return f"{self.key} ({self.source})"
+        return (
+            f"{self.key} ({OWN}: no later kernel resumes it; name it with %checkpoint session NAME, "
+            "or before the kernel starts with c.Checkpoints.session or $JUPYTER_CKPT_SESSION)"
+        )
+
+
+def session_name(name: str) -> str:
+    """A session name given explicitly, checked: a notebook's path normalized, else the name as it is.
+
+    Raises BadArgument, saying why, for a name no notebook could have.
+    """
+    if not name.strip():
+        raise BadArgument("a session name needs at least one character that is not a space")
+    if name != name.strip():
+        raise BadArgument(f"{name!r} cannot be a session name: it starts or ends with a space")
+    if len(name) > NAME_MAX:
+        raise BadArgument(f"a session name has at most {NAME_MAX} characters, not {len(name)}")
+    if _CONTROL.search(name):
+        raise BadArgument(f"{name!r} cannot be a session name: it holds a control character")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadArgument("a session name must be valid text (it holds a lone surrogate)") from None
+    if "/" not in name and os.sep not in name and not name.lower().endswith(".ipynb"):
+        return name
+    path = notebook_path(name)
+    if os.path.isdir(path):
+        raise BadArgument(f"{name!r} cannot be a session name: it is a directory, not a notebook")
+    return path
+
+
+def notebook_path(path: str) -> str:
+    """A notebook's path as a session key: absolute, with symbolic links resolved, from a path or a file:// URL."""
+    if path.startswith("file://"):
+        path = unquote(urlparse(path).path)
+    return os.path.realpath(os.path.expanduser(path))
+
+
+def session_key(namespace: Mapping[str, object], name: str, own: str) -> SessionKey:
+    """The session a kernel checkpoints into, from its environment and its ``namespace`` (see the module's
+    docstring); ``name`` is the session option (empty: none), ``own`` the kernel's own key.
+
+    Raises BadArgument if ``name`` is no session name.
+    """
+    server = os.environ.get("JPY_SESSION_NAME")
+    if server:
+        return SessionKey(server, SERVER)
+    for variable, who in NAMESPACE:
+        value = namespace.get(variable)
+        if isinstance(value, str) and value.strip() and not _CONTROL.search(value):
+            return SessionKey(notebook_path(value), f"{variable}, {who}")
+    if name:
+        return SessionKey(session_name(name), OPTION)
+    return SessionKey(own, OWN)
