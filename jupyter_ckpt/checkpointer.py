@@ -357,7 +357,7 @@ class Checkpointer:
             self._recover_head()
             manifest = capture.link(result[0], self.head, self._head_manifest)
             cid = self.store.commit(self.session, manifest, result[1])
-            self.retention.committed(sum(b.stored for b in result[1].values() if b.new))
+            fits_again = self.retention.committed(sum(b.stored for b in result[1].values() if b.new))
         except WriterStopped as e:  # killed to free memory: said once, and the state owed to the inline writer
             if raise_errors:
                 self._writer_stopped = str(e)
@@ -367,8 +367,6 @@ class Checkpointer:
             self._writer_stopped = str(e)
             if meta.at == self._last_time:  # no newer state was taken since
                 self._owe(meta.trigger, meta.status, meta.cell)
-                if self.schedule.owed is None:  # where the default policy's idle tick looks for what is owed
-                    self.schedule.owed = -1 if meta.cell is None else meta.cell
             return None
         except Exception as e:
             full = isinstance(e, StoreFullError) or str(e).startswith(StoreFullError.__name__)  # here, or in a writer
@@ -376,11 +374,12 @@ class Checkpointer:
             self.retention.failed(self._needed(cap) if full else 0, retry)
             if raise_errors:
                 raise e if isinstance(e, CheckpointError) else CheckpointError(f"checkpoint failed: {e}") from e
-            if not full and str(e) != self._failing:  # once, not at every cell; a full store: Retention says
-                self._notify(f"jupyter-ckpt: checkpoint failed: {e}")
-            self._failing = str(e)
+            if not full:  # a store out of room: Retention says so, once, if it cannot make room
+                if str(e) != self._failing:  # once, not at every cell
+                    self._notify(f"jupyter-ckpt: checkpoint failed: {e}")
+                self._failing = str(e)
             return None
-        self._committed(cid, manifest, cap)
+        self._committed(cid, manifest, cap, failed_before=fits_again)
         return cid
 
     def _needed(self, cap: capture.Capture) -> int:
@@ -393,6 +392,8 @@ class Checkpointer:
         """Take a checkpoint when the kernel is next idle, unless a newer state is owed already."""
         if self._owed is None:
             self._owed = (trigger, status, cell)
+            if self.schedule.owed is None:  # where the default policy's idle tick looks for what is owed
+                self.schedule.owed = -1 if cell is None else cell
 
     def adopt_orphans(self) -> list[int]:
         """Commit checkpoints whose writer finished after its kernel was killed."""
@@ -430,8 +431,9 @@ class Checkpointer:
         self.head = parent
         self._head_manifest = self.store.manifest(parent) if parent is not None else None
 
-    def _committed(self, cid: int, manifest: Manifest, cap: capture.Capture) -> None:
-        if self._failing is not None:
+    def _committed(self, cid: int, manifest: Manifest, cap: capture.Capture, failed_before: bool = False) -> None:
+        """A checkpoint is on the timeline: it is the head, and a failure said before is over."""
+        if self._failing is not None or failed_before:
             self._notify(f"jupyter-ckpt: checkpoints are written again (checkpoint {cid})")
             self._failing = None
         self.head = cid

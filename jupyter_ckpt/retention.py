@@ -210,7 +210,8 @@ class Retention:
         self._worker: threading.Thread | None = None
         self._retry: Callable[[], None] | None = None  # the failed save to take again once there is room
         self._dirty = False  # blobs nothing references may be left (a failed save; a pass beside a save)
-        self._too_big: str | None = None  # said once, until a checkpoint fits again
+        self._too_big: str | None = None  # said once, until a pass makes room again
+        self._told = False  # that a checkpoint could not fit was said since the last commit
         self.error: str | None = None  # why the last pass failed
 
     def usage(self) -> Usage:
@@ -221,14 +222,17 @@ class Retention:
         u = self.usage()
         return WriteLimit(max(0, u.allowed - u.size), u.floor, f"{human_bytes(u.budget)}, {u.why}")
 
-    def committed(self, new_bytes: int) -> None:
-        """A checkpoint took ``new_bytes``: thin in the background unless another of its size still fits."""
+    def committed(self, new_bytes: int) -> bool:
+        """A checkpoint took ``new_bytes``: thin in the background unless another of its size still fits.
+        Returns whether the user was told since the last commit that a checkpoint could not fit."""
         with self._lock:
             self._size += new_bytes
             self._need = new_bytes
+            told, self._told = self._told, False
         u = self.usage()
         if u.allowed - u.size < new_bytes:
             self._start()
+        return told
 
     def failed(self, needed: int, retry: Callable[[], None] | None) -> None:
         """A save failed, leaving blobs no checkpoint references: collect them in the background. If it ran
@@ -303,5 +307,6 @@ class Retention:
             )
             with self._lock:
                 say, self._too_big = self._too_big is None, message
+                self._told = self._told or say
             if say:
                 self._notify(message)

@@ -134,7 +134,7 @@ def test_a_long_session_of_fresh_data_never_fills_a_small_disk(kernels: Any, sma
     assert "store size:" in status and "budget" in status
     assert "start" in listed  # the tagged checkpoint is never thinned
     assert listed.count("\n") < 20  # thinned: far fewer than the 42 checkpoints taken
-    assert "checkpoint failed" not in outputs and "store can take only" not in outputs
+    assert outputs == ""  # nothing to say: no failure, and so no "written again"
 
     k = kernels("fresh.ipynb")
     k.ok("%load_ext jupyter_ckpt")
@@ -148,7 +148,7 @@ def test_maintenance_typed_in_one_notebook_stays_in_it(kernels: Any, store: Stor
         k.ok("%load_ext jupyter_ckpt\n%checkpoint auto on")
         for i in range(8):
             k.ok(f"x = {i}")
-        k.ok("%checkpoint wait")
+            k.ok("%checkpoint wait")  # each cell's own checkpoint: none gives way to a newer one
     counts = {s["key"]: s["checkpoints"] for s in store.sessions()}
     assert counts["a.ipynb"] >= 8 and counts["b.ipynb"] >= 8
     out = a.ok("%checkpoint gc --keep-last 2")
@@ -156,7 +156,7 @@ def test_maintenance_typed_in_one_notebook_stays_in_it(kernels: Any, store: Stor
     after = {s["key"]: s["checkpoints"] for s in store.sessions()}
     assert after["a.ipynb"] < counts["a.ipynb"]
     assert after["b.ipynb"] == counts["b.ipynb"]  # the other notebook keeps every checkpoint
-    assert b.value("x") == 7 and b.ok("%checkpoint undo") and b.value("x") == 6
+    assert b.value("x") == 7 and b.ok("%checkpoint undo") and b.value("x") == 6  # B's timeline is whole
     out = a.ok("%checkpoint gc --keep-last 2 --all")
     assert "b.ipynb" in out
     assert {s["key"]: s["checkpoints"] for s in store.sessions()}["b.ipynb"] < counts["b.ipynb"]
