@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -31,6 +32,9 @@ from .blobs import WriteLimit
 from .errors import CheckpointError, UnknownSession
 from .store import CheckpointRecord, Store
 from .units import human_bytes
+
+# The triggers of restore entries: each holds the state of the checkpoint it restored (its parent).
+RESTORES = ("restore", "crash-restore")
 
 
 @dataclass(frozen=True)
@@ -93,7 +97,7 @@ def good_states(records: list[CheckpointRecord]) -> list[int]:
     for r in reversed(records):
         if r.status != "ok":
             continue
-        while r.trigger in ("restore", "crash-restore") and r.parent in by_id:
+        while r.trigger in RESTORES and r.parent in by_id:
             r = by_id[r.parent]
         if r.id not in states:
             states.append(r.id)
@@ -107,7 +111,7 @@ def never_thinned(records: list[CheckpointRecord]) -> set[int]:
         return set()
     keep = {r.id for r in records if r.tag} | {records[-1].id}
     good = set(good_states(records)[:2])
-    keep |= good | {r.id for r in records if r.trigger in ("restore", "crash-restore") and r.parent in good}
+    keep |= good | {r.id for r in records if r.trigger in RESTORES and r.parent in good}
     return keep
 
 
@@ -177,10 +181,7 @@ def thin(
             store.delete([cid])
             doomed.append((cid, key))
     files, freed = store.gc()
-    counts: dict[str, int] = {}
-    for _, key in doomed:
-        counts[key] = counts.get(key, 0) + 1
-    return Thinned(len(doomed), files, freed, counts)
+    return Thinned(len(doomed), files, freed, dict(Counter(key for _, key in doomed)))
 
 
 class Retention:
