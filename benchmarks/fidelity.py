@@ -2,9 +2,11 @@
 
 Each pattern of ``tests/corpus.py`` is made in a kernel of its own, saved by the tool, and restored
 into a new kernel, where its check (value, identity, behaviour) must be True. A restore that fails
-whole fails the pattern. Writes ``results/corpus.json`` and ``results/corpus.md``.
+whole fails the pattern. Writes ``results/corpus.json`` and ``results/corpus.md``. With ``--patterns``,
+only those are run (by the tools given), and the other patterns' results recorded in ``results/corpus.json``
+are kept; a pattern a tool was not run on is marked so.
 
-    .venv/bin/python benchmarks/fidelity.py [--tools jupyter-ckpt,dill,kishu]
+    .venv/bin/python benchmarks/fidelity.py [--tools jupyter-ckpt,dill,kishu] [--patterns alias,cycle]
 """
 
 from __future__ import annotations
@@ -87,21 +89,33 @@ def attempt(tool: str, pattern: Pattern) -> str | None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tools", default="jupyter-ckpt,dill,kishu")
+    parser.add_argument("--patterns", help="comma-separated names: run only these, keep the other recorded results")
     args = parser.parse_args()
     tools = args.tools.split(",")
+    chosen = PATTERNS if args.patterns is None else [p for p in PATTERNS if p.name in args.patterns.split(",")]
+    recorded: dict[str, Any] = {"seconds": 0, "results": {}}
+    if args.patterns is not None and (RESULTS / "corpus.json").exists():
+        recorded = json.loads((RESULTS / "corpus.json").read_text())
     if "kishu" in tools:
         ensure_kishu_venv()
     (WORK / "logs").mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    results: dict[str, dict[str, str | None]] = {tool: {} for tool in tools}
-    for pattern in PATTERNS:
+    results: dict[str, dict[str, str | None]] = {t: dict(recorded["results"].get(t, {})) for t in recorded["results"]}
+    for tool in tools:
+        results.setdefault(tool, {})
+    for pattern in chosen:
+        for found in results.values():
+            found.pop(pattern.name, None)  # its setup or check may have changed: a tool not run now was not run on it
         for tool in tools:
             results[tool][pattern.name] = attempt(tool, pattern)
         print(pattern.name, {t: results[t][pattern.name] is None for t in tools}, flush=True)
+    names = [p.name for p in PATTERNS]  # in the corpus's order, without patterns it no longer has
+    results = {t: {n: found[n] for n in names if n in found} for t, found in results.items()}
     report: dict[str, Any] = {
         "patterns": len(PATTERNS),
-        "passed": {t: sum(v is None for v in results[t].values()) for t in tools},
-        "seconds": round(time.monotonic() - started),
+        "passed": {t: sum(v is None for v in found.values()) for t, found in results.items()},
+        "run": {t: len(found) for t, found in results.items()},
+        "seconds": round(recorded["seconds"] + time.monotonic() - started),
         "results": results,
     }
     RESULTS.mkdir(exist_ok=True)
@@ -109,17 +123,23 @@ def main() -> int:
     lines = [
         "# Restore fidelity: the corpus (tests/corpus.py), each pattern restored in a fresh kernel",
         "",
-        "| area | pattern | " + " | ".join(tools) + " |",
-        "|---|---|" + "---|" * len(tools),
+        "| area | pattern | " + " | ".join(results) + " |",
+        "|---|---|" + "---|" * len(results),
     ]
     for pattern in PATTERNS:
-        marks = ["yes" if results[t][pattern.name] is None else f"no: {results[t][pattern.name]}" for t in tools]
+        marks = [mark(found, pattern.name) for found in results.values()]
         lines.append(f"| {pattern.area} | {pattern.name} | " + " | ".join(m.replace("|", "/") for m in marks) + " |")
-    totals = [f"**{report['passed'][t]} of {len(PATTERNS)}**" for t in tools]
+    totals = [f"**{report['passed'][t]} of {report['run'][t]}**" for t in results]
     lines.append("| | **passed** | " + " | ".join(totals) + " |")
     (RESULTS / "corpus.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
+
+
+def mark(found: dict[str, str | None], name: str) -> str:
+    if name not in found:
+        return "not run"
+    return "yes" if found[name] is None else f"no: {found[name]}"
 
 
 if __name__ == "__main__":

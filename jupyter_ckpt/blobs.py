@@ -38,6 +38,7 @@ import zstandard
 
 from .errors import BadArgument, IntegrityError, StoreFullError, StoreVersionError
 from .manifest import FORMAT_VERSION
+from .permissions import check_private
 from .units import human_bytes
 
 MAGIC = b"JCKPBLOB"
@@ -149,6 +150,7 @@ class LocalBlobs:
         if create:
             make_dir(self.root, private=True)
             make_dir(self.tmp, private=True)
+        check_private(self.root, "checkpoint store's blob directory")
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / check_key(key)

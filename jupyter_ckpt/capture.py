@@ -11,9 +11,9 @@ costs a hash and no write.
 
 from __future__ import annotations
 
+import abc
 import collections
 import contextlib
-import functools
 import os
 import platform
 import random
@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import serialize
+from . import serialize, settings
 from .blobs import BlobInfo, content_key
 from .manifest import FORMAT_VERSION, Buffer, Group, Manifest, Skipped
 from .progress import Progress, Tally, untold
@@ -41,12 +41,20 @@ MACHINERY = frozenset(
 )
 _NUMBERED = re.compile(r"^_i?\d+$")
 _ATOMIC = (int, float, complex, str, bytes, bool, type(None), range)
-# Whether a type is atomic, filled in as types are met: one lookup per object, not an isinstance with
-# eight types. It keeps the types it has met alive (a few classes a notebook redefined, at most).
-_ATOMIC_TYPES: dict[type, bool] = dict.fromkeys(_ATOMIC, True)
+# How the walk takes an object of each type: skipped (an atom), walked, or walked unless every pickler saves it
+# as a name to import (serialize.by_reference). Decided as types are met: one lookup per object, not an
+# isinstance with eight types. It keeps the types it has met alive (a few classes a notebook redefined, at most).
+_ATOM, _DATA, _NAMED = 0, 1, 2  # an atom is falsy: most objects met are, and that test is the fastest
+_KINDS: dict[type, int] = dict.fromkeys(_ATOMIC, _ATOM)
 _CONTAINERS: tuple[type, ...] = (list, tuple, set, frozenset, collections.deque)
-# The slot descriptors of each instance type met, filled in as types are met, like _ATOMIC_TYPES.
+_BUILTIN_CONTAINERS = frozenset({list, tuple, set, frozenset, dict})
+# What a class holds under a dunder name that is its own code: the walk follows these.
+_METHODS = (types.FunctionType, classmethod, staticmethod)
+# The member descriptors (slots, a C type's fields) of each instance type met, filled in as types are met.
 _SLOTS: dict[type, tuple[Any, ...]] = {}
+# Whether each instance type met is pickled by value with its instances (``_travels``), likewise.
+_TRAVELS: dict[type, bool] = {}
+_IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE
 # Past this many objects reached from one variable, it is grouped with the other oversized ones.
 REACH_BUDGET = 2_000_000
 # Large buffers are stored in chunks of this size, each content-addressed.
@@ -67,7 +75,8 @@ class Capture:
     variables: dict[str, Any]
     modules: dict[str, str]
     ids: dict[str, int] = field(default_factory=dict)
-    # Taken in the kernel itself: ``random`` reseeds in a forked child.
+    # The random states and settings (``process_states``), taken in the kernel itself: ``random`` reseeds in a
+    # forked child.
     random: dict[str, Any] = field(default_factory=dict)
 
 
@@ -82,7 +91,7 @@ def collect(namespace: dict[str, Any], hidden: Iterable[str], exclude: Iterable[
             modules[name] = value.__name__
         else:
             variables[name] = value
-    return Capture(variables, modules, {k: id(v) for k, v in variables.items()}, random_states())
+    return Capture(variables, modules, {k: id(v) for k, v in variables.items()}, process_states())
 
 
 class _Overflow(Exception):
@@ -102,18 +111,22 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int) -> set[str]:
     The walk stops at an object another variable holds: whatever that object
     holds is the other variable's already, and the two share a group anyway. So
     ``users`` and a ``by_name`` index of the same 300,000 dicts are walked once.
+    It also stops at what every pickler saves as a name to import (a module, a
+    library's class or function, an object a library module holds: ``os.environ``):
+    nothing it holds is pickled, and variables sharing it need no common group.
     """
     numpy = sys.modules.get("numpy")
     met: set[str] = set()
     fresh = 0
+    named = _NAMED
     stack = [obj]
     while stack:
         o = stack.pop()
         t = type(o)
-        atomic = _ATOMIC_TYPES.get(t)
-        if atomic is None:
-            atomic = _ATOMIC_TYPES[t] = issubclass(t, _ATOMIC)
-        if atomic:
+        kind = _KINDS.get(t)
+        if kind is None:
+            kind = _kind(t)
+        if not kind or (kind == named and serialize.by_reference(o)):  # an atom, or saved by name
             continue
         i = id(o)
         if i in owner:  # met before, in this walk or another variable's
@@ -134,36 +147,40 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int) -> set[str]:
                 base = base.base
             _claim(owner, id(base), name, met)
             if o.dtype.hasobject:
-                stack.extend(o.ravel().tolist())
+                stack.extend(_objects_in(o))
         elif isinstance(o, types.FunctionType):
-            by_value = o.__module__ == "__main__"  # a library's is pickled by name: nothing it holds goes with it
-            if by_value:
-                stack.extend(o.__defaults__ or ())
-                stack.extend((o.__kwdefaults__ or {}).values())
+            # Pickled by value (one found by name is passed above), with all it holds: the notebook's, and one a
+            # library made (functools.singledispatch's dispatch, whose closure holds the registry of classes).
+            stack.extend(o.__defaults__ or ())
+            stack.extend((o.__kwdefaults__ or {}).values())
+            stack.extend(vars(o).values())  # attributes: __wrapped__, a singledispatch's dispatch and register
             for cell in o.__closure__ or ():
                 _claim(owner, id(cell), name, met)
-                if by_value:
-                    with contextlib.suppress(ValueError):  # a cell not filled yet
-                        stack.append(cell.cell_contents)
+                with contextlib.suppress(ValueError):  # a cell not filled yet
+                    stack.append(cell.cell_contents)
         elif isinstance(o, type):
             if o.__module__ == "__main__":
                 # A notebook class is pickled by value, with its notebook bases and metaclass: they must be the
                 # restored ones, so they share its group, and so do the objects its own attributes hold (a
-                # registry of subclasses, a ledger of instances). Dunder attributes (__dataclass_fields__, ...)
-                # hold the machinery's objects, shared by every such class: walking them would merge them all.
+                # registry of subclasses, a ledger of instances, an ABC's registered classes). Of its dunder
+                # attributes, only its methods: the others (__dataclass_fields__, __annotations__) hold the
+                # machinery's objects, shared by every such class: walking them would merge them all.
                 for related in (*o.__mro__[1:], type(o)):
                     if getattr(related, "__module__", None) == "__main__":
                         _claim(owner, id(related), name, met)
-                stack.extend(v for k, v in vars(o).items() if not (k.startswith("__") and k.endswith("__")))
-        elif isinstance(o, types.ModuleType):
-            continue
+                stack.extend(v for k, v in vars(o).items() if not _dunder(k) or isinstance(v, _METHODS))
+                if isinstance(o, abc.ABCMeta):
+                    stack.extend(ref() for ref in abc._get_dump(o)[0])  # type: ignore[attr-defined]
         elif t in serialize.WEAK_TYPES:  # pickled as its referents (serialize._reduce_weak): they share a group
             stack.extend(list(o) if t is weakref.WeakSet else [*o.keys(), *o.values()])
-        elif t is types.MethodType:  # a bound method: its object is the one another variable may hold
-            stack.extend((o.__self__, o.__func__))
+        elif t is types.MethodType or t is types.BuiltinMethodType:  # its object is one another variable may hold
+            stack.append(o.__self__)
         else:
-            if getattr(t, "__module__", None) == "__main__":
-                _claim(owner, id(t), name, met)  # an instance travels with its notebook-defined class
+            travels = _TRAVELS.get(t)
+            if travels is None:
+                travels = _travels(t)
+            if travels:
+                _claim(owner, id(t), name, met)  # an instance travels with its class, pickled by value
             stack.extend(_contents(o))
             state = getattr(o, "__dict__", None)
             if isinstance(state, dict):
@@ -172,15 +189,52 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int) -> set[str]:
     return met
 
 
+def _kind(t: type) -> int:
+    kind = _KINDS.get(t)
+    if kind is None:
+        if issubclass(t, _ATOMIC):
+            kind = _ATOM
+        elif t not in _BUILTIN_CONTAINERS and serialize.may_be_by_reference(t):
+            kind = _NAMED
+        else:
+            kind = _DATA
+        _KINDS[t] = kind
+    return kind
+
+
+def _travels(t: type) -> bool:
+    """Whether the class of an instance is pickled by value with it: a class written in Python (a type of C is
+    immutable) that no import finds, the notebook's or a namedtuple made with ``module='geo'``."""
+    travels = _TRAVELS[t] = not t.__flags__ & _IMMUTABLE_TYPE and not serialize.by_reference(t)
+    return travels
+
+
+def _dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
+
+
+def _objects_in(a: Any) -> list[Any]:
+    """The objects an array of objects holds, a structured array's object fields too, but the atoms: a column
+    of 2M strings adds nothing to walk, and is only looked at (``set(map(type, ...))``: 20 ms)."""
+    if a.dtype.names:
+        return [x for n in a.dtype.names if a.dtype[n].hasobject for x in _objects_in(a[n])]
+    items = a.ravel().tolist()
+    kinds = {t: _kind(t) for t in set(map(type, items))}
+    return [x for x in items if kinds[type(x)]] if any(kinds.values()) else []
+
+
 def _slot_values(o: Any, t: type) -> list[Any]:
-    """What an instance holds outside its ``__dict__``: a ``partial``'s function and arguments, and the
-    values of its ``__slots__``, read through their member descriptors (C code: no property or
-    ``__getattr__`` of the user's runs)."""
-    if isinstance(o, functools.partial):
-        return [o.func, *o.args, *o.keywords.values()]
+    """What an instance holds outside its ``__dict__``: the values of its ``__slots__`` and of the members of a
+    type written in C (a ``partial``'s function and arguments, a ``property``'s functions), read through their
+    member descriptors (C code: no property or ``__getattr__`` of the user's runs)."""
     descriptors = _SLOTS.get(t)
     if descriptors is None:
-        descriptors = _SLOTS[t] = _slot_descriptors(t)
+        descriptors = _SLOTS[t] = tuple(
+            d
+            for c in t.__mro__
+            for d in vars(c).values()
+            if type(d) is types.MemberDescriptorType and d.__objclass__ is c
+        )
     held = []
     for descriptor in descriptors:
         with contextlib.suppress(AttributeError):  # a slot never set
@@ -188,23 +242,11 @@ def _slot_values(o: Any, t: type) -> list[Any]:
     return held
 
 
-def _slot_descriptors(t: type) -> tuple[Any, ...]:
-    found = []
-    for c in t.__mro__:
-        slots = c.__dict__.get("__slots__", ())
-        for n in [slots] if isinstance(slots, str) else slots:
-            if n.startswith("__") and not n.endswith("__"):  # a private name, stored mangled
-                n = f"_{c.__name__.lstrip('_')}{n}"
-            descriptor = c.__dict__.get(n)
-            if isinstance(descriptor, types.MemberDescriptorType):
-                found.append(descriptor)
-    return tuple(found)
-
-
 def _contents(o: Any) -> list[Any]:
     """What an instance of a container subclass holds (a defaultdict and its factory, an OrderedDict, a
     namedtuple, a deque, a list subclass), read through the built-in type's own methods: an override of
-    ``__iter__`` or ``values`` is user code, and the walk runs none."""
+    ``__iter__`` or ``values`` is user code, and the walk runs none. And the arrays and axes of a pandas
+    frame or series, which its block manager keeps in C fields."""
     if isinstance(o, dict):
         held = [*dict.values(o), *dict.keys(o)]
         return [*held, o.default_factory] if isinstance(o, collections.defaultdict) else held
@@ -212,6 +254,9 @@ def _contents(o: Any) -> list[Any]:
         if isinstance(o, base):
             iterate: Callable[[Any], Iterable[Any]] = base.__iter__  # type: ignore[attr-defined]
             return list(iterate(o))
+    manager = getattr(sys.modules.get("pandas.core.internals.managers"), "BaseBlockManager", None)
+    if manager is not None and isinstance(o, manager):
+        return [*o.arrays, *o.axes]
     return []
 
 
@@ -244,11 +289,14 @@ def group(variables: dict[str, Any], budget: int = REACH_BUDGET) -> list[list[st
     return list(groups.values())
 
 
-def random_states() -> dict[str, Any]:
+def process_states() -> dict[str, Any]:
+    """What a checkpoint keeps of the process beside the variables: the global random streams, and the
+    settings of the libraries imported (``settings.read``: matplotlib's rcParams, pandas' options, ...)."""
     states: dict[str, Any] = {"random": random.getstate()}
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         states["numpy"] = numpy.random.get_state()
+    states["settings"] = settings.read()
     return states
 
 
@@ -312,6 +360,9 @@ def _put_group(
     put: Put, packed: serialize.Packed, blobs: dict[str, BlobInfo], tally: Tally
 ) -> tuple[str, list[Buffer]]:
     buffers = [_put_buffer(put, buf, blobs, tally) for buf in packed.buffers]
+    for buffer, mappable in zip(buffers, packed.mappable, strict=True):
+        if mappable:
+            buffer["mappable"] = True
     info = put(packed.payload, True)
     blobs[info.key] = info
     tally.add(info.size)
@@ -438,6 +489,7 @@ def prepare(
         "modules": capture.modules,
         "skipped": skipped,
         "random": {"key": random_key, "buffers": random_buffers},
+        "settings": settings.fingerprints(capture.random.get("settings", {})),
         "versions": versions(),
     }
     return manifest, blobs
@@ -450,5 +502,8 @@ def link(manifest: Manifest, parent: int | None, parent_manifest: Manifest | Non
     variables, modules = manifest["variables"], manifest["modules"]
     changed = sorted(n for n, v in variables.items() if before.get(n, {}).get("gkey") != v["gkey"])
     changed += sorted(n for n, m in modules.items() if previous_modules.get(n) != m)
+    # A cell that only changed a setting (plt.style.use) changed the state: an undo must not step over it.
+    now, then = manifest.get("settings", {}), parent_manifest.get("settings", {}) if parent_manifest else {}
+    changed += sorted(n for n in set(now) | set(then) if now.get(n) != then.get(n))
     gone = (set(before) | set(previous_modules)) - set(variables) - set(modules) - set(manifest["skipped"])
     return {**manifest, "parent": parent, "changed": changed, "removed": sorted(gone)}

@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from . import capture
+from . import capture, settings
 from .blobs import BlobInfo, writer_alive
-from .errors import BadArgument, CheckpointError, StoreFullError, UnknownCheckpoint, UnknownSession
+from .errors import BadArgument, CheckpointError, IntegrityError, StoreFullError, UnknownCheckpoint, UnknownSession
 from .manifest import Manifest, Skipped
 from .progress import Progress, untold
 from .recipes import Recipe, RunCell, check_mode, exec_cell, plan, run_recipe
@@ -165,6 +165,7 @@ class Checkpointer:
         taken when the kernel goes idle (``idle_tick``) or as the next cell starts
         (``before_cell``).
         """
+        settings.remember()  # here, in the cells' thread: numpy's options are only seen there
         with self._lock:
             self.record_cell(count, source, ok, duration)
             self._cells_since += 1
@@ -614,13 +615,18 @@ class Checkpointer:
         self._pending = None
         if not missing or mode == "never":
             return
-        recipe = plan(missing, self.store.cells(manifest["last_cell"]))
+        try:
+            recipe = plan(missing, self.store.history(manifest))
+        except IntegrityError as e:  # a recorded cell was changed: nothing of that history runs
+            report.replay = dict.fromkeys(missing, f"not replayed: {e}")
+            return
         report.replay = dict(recipe.problems)
         if mode == "auto":
             report.replay = run_recipe(recipe, self.module.__dict__, self._run_cell)
         elif recipe.runnable:
             self._pending = recipe
             report.replayable = recipe.describe()
+            report.replay_cells = [{"count": c["count"], "source": c["source"]} for c in recipe.cells]
 
     def replay(self) -> dict[str, str]:
         """Run the cells that rebuild what the last restore could not bring back; returns what each gave."""
@@ -670,8 +676,9 @@ class Checkpointer:
 
     def history(self, ref: str | int | None = None) -> list[dict[str, Any]]:
         """The cells executed up to ``ref`` (default: now), oldest first."""
-        last = self.last_cell if ref is None else self.store.last_cell(self.resolve(ref).id)
-        return self.store.cells(last)
+        if ref is None:
+            return self.store.cells(self.last_cell)
+        return self.store.history(self.store.manifest(self.resolve(ref).id))
 
     def checkpoints_committed(self) -> list[CheckpointRecord]:
         """The session's checkpoints in the catalog now, without waiting for writes in progress."""

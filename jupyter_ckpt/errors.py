@@ -51,6 +51,10 @@ class IntegrityError(CheckpointError):
     exit_code = 3
 
 
+class UnsafePermissions(IntegrityError):
+    """A store directory, catalog or secret that other users can write (or, for the secret, read)."""
+
+
 class StoreVersionError(CheckpointError):
     """A store written by a newer version of jupyter-ckpt."""
 

@@ -35,10 +35,11 @@ def _save(cell_hooks: CellHooks, message: str | None = None, tag: str | None = N
 
 def _restore(
     cell_hooks: CellHooks, checkpoint: int, replay: str | None = None, trigger: str = "restore"
-) -> dict[str, str]:
-    """Restore a checkpoint; its summary and the variables running their cells again would rebuild."""
+) -> dict[str, Any]:
+    """Restore a checkpoint; its summary, the variables running their cells again would rebuild, and the code
+    of those cells."""
     report = cell_hooks.ckpt.restore(checkpoint, replay_mode=replay, trigger=trigger)
-    return {"summary": report.summary(), "replayable": report.replayable}
+    return {"summary": report.summary(), "replayable": report.replayable, "replay_cells": report.replay_cells}
 
 
 def _replay(cell_hooks: CellHooks) -> dict[str, str]:

@@ -14,10 +14,15 @@ FORMAT_VERSION = 1
 
 
 class Buffer(TypedDict):
-    """An out-of-band buffer (an array's data), stored as content-addressed chunks."""
+    """An out-of-band buffer (an array's data), stored as content-addressed chunks.
+
+    ``mappable``: the memory of a numpy array, data that nothing unpickles, so a lazy restore
+    may map it and verify it afterwards. Any other buffer (a pickle stream) is verified first.
+    """
 
     size: int
     chunks: list[str]
+    mappable: NotRequired[bool]
 
 
 class Group(TypedDict):
@@ -62,8 +67,16 @@ class Manifest(TypedDict, total=False):
     modules: dict[str, Any]
     skipped: dict[str, Skipped]
     random: RandomState
+    # A digest of the settings kept with the random states (settings.py), by library ("matplotlib rcParams"):
+    # capture.link compares them. Absent from checkpoints older than settings.
+    settings: dict[str, str]
     versions: dict[str, str]
     # Set by capture.link when the checkpoint takes its place on the timeline:
     parent: int | None
     changed: list[str]
     removed: list[str]
+    # Set by Store.commit, and signed with the rest (store.IDENTITY): whose manifest this is, and the
+    # signature of the newest cell it recorded, which chains every cell before it.
+    uid: str
+    parent_uid: str | None
+    history: str | None

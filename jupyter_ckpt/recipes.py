@@ -4,32 +4,51 @@ A generator, a database connection or a socket cannot be pickled: a checkpoint
 records it as skipped. What can be kept is how it was made. Each recorded cell
 is read (its AST) for the names it binds, reads and mutates; the *recipe* of a
 skipped variable is the last cell that bound it and every later cell that used
-it. Replay runs the recipes of the missing variables after everything else is
-restored, in a scratch namespace seeded from the restored state, and takes only
-the missing variables from it. Restored variables that a recipe cell mutates
-are deep-copied into the scratch namespace first, so replay cannot change what
-the restore brought back. A recipe that holds a cell which failed is never run.
+it, and, for each of those cells that uses another missing variable, that
+variable's recipe up to that cell (a cursor needs its connection).
 
-Replay re-runs code: its side effects (a row inserted twice, a file written
-again) happen again. That is why it asks first unless told otherwise.
+Replay runs the recipes after everything else is restored, each on its own: one
+that cannot run is reported with why, and the others still run. Recipes that
+share a cell are one *part* (a cell runs once, and two names one cell made stay
+one object), and each part runs in a scratch namespace of its own, seeded from
+the restored state; only the missing variables are taken from it. Restored
+variables that a part's cells mutate are deep-copied into its scratch namespace
+first, so replay cannot change what the restore brought back; an open file it
+reads is reopened at its position, and one it writes to is written through the
+kernel's own handle (see ``_copy``). An object no deep copy can copy is copied as
+a checkpoint would save and restore it; one that cannot be copied at all stops
+only the variables whose cells change it. Inside a part, a cell that fails when
+run again stops only the variables that need it. A recipe that holds a cell which
+failed is never run.
+
+Replay re-runs code: its side effects (a row inserted twice, a line written to a
+log again) happen again. That is why it asks first unless told otherwise.
 """
 
 from __future__ import annotations
 
 import ast
+import bisect
+import contextlib
 import copy
+import io
 import re
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import serialize
 from .errors import BadArgument
 
 # Method names that change their object in place: a call ``x.append(...)`` mutates ``x``.
 MUTATORS = frozenset(
     {"append", "extend", "insert", "update", "pop", "popitem", "remove", "clear", "add", "discard"}
     | {"setdefault", "sort", "reverse", "fill", "resize", "put", "send", "write", "execute", "executemany"}
+    | {"writelines", "read", "readline", "readlines", "seek", "truncate"}
 )
+# Open files: one replay writes to is shared, one it reads is reopened (``_copy``).
+_FILES = (io.TextIOWrapper, io.BufferedReader, io.BufferedWriter, io.BufferedRandom, io.FileIO)
 _MAGIC = re.compile(r"^\s*[%!]")
 MODES = ("ask", "auto", "never")
 
@@ -50,6 +69,8 @@ class CellNames:
     bound: set[str] = field(default_factory=set)
     read: set[str] = field(default_factory=set)
     mutated: set[str] = field(default_factory=set)
+    # Read or mutated by a statement before any earlier one bound it: the value the cell needs from before it.
+    needs: set[str] = field(default_factory=set)
 
     def touches(self, name: str) -> bool:
         return name in self.bound or name in self.read or name in self.mutated
@@ -145,9 +166,27 @@ def cell_names(source: str) -> CellNames:
         tree = ast.parse(code)
     except SyntaxError:
         return CellNames()
-    reader = _Reader()
-    reader.visit(tree)
-    return reader.names
+    names = CellNames()
+    for statement in tree.body:
+        reader = _Reader()
+        reader.visit(statement)
+        found = reader.names
+        names.needs |= (found.read | found.mutated) - names.bound
+        names.bound |= found.bound
+        names.read |= found.read
+        names.mutated |= found.mutated
+    return names
+
+
+@dataclass
+class Part:
+    """Recipes that share cells, run together in one scratch namespace: ``cells`` oldest first, and for each
+    variable the positions in ``cells`` of those it needs."""
+
+    names: list[str]
+    cells: list[dict[str, Any]]
+    needs: dict[str, set[int]]
+    mutated: set[str] = field(default_factory=set)  # what those cells change in place
 
 
 @dataclass
@@ -155,9 +194,10 @@ class Recipe:
     """The cells to run again, oldest first, to rebuild ``names``; or why they cannot be."""
 
     names: list[str]
-    cells: list[dict[str, Any]] = field(default_factory=list)
+    cells: list[dict[str, Any]] = field(default_factory=list)  # every cell replay would run, oldest first
     problems: dict[str, str] = field(default_factory=dict)
     mutated: set[str] = field(default_factory=set)  # what those cells change in place
+    parts: list[Part] = field(default_factory=list)  # run one after another, each on its own
 
     @property
     def runnable(self) -> list[str]:
@@ -168,55 +208,184 @@ class Recipe:
         return f"{', '.join(self.runnable)} (cells {counts})" if self.runnable else ""
 
 
+class _Index:
+    """Where each name is bound and touched in a lineage, for the lookups of ``needed``."""
+
+    def __init__(self, read: list[CellNames], missing: set[str]) -> None:
+        self.end = len(read)
+        self.bound: dict[str, list[int]] = {}
+        self.touched: dict[str, list[int]] = {}
+        self.uses = [names.needs & missing for names in read]  # the missing variables each needs from before it
+        for i, names in enumerate(read):
+            for name in names.bound:
+                self.bound.setdefault(name, []).append(i)
+            for name in names.bound | names.read | names.mutated:
+                self.touched.setdefault(name, []).append(i)
+
+    def needed(self, name: str) -> set[int]:
+        """The cells (by index) that rebuild ``name``: its recipe, and that of each missing variable one of those
+        cells uses, as it was before that cell (the binding before it, and the cells that used it since)."""
+        chosen: set[int] = set()
+        covered: dict[tuple[str, int], int] = {}  # (variable, the cell that bound it): up to which cell it is in
+        todo = [(name, self.end)]
+        while todo:
+            var, end = todo.pop()
+            bound = self.bound.get(var, [])
+            at = bisect.bisect_left(bound, end) - 1
+            if at < 0:
+                continue  # not made before that cell: it fails when run again (NameError), and says so
+            made = bound[at]
+            if covered.get((var, made), -1) >= end:
+                continue
+            covered[(var, made)] = end
+            touched = self.touched[var]
+            for i in touched[bisect.bisect_left(touched, made) : bisect.bisect_left(touched, end)]:
+                if i not in chosen:
+                    chosen.add(i)
+                    todo.extend((other, i) for other in self.uses[i])
+        return chosen
+
+
 def plan(missing: Iterable[str], cells: list[dict[str, Any]]) -> Recipe:
     """The recipe of each missing variable from the lineage ``cells`` (oldest first, as ``Store.cells`` gives)."""
-    recipe = Recipe(sorted(missing))
+    recipe = Recipe(sorted(set(missing)))
     read = [cell_names(c["source"]) for c in cells]
-    chosen: set[int] = set()
+    index = _Index(read, set(recipe.names))
+    needs: dict[str, set[int]] = {}
     for name in recipe.names:
-        made = [i for i, names in enumerate(read) if name in names.bound]
-        if not made:
+        if name not in index.bound:
             recipe.problems[name] = "no recorded cell assigns it"
             continue
-        steps = [made[-1]] + [i for i in range(made[-1] + 1, len(cells)) if read[i].touches(name)]
-        failed = [cells[i] for i in steps if cells[i]["status"] != "ok"]
+        steps = index.needed(name)
+        failed = [cells[i] for i in sorted(steps) if cells[i]["status"] != "ok"]
         if failed:
             recipe.problems[name] = f"cell [{failed[0]['count']}] that it needs failed; replay never runs a failed cell"
             continue
-        chosen.update(steps)
-    recipe.cells = [cells[i] for i in sorted(chosen)]
+        needs[name] = steps
+    # Recipes that share a cell are one part: union-find over the cells they need.
+    parent = {n: n for n in needs}
+
+    def root(n: str) -> str:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    owner: dict[int, str] = {}
+    for name, steps in needs.items():
+        for i in steps:
+            parent[root(name)] = root(owner.setdefault(i, name))
+    groups: dict[str, list[str]] = {}
+    for name in sorted(needs, key=lambda n: min(needs[n])):  # the parts in the order of their first cells
+        groups.setdefault(root(name), []).append(name)
+    for names in groups.values():
+        indices = sorted(set().union(*(needs[n] for n in names)))
+        position = {i: p for p, i in enumerate(indices)}
+        recipe.parts.append(
+            Part(
+                sorted(names),
+                [cells[i] for i in indices],
+                {n: {position[i] for i in needs[n]} for n in names},
+                set().union(*(read[i].mutated for i in indices)),
+            )
+        )
+    chosen = sorted(set().union(*needs.values())) if needs else []
+    recipe.cells = [cells[i] for i in chosen]
     recipe.mutated = set().union(*(read[i].mutated for i in chosen))
     return recipe
 
 
-def run_recipe(recipe: Recipe, namespace: dict[str, Any], run_cell: RunCell) -> dict[str, str]:
-    """Run a recipe in a scratch copy of ``namespace`` and take the missing variables from it.
+def _round_trip(value: Any) -> Any:
+    """A copy of ``value`` as a checkpoint saves and restores it (an open file: reopened at its position)."""
+    main = sys.modules["__main__"]  # the notebook's module in a kernel: its functions are pickled by value
+    return serialize.loads(serialize.dumps({"value": value}, main), main)["value"]
 
-    Returns, for each variable the recipe was for, what happened: ``replayed`` or why not.
+
+def _copy(values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Copies of ``values`` for replay to change; and why those that cannot be copied cannot.
+
+    One deep copy of them all keeps what they share shared. An open file that is
+    written is not copied: replay writes through the kernel's own handle (writing
+    again is a side effect like any other, and a second handle on the file would
+    write over what the first writes next); one that is read is reopened at its
+    position. Where the deep copy fails, each is copied alone, by a deep copy or
+    else as a checkpoint saves and restores it.
     """
-    wanted = set(recipe.runnable)
-    if not wanted:
-        return dict(recipe.problems)
-    scratch = dict(namespace)
-    touched = recipe.mutated - wanted
-    outcome = dict(recipe.problems)
-    try:
-        for name in touched & set(namespace):
-            scratch[name] = copy.deepcopy(namespace[name])
-        for cell in recipe.cells:
+    seed: dict[int, Any] = {}
+    failed: dict[str, str] = {}
+    for name, value in values.items():
+        if type(value) in _FILES and not value.closed:
             try:
-                run_cell(cell["source"], scratch)
-            except Exception as e:
-                raise RuntimeError(f"cell [{cell['count']}] failed when run again: {type(e).__name__}: {e}") from e
-    except Exception as e:  # a deep copy or a cell: nothing is taken
-        outcome.update(dict.fromkeys(wanted, f"not replayed: {e}"))
-        return outcome
-    for name in sorted(wanted):
-        if name in scratch:
+                seed[id(value)] = value if value.writable() else _round_trip(value)
+            except Exception as e:  # the file is gone
+                failed[name] = f"{type(e).__name__}: {e}"
+    rest = {n: v for n, v in values.items() if n not in failed}
+    with contextlib.suppress(Exception):
+        return copy.deepcopy(rest, dict(seed)), failed
+    copies = {}
+    for name, value in rest.items():
+        try:
+            copies[name] = copy.deepcopy(value, dict(seed))
+            continue
+        except Exception as e:
+            why = f"{type(e).__name__}: {e}"
+        try:
+            copies[name] = _round_trip(value)
+        except Exception:
+            failed[name] = why
+    return copies, failed
+
+
+def _run_part(part: Part, restored: dict[str, Any], namespace: dict[str, Any], run_cell: RunCell) -> dict[str, str]:
+    """Run one part in a scratch copy of the ``restored`` namespace; put in ``namespace`` the variables whose
+    cells all ran."""
+    reads = [cell_names(c["source"]) for c in part.cells]
+    stopped: dict[str, str] = {}  # variable: why it is not replayed
+    copies, uncopyable = _copy({n: restored[n] for n in sorted(part.mutated - set(part.names)) if n in restored})
+    for name in part.names:
+        for p in sorted(part.needs[name]):
+            gone = sorted(reads[p].mutated & set(uncopyable))
+            if gone:
+                stopped[name] = (
+                    f"not replayed: cell [{part.cells[p]['count']}] changes {gone[0]}, which cannot be copied "
+                    f"({uncopyable[gone[0]]}), and replay never changes the kernel's own"
+                )
+                break
+    scratch = {**restored, **copies}
+    for p, cell in enumerate(part.cells):
+        users = [n for n in part.names if p in part.needs[n] and n not in stopped]
+        if not users:
+            continue  # every variable that needs it is stopped already
+        try:
+            run_cell(cell["source"], scratch)
+        except Exception as e:
+            why = f"not replayed: cell [{cell['count']}] failed when run again: {type(e).__name__}: {e}"
+            stopped.update(dict.fromkeys(users, why))
+    outcome: dict[str, str] = {}
+    for name in part.names:
+        if name in stopped:
+            outcome[name] = stopped[name]
+        elif name in scratch:
             namespace[name] = scratch[name]
             outcome[name] = "replayed"
         else:
             outcome[name] = "the replayed cells did not assign it"
+    return outcome
+
+
+def run_recipe(recipe: Recipe, namespace: dict[str, Any], run_cell: RunCell) -> dict[str, str]:
+    """Run each part of a recipe in a scratch copy of ``namespace`` and take the missing variables from it.
+
+    Returns, for each variable the recipe was for, what happened: ``replayed`` or why not.
+    """
+    parts = recipe.parts
+    if not parts and recipe.runnable:  # a recipe made by hand: one part, every variable needing every cell
+        everything = set(range(len(recipe.cells)))
+        parts = [Part(recipe.runnable, recipe.cells, dict.fromkeys(recipe.runnable, everything), recipe.mutated)]
+    outcome = dict(recipe.problems)
+    restored = dict(namespace)  # what each part starts from: never what another part rebuilt
+    for part in parts:
+        outcome.update(_run_part(part, restored, namespace, run_cell))
     return outcome
 
 

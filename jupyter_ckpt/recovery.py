@@ -50,6 +50,14 @@ CRASH_SCHEMA = {
             "type": "string",
             "title": "variables the checkpoint could not hold that running their cells again would rebuild, if any",
         },
+        "replay_cells": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"count": {"type": ["integer", "null"]}, "source": {"type": "string"}},
+            },
+            "title": "the code replay would run (each cell's execution count and source), shown before it runs",
+        },
     },
 }
 # A session whose kernel keeps dying gets this many states restored, then none until a cell completes.
@@ -194,8 +202,16 @@ class CrashRecovery:
             except CheckpointError as e:
                 self._publish("crash-restore-failed", session, kernel_id, target, loop.tried, str(e))
             else:
-                summary, replayable = result["summary"], result["replayable"]
-                self._publish("crash-restore", session, kernel_id, target, loop.tried, summary, replayable)
+                self._publish(
+                    "crash-restore",
+                    session,
+                    kernel_id,
+                    target,
+                    loop.tried,
+                    result["summary"],
+                    result["replayable"],
+                    result["replay_cells"],
+                )
             finally:
                 self.service.restoring.pop(kernel_id, None)
 
@@ -208,6 +224,7 @@ class CrashRecovery:
         tried: list[int],
         message: str,
         replayable: str = "",
+        replay_cells: list[dict[str, Any]] | None = None,
     ) -> None:
         event = {
             "type": kind,
@@ -219,6 +236,7 @@ class CrashRecovery:
             "time": time.time(),
             "message": message,
             "replayable": replayable,
+            "replay_cells": replay_cells or [],
         }
         self.service.events.append(event)
         self.log.warning("jupyter-ckpt: %s of %s: %s", kind, session, message)

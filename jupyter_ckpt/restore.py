@@ -16,13 +16,14 @@ import importlib
 import os
 import random
 import sys
+import textwrap
 import types
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import capture, mapping, serialize
+from . import capture, mapping, serialize, settings
 from .blobs import content_key
 from .capture import CHUNK, is_user_variable
 from .errors import BadArgument
@@ -51,8 +52,10 @@ class RestoreReport:
     unverified: dict[str, list[str]] = field(default_factory=dict)
     # What replay did or could not do for each variable the checkpoint could not hold.
     replay: dict[str, str] = field(default_factory=dict)
-    # The variables ``%checkpoint replay`` would rebuild and the cells it would run, if asked.
+    # The variables ``%checkpoint replay`` would rebuild and the cells it would run, if asked; and those
+    # cells' code (count and source, verified), shown before anything runs.
     replayable: str = ""
+    replay_cells: list[dict[str, Any]] = field(default_factory=list)
 
     def lazy_names(self, keys: Iterable[str] | None = None) -> list[str]:
         """The variables built on the given unverified chunks (all of them by default)."""
@@ -78,7 +81,10 @@ class RestoreReport:
                 extra = f"; {self.replay[name]}" if name in self.replay else ""
                 line += f"\n  not restored: {name} ({why}{extra})"
         if self.replayable:
-            line += f"\n  %checkpoint replay would rebuild {self.replayable} by running them again"
+            line += f"\n  %checkpoint replay would rebuild {self.replayable} by running this code again:"
+            for cell in self.replay_cells:
+                label = f"    [{cell['count']}] "
+                line += "\n" + label + textwrap.indent(cell["source"].rstrip(), " " * len(label))[len(label) :]
         return line
 
 
@@ -101,8 +107,12 @@ def _read_buffer(store: Store, buffer: Buffer, tally: Tally) -> memoryview:
 
 
 def _map_buffer(store: Store, buffer: Buffer) -> memoryview | None:
-    """A large buffer whose chunks are all raw, mapped from their files unverified; else None."""
-    if buffer["size"] < LAZY_MIN or not mapping.supported():
+    """A large array's memory whose chunks are all raw, mapped from their files unverified; else None.
+
+    Only an array's memory: numbers (or text) that nothing unpickles. A pickle stream is read, and
+    verified, before a byte of it is unpickled, however large it is.
+    """
+    if not buffer.get("mappable") or buffer["size"] < LAZY_MIN or not mapping.supported():
         return None
     pieces: list[mapping.Piece] = []
     for index, key in enumerate(buffer["chunks"]):
@@ -224,10 +234,14 @@ def _import_modules(modules: dict[str, str]) -> tuple[dict[str, types.ModuleType
 
 
 @contextlib.contextmanager
-def _as_read(namespace: dict[str, Any], modules: dict[str, types.ModuleType]) -> Iterator[None]:
-    """The namespace with the checkpoint's ``modules`` bound for as long as it is read, and exactly as it was
-    after (whatever reading it bound meanwhile): nothing changes until the restore applies it."""
+def _as_read(namespace: dict[str, Any], modules: dict[str, types.ModuleType], reading: Iterable[str]) -> Iterator[None]:
+    """The namespace with the checkpoint's ``modules`` bound and the variables ``reading`` unbound for as long as
+    it is read, and exactly as it was after (whatever reading it bound meanwhile): nothing changes until the
+    restore applies it. Code that runs while a group loads finds each variable read so far, and never the live
+    value of one read after it (a NameError, and that group is tried again once the others are in)."""
     before = dict(namespace)
+    for name in reading:
+        namespace.pop(name, None)
     namespace.update(modules)
     try:
         yield
@@ -293,8 +307,16 @@ def restore_namespace(
     tally.progress(0, tally.total)
     imported, import_failed = _import_modules(manifest["modules"])
     # Code runs while a group is unpickled (a __setstate__, a notebook function a __reduce__ names) and reads the
-    # namespace: it sees the checkpoint's modules and the variables read so far, then the namespace is put back.
-    with _as_read(namespace, imported):
+    # namespace: it sees the checkpoint's modules, the variables kept and those read so far, never the live value
+    # of one still to read; then the namespace is put back.
+    reading = [
+        n
+        for index, entry in enumerate(manifest["groups"])
+        if index not in plans
+        for n in entry["names"]
+        if wanted is None or n in wanted
+    ]
+    with _as_read(namespace, imported, reading):
         waiting: list[Loading] = []  # groups that failed to load, with why
         for index, entry in enumerate(manifest["groups"]):
             names = [n for n in entry["names"] if wanted is None or n in wanted]
@@ -343,6 +365,8 @@ def restore_namespace(
     if "numpy" in states:
         numpy = sys.modules.get("numpy") or importlib.import_module("numpy")
         numpy.random.set_state(states["numpy"])
+    if "settings" in states:  # a checkpoint older than settings keeps none: the live ones stay as they are
+        report.not_restored.update(settings.apply(states["settings"], module))  # after the modules are imported
     for name, why in failed.items():
         state = "kept its current value" if name in namespace else "absent"
         report.not_restored[name] = f"could not be loaded ({why}); {state}"

@@ -20,6 +20,18 @@ other picklers are tried around it, and the one used is recorded per group:
    name (a class whose instances it holds itself): a fresh kernel could not
    resolve that name while loading, so dill's warning counts as a failure.
 
+Whatever the pickler, an object an imported library module holds (``os.environ``,
+``sys.stdout``, ``numpy.random.rand``, ``scipy.stats.norm``) is saved as that
+module and name, and comes back as the very object that module holds then
+(``_Library``); plain data (containers, numbers, strings, arrays) is never looked
+up. A notebook class whose metaclass or base has hooks of the notebook's
+(``__new__``, ``__init__``, ``__init_subclass__``: a registry), or that has
+``__slots__``, is made again as a shell with its attributes set after, without
+running those hooks again (``_reduce_notebook_class``). A namedtuple class no
+import finds is made again by ``namedtuple``, with its defaults and module, and
+what the notebook added. dill keeps a function's qualified name (one that
+``functools.wraps`` gave it) where it would take its code's.
+
 Notebook functions wrapped in ``functools.lru_cache`` / ``cache`` are saved as
 the function and the cache's parameters; their cached results are not kept.
 Open files are saved as path, mode and position and reopened on restore; one
@@ -28,6 +40,7 @@ opened for writing is reopened for appending, never truncated.
 
 from __future__ import annotations
 
+import abc
 import collections
 import contextlib
 import copyreg
@@ -80,9 +93,18 @@ class _DefinedInNotebook(Exception):
 
 @dataclass
 class Packed:
+    """A group's pickle stream and its out-of-band buffers.
+
+    ``mappable`` says, buffer by buffer, which are the memory of a numpy array:
+    plain data that nothing unpickles, which a lazy restore may map before its
+    signatures are checked. Every other buffer (a pickle stream of ``_Segments``,
+    bytes some ``__reduce_ex__`` handed out) is read and verified first.
+    """
+
     serializer: str
     payload: bytes
     buffers: list[memoryview] = field(default_factory=list)
+    mappable: list[bool] = field(default_factory=list)
 
     @property
     def nbytes(self) -> int:
@@ -101,8 +123,146 @@ def as_main(module: types.ModuleType) -> Iterator[None]:
             sys.modules["__main__"] = saved
 
 
+_FUNCTION_TYPES = (types.FunctionType, _LRU_WRAPPER)
+
+
 def _in_notebook(obj: Any) -> bool:
-    return isinstance(obj, (types.FunctionType, type, _LRU_WRAPPER)) and getattr(obj, "__module__", None) == "__main__"
+    return isinstance(obj, (*_FUNCTION_TYPES, type)) and getattr(obj, "__module__", None) == "__main__"
+
+
+def _located(obj: Any) -> bool:
+    """Whether a class or function is what its module (imported, not the notebook) holds under its qualified
+    name: then every pickler saves it as that name."""
+    try:
+        module = sys.modules.get(obj.__module__ or "__main__")
+        if module is None or module.__name__ == "__main__":
+            return False
+        found: Any = module
+        for part in obj.__qualname__.split("."):
+            found = getattr(found, part)
+    except Exception:  # no such name, "<locals>", a lazy module's import error, a proxy's __getattr__
+        return False
+    return found is obj
+
+
+# Types whose objects are data, never looked up among the library modules' attributes (``_referable``).
+_PLAIN = frozenset({dict, list, tuple, set, frozenset, bytearray, bytes, str, int, float, complex, bool, type(None)})
+_REFERABLE: dict[type, bool] = {}
+
+
+def _referable(t: type) -> bool:
+    """Whether an object of type ``t`` is saved as the library module's attribute it is, if it is one.
+
+    Not plain data (containers, numbers, strings, arrays: a library's dict is copied), nor a class or a module
+    (every pickler saves those by name), nor an exception (``sys.last_value`` is the kernel's last error, not a
+    library's), nor an instance of a notebook class. Decided once per type.
+    """
+    referable = _REFERABLE.get(t)
+    if referable is None:
+        numpy = sys.modules.get("numpy")
+        plain = t in _PLAIN or (numpy is not None and t is numpy.ndarray)
+        referable = not (plain or issubclass(t, (type, types.ModuleType, BaseException)) or t.__module__ == "__main__")
+        _REFERABLE[t] = referable
+    return referable
+
+
+class _Library:
+    """Where each object held by an imported library module can be found again: its module and name.
+
+    ``from os import environ``, ``from numpy.random import rand``, ``from scipy.stats import norm``,
+    ``out = sys.stdout``: pickled by value, each came back as a copy, and ``rand`` drew from a copy of
+    numpy's global generator. Such an object is saved as its module and name, and comes back as the very
+    object that module holds (``_attribute``).
+
+    The index is built when first consulted, and extended when consulted again after modules were imported:
+    every module in ``sys.modules`` but the notebook (and those no import would find again) is looked
+    through, for objects of types ``_referable`` takes (50 ms with pandas, scikit-learn and torch imported).
+    Only the objects of a type some library module holds are looked up (``types``): not a date, a frame or
+    a numpy integer. An entry is used only while the module still holds the object under that name, and
+    never for the notebook's own functions (a notebook function a library was given as a hook). Of several
+    places, the most public one is kept: ``numpy.random.rand`` rather than ``numpy.random.mtrand.rand``.
+    """
+
+    def __init__(self) -> None:
+        self.places: dict[int, tuple[str, str]] = {}
+        self.types: set[type] = set()
+        self.seen: set[str] = set()
+        self.count = 0
+
+    def current(self) -> _Library:
+        if len(sys.modules) != self.count:
+            self._extend()
+        return self
+
+    def find(self, obj: Any) -> tuple[str, str] | None:
+        place = self.current().places.get(id(obj))
+        return None if place is None else self.holds(place, obj)
+
+    @staticmethod
+    def holds(place: tuple[str, str], obj: Any) -> tuple[str, str] | None:
+        """The place, if its module still holds ``obj`` there and ``obj`` is no function of the notebook's."""
+        module = sys.modules.get(place[0])
+        if module is None or vars(module).get(place[1]) is not obj:
+            return None
+        function = obj.__func__ if type(obj) is types.MethodType else obj
+        if type(function) in _FUNCTION_TYPES and function.__module__ == "__main__":
+            return None
+        return place
+
+    def _extend(self) -> None:
+        places = self.places
+        for name, module in list(sys.modules.items()):
+            if name in self.seen:
+                continue
+            self.seen.add(name)
+            if not isinstance(module, types.ModuleType) or getattr(module, "__spec__", None) is None:
+                continue
+            if getattr(module, "__name__", None) == "__main__":
+                continue
+            for attr, value in list(vars(module).items()):
+                t = type(value)
+                if not _referable(t):
+                    continue
+                place = (name, attr)
+                known = places.setdefault(id(value), place)
+                if known is not place and _publicity(place) < _publicity(known):
+                    places[id(value)] = place
+                if t not in self.types:
+                    self.types.add(t)
+                    _REDUCERS.pop(t, None)  # decided when no library module held one: decide again
+        self.count = len(sys.modules)
+
+
+def _publicity(place: tuple[str, str]) -> tuple[bool, int, str, str]:
+    """How to rank two places of one object: public names first, then the shortest module path."""
+    module, name = place
+    private = name.startswith("_") or any(part.startswith("_") for part in module.split("."))
+    return private, module.count("."), module, name
+
+
+_LIBRARY = _Library()
+
+
+def _attribute(module: str, name: str) -> Any:
+    """What a library module holds under ``name``: an object saved by ``_Library``'s index."""
+    return getattr(importlib.import_module(module), name)
+
+
+def may_be_by_reference(t: type) -> bool:
+    """Whether an object of type ``t`` may be saved as where to import it from (``by_reference`` tells): a
+    module, a class or function, or an object of a type some library module holds one of now."""
+    return t is types.ModuleType or t is types.FunctionType or issubclass(t, type) or t in _LIBRARY.current().types
+
+
+def by_reference(obj: Any) -> bool:
+    """Whether every pickler here saves ``obj`` as where to import it from, so that nothing it holds goes with it:
+    a module, a class or function found under its module and name, an object a library module holds."""
+    t = type(obj)
+    if t is types.ModuleType:
+        return True
+    if (t is types.FunctionType or issubclass(t, type)) and _located(obj):
+        return True
+    return t in _LIBRARY.current().types and _LIBRARY.find(obj) is not None
 
 
 def _array_from(buffer: Any, dtype: Any, shape: tuple[int, ...], order: str) -> Any:
@@ -293,37 +453,126 @@ def _reduce_exception(obj: BaseException) -> Any:
 _namedtuple: Callable[..., type] = collections.namedtuple
 
 
-def _namedtuple_class(name: str, fields: tuple[str, ...], defaults: list[Any]) -> type:
-    return _namedtuple(name, fields, defaults=defaults, module="__main__")
-
-
-def _set_attributes(cls: type, attributes: dict[str, Any]) -> type:
-    for k, v in attributes.items():
-        setattr(cls, k, v)
+def _namedtuple_class(
+    name: str,
+    fields: tuple[str, ...],
+    defaults: list[Any] | None,
+    module: str = "__main__",
+    annotations: dict[str, Any] | None = None,
+) -> type:
+    cls = _namedtuple(name, fields, defaults=defaults, module=module)
+    if annotations:
+        cls.__new__.__annotations__ = annotations  # a typing.NamedTuple's, in its signature
     return cls
 
 
-def _reduce_class(cls: type) -> Any:
-    """A namedtuple class of the notebook with methods of its own (``typing.NamedTuple``, or a docstring).
+def _set_attributes(cls: type, attributes: dict[str, Any]) -> type:
+    """Set a rebuilt class's attributes; ``_abc_impl`` lists the classes an ABC had registered."""
+    for k, v in attributes.items():
+        if k == "_abc_impl":
+            for subclass in v:
+                cls.register(subclass)  # type: ignore[attr-defined]
+        else:
+            setattr(cls, k, v)
+    return cls
 
-    dill saves a namedtuple class as its name and fields, so a restore would bring back ``Point`` without
-    its ``norm()``: a class that never existed. It is saved as the namedtuple with, set afterwards (the
-    methods may refer to the class), whatever the notebook gave it beyond what ``namedtuple`` makes.
-    Any other class is left to the pickler.
+
+def _class_shell(meta: type, name: str, bases: tuple[type, ...], namespace: dict[str, Any]) -> type:
+    """A notebook class made again, empty, without running a hook of the notebook's.
+
+    It is made by the library's metaclass (``type``, ``ABCMeta``), not by the notebook's ``__new__`` or
+    ``__init__``, and the notebook's ``__init_subclass__`` of its bases is set aside meanwhile (the bases are
+    the restored ones, not yet seen by anyone). Run again, a hook that fills a registry would find the
+    registry's global not restored yet, or register the class a second time, under other bases.
     """
-    namedtuple = cls.__bases__ == (tuple,) and hasattr(cls, "_fields") and hasattr(cls, "_make")
-    if not namedtuple or cls.__module__ != "__main__":
+    hooks = {c: vars(c)["__init_subclass__"] for b in bases for c in b.__mro__ if _hooks_subclasses(c)}
+    for c in hooks:
+        type.__delattr__(c, "__init_subclass__")
+    try:
+        make = next(m for m in meta.__mro__ if m.__module__ != "__main__")
+        made: type = make.__new__(meta, name, bases, namespace)
+        return made
+    finally:
+        for c, hook in hooks.items():
+            type.__setattr__(c, "__init_subclass__", hook)
+
+
+def _hooks_subclasses(cls: type) -> bool:
+    return cls.__module__ == "__main__" and "__init_subclass__" in vars(cls)
+
+
+# Made by these metaclasses (or by the notebook's, built on them), a notebook class can be rebuilt by _class_shell.
+_SHELL_MAKERS = (type, abc.ABCMeta)
+# Made again by _class_shell from the namespace: the rest of a class's own attributes is set after.
+_SHELL_NAMESPACE = ("__module__", "__qualname__", "__slots__", "__orig_bases__")
+
+
+def _reduce_notebook_class(cls: type) -> Any:
+    """A notebook class as a shell and its attributes, set once it exists.
+
+    For a class whose metaclass is the notebook's, or whose notebook base defines ``__init_subclass__``: their
+    hooks must not run again (``_class_shell``); the registry they filled is restored as it was. dill and
+    cloudpickle make a class by calling its metaclass, which runs them: in a fresh kernel the hook's global
+    registry was not there yet (NameError), and where it was, it got a class more. For a class with
+    ``__slots__``: dill made one whose slots are private (``'__tag'``, kept as ``_Tagged__tag``) clash with
+    its own member, and cloudpickle gives a slotted class a ``__dict__``. Any other class is left to the
+    pickler, as are those a library's metaclass makes (an Enum's).
+    """
+    meta: type = type(cls)
+    own = vars(cls)
+    hooked = meta.__module__ == "__main__" or any(_hooks_subclasses(c) for c in cls.__mro__[1:])
+    if not (hooked or "__slots__" in own) or not all(
+        m in _SHELL_MAKERS or m.__module__ == "__main__"
+        for m in meta.__mro__[:-1]  # all but object
+    ):
         return NotImplemented
-    defaults = [cls._field_defaults[f] for f in cls._fields if f in cls._field_defaults]  # type: ignore[attr-defined]
-    plain = vars(_namedtuple(cls.__name__, cls._fields, defaults=defaults))  # type: ignore[attr-defined]
+    namespace = {k: own[k] for k in _SHELL_NAMESPACE if k in own}
+    attributes = {
+        k: v
+        for k, v in own.items()
+        if k not in namespace
+        and k not in ("__dict__", "__weakref__", "_abc_impl")
+        and not (type(v) is types.MemberDescriptorType and v.__objclass__ is cls)  # made from __slots__
+    }
+    if isinstance(cls, abc.ABCMeta):
+        registered = [ref() for ref in abc._get_dump(cls)[0]]  # type: ignore[attr-defined]
+        attributes["_abc_impl"] = sorted((c for c in registered if c is not None), key=_name)
+    return _class_shell, (meta, cls.__name__, cls.__bases__, namespace), attributes, None, None, _set_attributes
+
+
+def _name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _reduce_namedtuple(cls: type) -> Any:
+    """A namedtuple class that cannot be imported by name (the notebook's, or one made with ``module=``).
+
+    It is made again by ``namedtuple`` with its fields, defaults (None when it has none: ``__new__`` then
+    has no ``__defaults__``), module and its ``__new__``'s annotations (a ``typing.NamedTuple``'s), then
+    given, set afterwards (the methods may refer to the class), whatever the notebook gave it beyond what
+    ``namedtuple`` makes: a ``typing.NamedTuple``'s methods, a docstring. dill would save it as its name
+    and fields, without those: a ``Point`` without its ``norm()`` that never existed, or, in the kernel
+    that made it, whatever the notebook names ``Point`` at that moment.
+    """
+    fields = cls._fields  # type: ignore[attr-defined]
+    defaults = [cls._field_defaults[f] for f in fields if f in cls._field_defaults] or None  # type: ignore[attr-defined]
+    plain = vars(_namedtuple(cls.__name__, fields, defaults=defaults))
     own = {
         k: v
         for k, v in vars(cls).items()
         if k not in plain or (k == "__doc__" and v != plain[k]) or getattr(v, "__module__", None) == "__main__"
     }
-    if not own:
-        return NotImplemented
-    return _namedtuple_class, (cls.__name__, cls._fields, defaults), own, None, None, _set_attributes  # type: ignore[attr-defined]
+    own.pop("__slotnames__", None)  # copyreg's cache of the slots' names, which a namedtuple has none of
+    made = (cls.__name__, fields, defaults, cls.__module__, cls.__new__.__annotations__)
+    return _namedtuple_class, made, own or None, None, None, _set_attributes
+
+
+def _reduce_class(cls: type) -> Any:
+    """A namedtuple class that is not importable (``_reduce_namedtuple``), a notebook class whose hooks must
+    not run again or that has slots (``_reduce_notebook_class``); any other class is left to the pickler."""
+    if cls.__bases__ == (tuple,) and hasattr(cls, "_fields") and hasattr(cls, "_make"):
+        return NotImplemented if _located(cls) else _reduce_namedtuple(cls)
+    return _reduce_notebook_class(cls) if cls.__module__ == "__main__" else NotImplemented
 
 
 def _set_state(obj: Any, state: Any) -> None:
@@ -357,7 +606,13 @@ def _reduce_proxy(obj: Any) -> Any:
 
 
 def _reducer(t: type) -> Callable[[Any], Any] | None:
-    """Which of the reductions below applies to objects of type ``t``, if any."""
+    """Which of the reductions below applies to objects of type ``t``, if any. For a type ``_referable``
+    takes, an object a library module holds is saved as that module's attribute first (``_or_library``)."""
+    own = _type_reducer(t)
+    return _or_library(own) if _referable(t) and t in _LIBRARY.current().types else own
+
+
+def _type_reducer(t: type) -> Callable[[Any], Any] | None:
     numpy = sys.modules.get("numpy")
     if t in _FILE_TYPES:
         return _reduce_file
@@ -367,11 +622,28 @@ def _reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_notebook_wrapper
     if issubclass(t, BaseException):
         return _reduce_exception if _rebuilt_without_init(t) else None
-    if t is type:
+    if issubclass(t, type):
         return _reduce_class
     if numpy is not None and t is numpy.ndarray:
         return _reduce_array
     return _reduce_proxy if _forwards(t) else None
+
+
+def _or_library(own: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
+    """``own`` (a type's reduction, or none), after saving an object a library module holds as its place there.
+    It runs for every object of a type some library module holds that a pickler writes: one lookup, inlined."""
+    library, places = _LIBRARY, _LIBRARY.places
+
+    def reduce(obj: Any) -> Any:
+        if len(sys.modules) != library.count:
+            library.current()
+        place = places.get(id(obj))
+        # A function found by name is saved as that name by the pickler.
+        if place is not None and library.holds(place, obj) and not _located(obj):
+            return _attribute, place
+        return NotImplemented if own is None else own(obj)
+
+    return reduce
 
 
 # The reduction for each type met, decided once: a pickler asks for every object it writes (dill for every
@@ -380,8 +652,9 @@ _REDUCERS: dict[type, Callable[[Any], Any] | None] = {}
 
 
 def _reduce(obj: Any) -> Any:
-    """The reductions every pickler here applies before its own: open files, weak containers, cache
-    wrappers, exceptions, notebook namedtuple classes, arrays, forwarding wrappers."""
+    """The reductions every pickler here applies before its own: a library module's objects, open files, weak
+    containers, cache wrappers, exceptions, classes (namedtuples, notebook classes with hooks or slots), arrays,
+    forwarding wrappers."""
     t = type(obj)
     try:
         reducer = _REDUCERS[t]
@@ -416,7 +689,34 @@ def _reduce_notebook_wrapper(obj: Any) -> Any:
     return NotImplemented
 
 
+_dill_save_function = dill.Pickler.dispatch[types.FunctionType]
+
+
+def _save_function(pickler: Any, obj: types.FunctionType) -> None:
+    """dill's way to save a function, and its ``__qualname__`` where dill leaves it out.
+
+    dill keeps a qualified name only when it differs from ``__name__``, and a function made again takes its
+    code's: one that ``functools.wraps`` named ``fib`` came back as ``logged.<locals>.wrapper``, with that
+    repr, and ``pickle.dumps(fib)`` failed ("Can't pickle local object"). The name is set on the rebuilt
+    function (a BUILD of its slot state), as it was.
+    """
+    _dill_save_function(pickler, obj)
+    if obj.__qualname__ != obj.__code__.co_qualname and not _located(obj):
+        pickler.save((None, {"__qualname__": obj.__qualname__}))
+        pickler.write(pickle.BUILD)
+
+
+class _Dispatch(dict):  # type: ignore[type-arg]
+    """dill's table of how to save each type, as it is at each lookup (dill adds to it as it meets types), but
+    functions are saved by ``_save_function``. A pickler only ever asks it ``get``."""
+
+    def get(self, key: type, default: Any = None) -> Any:
+        return _save_function if key is types.FunctionType else dill.Pickler.dispatch.get(key, default)
+
+
 class _DillPickler(dill.Pickler):  # type: ignore[misc]
+    dispatch = _Dispatch()
+
     def reducer_override(self, obj: Any) -> Any:
         return _reduce(obj)
 
@@ -435,12 +735,16 @@ class _CloudPickler(cloudpickle.Pickler):  # type: ignore[misc]
         return super().reducer_override(obj) if reduced is NotImplemented else reduced
 
 
-def _buffer_sink(buffers: list[memoryview]) -> Any:
+def _buffer_sink(buffers: list[memoryview], mappable: list[bool]) -> Any:
+    numpy = sys.modules.get("numpy")
+    arrays = numpy.ndarray if numpy is not None else ()
+
     def keep(buf: pickle.PickleBuffer) -> bool:
         view = buf.raw()
         if view.nbytes < OUT_OF_BAND_MIN:
             return True  # in band
         buffers.append(view)
+        mappable.append(isinstance(view.obj, arrays))
         return False
 
     return keep
@@ -449,8 +753,10 @@ def _buffer_sink(buffers: list[memoryview]) -> Any:
 SERIALIZERS = ("pickle", "dill", "cloudpickle")
 
 
-def _pickler(serializer: str, out: io.BytesIO, buffers: list[memoryview], module: types.ModuleType) -> Any:
-    sink = _buffer_sink(buffers)
+def _pickler(
+    serializer: str, out: io.BytesIO, buffers: list[memoryview], mappable: list[bool], module: types.ModuleType
+) -> Any:
+    sink = _buffer_sink(buffers, mappable)
     if serializer == "pickle":
         return _FastPickler(out, protocol=5, buffer_callback=sink)
     if serializer == "dill":
@@ -497,25 +803,32 @@ def _join(serializer: str, names: list[str], segments: list[Any], buffers: list[
 def _order(obj: Any) -> tuple[int, int]:
     """Where a variable's stream goes in its group.
 
-    Classes first, each after its bases: cloudpickle makes a class by calling its
-    base, so a subclass first met inside its own base's state (a registry filled by
-    ``__init_subclass__``) would be made twice, and the base's hook would register
-    the copy. Then the largest containers: a record that a loop variable also
-    points at is pickled inside its list, and the loop variable's own stream is a
-    reference to it that changes alone.
+    Classes first, each after its bases and its metaclass: a class met first inside
+    the state of a class it is built on (a registry) is made while that one is
+    unfinished, and cloudpickle makes it twice there, keeping one. Then the largest
+    containers: a record that a loop variable also points at is pickled inside its
+    list, and the loop variable's own stream is a reference to it that changes alone.
     """
     if isinstance(obj, type):
-        return 0, len(obj.__mro__)
+        return 0, _depth(obj)
     return 1, -len(obj) if isinstance(obj, _CONTAINERS) else 0
+
+
+def _depth(cls: type) -> int:
+    """How deep a class is built on the notebook's classes: its bases, its metaclass, theirs."""
+    if cls.__module__ != "__main__":
+        return 0
+    return 1 + max(_depth(c) for c in (*cls.__bases__, type(cls)))
 
 
 def _dump(serializer: str, objs: dict[str, Any], module: types.ModuleType) -> Packed:
     buffers: list[memoryview] = []
+    mappable: list[bool] = []
     out = io.BytesIO()
-    pickler = _pickler(serializer, out, buffers, module)
+    pickler = _pickler(serializer, out, buffers, mappable, module)
     if len(objs) == 1:
         pickler.dump(objs)
-        return Packed(serializer, out.getvalue(), buffers)
+        return Packed(serializer, out.getvalue(), buffers, mappable)
     names = sorted(objs, key=lambda n: _order(objs[n]))
     ends = []
     for name in names:
@@ -526,8 +839,10 @@ def _dump(serializer: str, objs: dict[str, Any], module: types.ModuleType) -> Pa
     outer_buffers: list[memoryview] = []
     outer = io.BytesIO()
     wrapper = _Segments(serializer, names, segments, buffers)
-    pickle.Pickler(outer, protocol=5, buffer_callback=_buffer_sink(outer_buffers)).dump(wrapper)
-    return Packed(serializer, outer.getvalue(), outer_buffers)
+    pickle.Pickler(outer, protocol=5, buffer_callback=_buffer_sink(outer_buffers, [])).dump(wrapper)
+    # The large segments (pickle streams) went out of band first, then every inner buffer, as it was.
+    streams = len(outer_buffers) - len(buffers)
+    return Packed(serializer, outer.getvalue(), outer_buffers, [False] * streams + mappable)
 
 
 def dumps(objs: dict[str, Any], module: types.ModuleType) -> Packed:

@@ -10,6 +10,18 @@ A checkpoint is committed in two steps: every blob first (temp file, fsync,
 rename), then one catalog transaction that inserts the checkpoint row with its
 signed manifest. The row is the commit point: a writer killed before it leaves
 only unreferenced blobs, which ``gc`` removes; nothing half-written is visible.
+
+What is signed (HMAC-SHA256 with the per-user secret), so that someone who can
+write the catalog but lacks the secret cannot change what a restore or a replay
+does unseen:
+
+- each manifest, with its identity inside it (``IDENTITY``: uid, session,
+  parent and its uid, trigger, last cell), checked against the row that holds
+  it, so a valid manifest copied to another row, session or place in the tree
+  is refused;
+- each recorded cell (source, count, status, duration, time), chained to the
+  cell before it, and the manifest holds the chain's newest link (``history``):
+  a cell edited, dropped or put in another order fails the chain.
 """
 
 from __future__ import annotations
@@ -41,6 +53,7 @@ from .errors import (
     UnknownSession,
 )
 from .manifest import FORMAT_VERSION, Manifest
+from .permissions import check_private
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -58,7 +71,8 @@ CREATE TABLE IF NOT EXISTS cells (
     source TEXT NOT NULL,
     status TEXT NOT NULL,
     duration REAL,
-    time REAL NOT NULL
+    time REAL NOT NULL,
+    mac TEXT
 );
 CREATE TABLE IF NOT EXISTS checkpoints (
     id INTEGER PRIMARY KEY,
@@ -97,6 +111,17 @@ CREATE TABLE IF NOT EXISTS uids (
 CREATE TABLE IF NOT EXISTS uploaded_blobs (key TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS tombstones (uid TEXT PRIMARY KEY, pushed INTEGER NOT NULL DEFAULT 0);
 """
+
+
+# What ties a manifest to its row: checked at every read, signed again when the row moves.
+IDENTITY = ("uid", "session", "parent", "parent_uid", "trigger", "last_cell")
+_IDENTITY_SQL = (
+    "SELECT u.uid, s.key AS session, c.parent, p.uid AS parent_uid, c.trigger, c.last_cell FROM checkpoints c "
+    "JOIN sessions s ON s.id = c.session_id LEFT JOIN uids u ON u.checkpoint_id = c.id "
+    "LEFT JOIN uids p ON p.checkpoint_id = c.parent WHERE c.id=?"
+)
+# What a cell's signature covers, with the signature of the cell before it.
+CELL_FIELDS = ("count", "source", "status", "duration", "time")
 
 
 @dataclass
@@ -157,6 +182,7 @@ def load_secret(path: Path, *, create: bool = True) -> bytes:
     if not create and not path.is_file():
         raise NoStore(f"no checkpoint secret at {path}: no kernel has written checkpoints with it")
     make_dir(path.parent, private=False)
+    check_private(path.parent, "directory of the checkpoint secret")
     if not path.exists():
         # Written whole under another name, then linked into place: a kernel and the server starting at
         # once never read a secret half written, and the first link wins.
@@ -171,6 +197,7 @@ def load_secret(path: Path, *, create: bool = True) -> bytes:
                 os.link(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)
+    check_private(path, "checkpoint secret", secret=True)
     try:
         data = path.read_bytes()
     except OSError as e:
@@ -221,6 +248,8 @@ class Store:
         self._pid = -1
         if create:
             make_dir(self.root, private=False)
+        check_private(self.root, "checkpoint store")
+        check_private(self.root / "catalog.sqlite", "checkpoint catalog")
         self.blobs = LocalBlobs(self.root / "blobs", secret, create=create)
         if create:
             self._check_version()
@@ -289,9 +318,51 @@ class Store:
         )
 
     def _check_version(self) -> None:
-        """Open the catalog (which refuses a newer format) and record this version's format in a new one."""
+        """Open the catalog (which refuses a newer format), record this version's format in a new one, and sign
+        what a store written before cells and identities were signed holds (once: ``meta`` notes it)."""
         with self._transaction() as db:
             db.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (str(FORMAT_VERSION),))
+            if db.execute("SELECT 1 FROM meta WHERE key='bound'").fetchone():
+                return
+            if "mac" not in {row[1] for row in db.execute("PRAGMA table_info(cells)")}:
+                db.execute("ALTER TABLE cells ADD COLUMN mac TEXT")
+            db.row_factory = sqlite3.Row
+            for cell in db.execute("SELECT * FROM cells WHERE mac IS NULL ORDER BY id").fetchall():
+                mac = self._cell_mac(self._mac_of(db, cell["prev"]), cell)
+                db.execute("UPDATE cells SET mac=? WHERE id=?", (mac, cell["id"]))
+            for (cid,) in db.execute("SELECT id FROM checkpoints ORDER BY id").fetchall():
+                self._bind(db, cid)
+            db.execute("INSERT INTO meta VALUES ('bound', '1')")
+
+    def _cell_mac(self, prev_mac: str | None, cell: Any) -> str:
+        """The signature of one cell: its fields, chained to the signature of the cell before it."""
+        return self.sign(json.dumps([prev_mac, *(cell[k] for k in CELL_FIELDS)]))
+
+    @staticmethod
+    def _mac_of(db: sqlite3.Connection, cell: int | None) -> str | None:
+        """A recorded cell's signature as stored (None for no cell)."""
+        row = db.execute("SELECT mac FROM cells WHERE id=?", (cell,)).fetchone() if cell is not None else None
+        return row[0] if row else None
+
+    def _bind(self, db: sqlite3.Connection, cid: int) -> None:
+        """Sign checkpoint ``cid``'s manifest again with the identity its row has now (a session renamed, a
+        parent deleted, or a manifest written before identities were signed). One that fails its check is
+        left as it is: it stays refused."""
+        text, mac = db.execute("SELECT manifest, mac FROM checkpoints WHERE id=?", (cid,)).fetchone()
+        try:
+            manifest = self.manifest_text(text, mac, cid)
+        except IntegrityError:
+            return
+        signed: dict[str, Any] = {**manifest, **self._identity(db, cid)}
+        if "history" not in signed:
+            signed["history"] = self._mac_of(db, signed["last_cell"])
+        text = json.dumps(signed, sort_keys=True)
+        db.execute("UPDATE checkpoints SET manifest=?, mac=? WHERE id=?", (text, self.sign(text), cid))
+
+    @staticmethod
+    def _identity(db: sqlite3.Connection, cid: int) -> dict[str, Any]:
+        row = db.execute(_IDENTITY_SQL, (cid,)).fetchone()
+        return dict(zip(IDENTITY, row, strict=True))
 
     def add_fetched_blob(self, key: str, data: bytes) -> None:
         """Keep a blob file fetched from the remote store, once its header and signature check out here."""
@@ -358,6 +429,8 @@ class Store:
     def import_record(self, record: dict[str, Any]) -> int:
         """Add a checkpoint pulled from the remote store (record verified by the caller); returns its id here."""
         manifest = self.manifest_text(record["manifest"], record["mac"], record["uid"])
+        if (manifest.get("uid"), manifest.get("session")) != (record["uid"], record["session"]):
+            raise IntegrityError(f"the remote record {record['uid']} holds another checkpoint's manifest")
         parent = self.id_of(record["parent"]) if record["parent"] else None
         last = self.last_cell(parent) if parent is not None else None
         for c in record["cells"]:
@@ -472,20 +545,30 @@ class Store:
             ).fetchall()
             db.executemany("INSERT OR IGNORE INTO tombstones (uid) VALUES (?)", uids)
             db.executemany("UPDATE uids SET uid=?, uploaded=0 WHERE uid=?", [(new_uid(), uid) for (uid,) in uids])
+            # Their manifests name their session and uid, and their children's name their uid: all signed again.
+            moved = db.execute(
+                "SELECT id FROM checkpoints WHERE session_id=? OR parent IN (SELECT id FROM checkpoints "
+                "WHERE session_id=?)",
+                (source, source),
+            ).fetchall()
             db.execute("UPDATE checkpoints SET session_id=? WHERE session_id=?", (target, source))
             db.execute("UPDATE cells SET session_id=? WHERE session_id=?", (target, source))
             db.execute("UPDATE sessions SET policy=COALESCE(policy, ?) WHERE id=?", (policy, target))
             db.execute("DELETE FROM sessions WHERE id=?", (source,))
+            for (cid,) in moved:
+                self._bind(db, cid)
 
     def add_cell(
         self, session: str, prev: int | None, count: int | None, source: str, status: str, duration: float
     ) -> int:
-        """Record one executed cell; ``prev`` is the cell before it in this lineage."""
+        """Record one executed cell, signed and chained to ``prev``, the cell before it in this lineage."""
+        cell = dict(zip(CELL_FIELDS, (count, source, status, duration, time.time()), strict=True))
         with self._transaction() as db:
             sid = self._session_id(db, session, create=True)
             cur = db.execute(
-                "INSERT INTO cells (session_id, prev, count, source, status, duration, time) VALUES (?,?,?,?,?,?,?)",
-                (sid, prev, count, source, status, duration, time.time()),
+                "INSERT INTO cells (session_id, prev, count, source, status, duration, time, mac) "
+                "VALUES (?,?,?,?,?,?,?,?)",
+                (sid, prev, *cell.values(), self._cell_mac(self._mac_of(db, prev), cell)),
             )
             return int(cur.lastrowid or 0)
 
@@ -496,18 +579,39 @@ class Store:
         )
         return rows[0]["id"]  # type: ignore[no-any-return]
 
-    def cells(self, last_cell: int | None, limit: int = 10_000, *, after: int | None = None) -> list[dict[str, Any]]:
+    def cells(
+        self, last_cell: int | None, limit: int = 10_000, *, after: int | None = None, tip: str | None = None
+    ) -> list[dict[str, Any]]:
         """The cells of one lineage, oldest first, ending with ``last_cell`` (and starting after cell ``after``
-        when the lineage goes through it)."""
+        when the lineage goes through it).
+
+        Each cell's signature is checked, chained to the one before it, and ``tip`` (a manifest's
+        ``history``) must be the newest one's: a cell edited, dropped or moved raises IntegrityError.
+        """
         out: list[dict[str, Any]] = []
         cursor = last_cell
         while cursor is not None and cursor != after and len(out) < limit:
             rows = self._query("SELECT * FROM cells WHERE id=?", (cursor,))
             if not rows:
-                break
+                raise IntegrityError(f"the execution history lacks cell {cursor}: it was removed from the catalog")
             out.append(dict(rows[0]))
             cursor = rows[0]["prev"]
+        if tip is not None and (not out or out[0]["mac"] != tip):
+            raise IntegrityError("the execution history does not end where its checkpoint recorded it")
+        # Newest first: each cell's predecessor is the next one read, but for the oldest.
+        with self._lock:
+            before = [c["mac"] for c in out[1:]] + [self._mac_of(self._connect(), out[-1]["prev"])] if out else []
+        for cell, prev_mac in zip(out, before, strict=True):
+            if not isinstance(cell["mac"], str) or not hmac.compare_digest(self._cell_mac(prev_mac, cell), cell["mac"]):
+                raise IntegrityError(
+                    f"cell [{cell['count']}] of the execution history fails its signature check: it was "
+                    "changed, moved or removed after it ran; it will not be shown or run again"
+                )
         return out[::-1]
+
+    def history(self, manifest: Manifest, *, after: int | None = None) -> list[dict[str, Any]]:
+        """The verified cells a checkpoint recorded, oldest first (after cell ``after``)."""
+        return self.cells(manifest["last_cell"], after=after, tip=manifest.get("history"))
 
     # -- checkpoints ----------------------------------------------------------
 
@@ -532,8 +636,6 @@ class Store:
         if uid is None and len(here) < len(blobs):
             missing = next(key for key in blobs if key not in here)
             raise IntegrityError(f"refusing to commit a checkpoint whose blob {missing} is missing")
-        text = json.dumps(manifest, sort_keys=True)
-        mac = self.sign(text)
         with self._transaction() as db:
             sid = self._session_id(db, session, create=True)
             # Ids are never reused: SQLite would hand a deleted newest checkpoint's id to the next one, and
@@ -544,6 +646,14 @@ class Store:
             ).fetchone()
             cid = int(highest) + 1
             db.execute("INSERT OR REPLACE INTO meta VALUES ('last_checkpoint', ?)", (str(cid),))
+            parent_uid = db.execute("SELECT uid FROM uids WHERE checkpoint_id=?", (manifest["parent"],)).fetchone()
+            identity = {
+                "uid": uid or new_uid(),
+                "session": session,
+                "parent_uid": parent_uid[0] if parent_uid else None,
+                "history": self._mac_of(db, manifest["last_cell"]),
+            }
+            text = json.dumps({**manifest, **identity}, sort_keys=True)
             if (
                 manifest.get("tag") is not None
                 and db.execute(
@@ -569,7 +679,7 @@ class Store:
                     total_bytes,
                     json.dumps(sorted(set(manifest["changed"]) | set(manifest.get("removed", [])))),
                     text,
-                    mac,
+                    self.sign(text),
                 ),
             )
             db.executemany("INSERT OR IGNORE INTO refs VALUES (?, ?)", [(cid, k) for k in blobs])
@@ -579,16 +689,27 @@ class Store:
             )
             db.execute(
                 "INSERT INTO uids (checkpoint_id, uid, uploaded, local) VALUES (?, ?, ?, ?)",
-                (cid, uid or new_uid(), uid is not None, len(here) == len(blobs)),
+                (cid, identity["uid"], uid is not None, len(here) == len(blobs)),
             )
         return cid
 
     def manifest(self, checkpoint_id: int) -> Manifest:
-        """The signed manifest of one checkpoint, verified before anyone reads it."""
-        rows = self._query("SELECT manifest, mac FROM checkpoints WHERE id=?", (checkpoint_id,))
-        if not rows:
-            raise UnknownCheckpoint(f"no checkpoint {checkpoint_id}")
-        return self.manifest_text(rows[0]["manifest"], rows[0]["mac"], checkpoint_id)
+        """The signed manifest of one checkpoint, verified, and checked to be this checkpoint's, before anyone
+        reads it."""
+        with self._lock:
+            db = self._connect()
+            row = db.execute("SELECT manifest, mac FROM checkpoints WHERE id=?", (checkpoint_id,)).fetchone()
+            if row is None:
+                raise UnknownCheckpoint(f"no checkpoint {checkpoint_id}")
+            identity = self._identity(db, checkpoint_id)
+        manifest = self.manifest_text(row[0], row[1], checkpoint_id)
+        wrong = [k for k in IDENTITY if manifest.get(k) != identity[k]]
+        if wrong:
+            raise IntegrityError(
+                f"checkpoint {checkpoint_id}: its manifest was signed for another checkpoint (its {', '.join(wrong)} "
+                "differ); it will not be restored"
+            )
+        return manifest
 
     def sign(self, text: str) -> str:
         return hmac.new(self._secret, text.encode(), hashlib.sha256).hexdigest()
@@ -713,7 +834,10 @@ class Store:
                 if row is None:
                     raise UnknownCheckpoint(f"no checkpoint {cid}")
                 # Children keep a working parent link: they hang from the deleted one's parent.
+                children = db.execute("SELECT id FROM checkpoints WHERE parent=?", (cid,)).fetchall()
                 db.execute("UPDATE checkpoints SET parent=? WHERE parent=?", (row[0], cid))
+                for (child,) in children:
+                    self._bind(db, child)
                 db.execute("DELETE FROM checkpoints WHERE id=?", (cid,))
                 db.execute("DELETE FROM refs WHERE checkpoint_id=?", (cid,))
                 if remote:
@@ -760,13 +884,29 @@ class Store:
         return count, freed
 
     def verify(self) -> list[str]:
-        """Check every manifest and blob signature and that every referenced blob exists."""
+        """Check every manifest (its signature, and that it is its row's), every recorded cell's signature and
+        chain, every blob's signature, and that every referenced blob exists."""
         problems: list[str] = []
+        macs: dict[int, str] = {}  # each cell's signature as stored
+        for cell in self._query(
+            "SELECT c.*, s.key AS skey FROM cells c JOIN sessions s ON s.id = c.session_id ORDER BY c.id"
+        ):
+            macs[cell["id"]] = cell["mac"]
+            if cell["prev"] is not None and cell["prev"] not in macs:
+                problems.append(f"session {cell['skey']}: cell [{cell['count']}] follows a cell that was removed")
+            elif cell["mac"] != self._cell_mac(macs.get(cell["prev"]), cell):
+                problems.append(
+                    f"session {cell['skey']}: cell [{cell['count']}] fails its signature check (changed, moved "
+                    "or removed after it ran); replay will not run it"
+                )
         for row in self._query("SELECT id FROM checkpoints ORDER BY id"):
             try:
-                self.manifest(row["id"])
+                manifest = self.manifest(row["id"])
             except CheckpointError as e:
                 problems.append(str(e))
+                continue
+            if manifest["last_cell"] is not None and manifest.get("history") != macs.get(manifest["last_cell"]):
+                problems.append(f"checkpoint {row['id']}: its execution history does not end where it recorded it")
         remote_only = self.remote_only()
         for row in self._query("SELECT DISTINCT blob, checkpoint_id FROM refs ORDER BY blob"):
             if row["checkpoint_id"] in remote_only and not self.blobs.has(row["blob"]):

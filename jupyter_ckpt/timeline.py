@@ -22,7 +22,7 @@ def _preview(info: dict[str, Any]) -> dict[str, Any]:
 
 def cells_between(store: Store, parent: Manifest, manifest: Manifest) -> list[dict[str, Any]]:
     """The cells executed from the parent's state to this checkpoint's, oldest first."""
-    cells = store.cells(manifest["last_cell"])
+    cells = store.history(manifest)
     ids = [c["id"] for c in cells]
     start = ids.index(parent["last_cell"]) + 1 if parent.get("last_cell") in ids else 0
     return [{k: c[k] for k in ("count", "source", "status", "duration", "time")} for c in cells[start:]]

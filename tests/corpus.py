@@ -186,6 +186,61 @@ PATTERNS = [
         "try:\n    raise ExFailed(5, 'bad row')\nexcept ExFailed as e:\n    ex_e = e",
         "ex_e.code == 5 and str(ex_e) == 'bad row' and isinstance(ex_e, ExFailed) and ExFailed(1, 'x').code == 1",
     ),
+    _p(
+        "metaclass_registry",
+        "plain",
+        "mr_registry = {}\nclass MrPluginMeta(type):\n    def __new__(m, name, bases, ns):\n"
+        "        cls = super().__new__(m, name, bases, ns)\n        if bases:\n            mr_registry[name.lower()] = cls\n"
+        "        return cls\nclass MrPlugin(metaclass=MrPluginMeta):\n    pass\nclass MrCSV(MrPlugin):\n    pass",
+        "mr_registry == {'mrcsv': MrCSV} and type(MrCSV) is MrPluginMeta and issubclass(MrCSV, MrPlugin)"
+        " and MrPluginMeta('MrJSON', (MrPlugin,), {}) is mr_registry['mrjson']",
+    ),
+    _p(
+        "metaclass_registry_attribute",
+        "plain",
+        "class MraMeta(type):\n    plugins = []\n    def __init__(cls, name, bases, ns):\n        super().__init__(name, bases, ns)\n"
+        "        MraMeta.plugins.append(cls)\nclass MraBase(metaclass=MraMeta):\n    pass\nclass MraA(MraBase):\n    pass\n"
+        "mra_plugins = MraMeta.plugins",
+        "mra_plugins == [MraBase, MraA] and mra_plugins is MraMeta.plugins and type(MraA) is MraMeta",
+    ),
+    _p(
+        "init_subclass_global",
+        "plain",
+        "isg_registry = {}\nclass IsgBase:\n    def __init_subclass__(cls, **kw):\n        super().__init_subclass__(**kw)\n"
+        "        isg_registry[cls.__name__] = cls\nclass IsgA(IsgBase):\n    pass\nclass IsgB(IsgA):\n    pass",
+        "isg_registry == {'IsgA': IsgA, 'IsgB': IsgB} and all(c is globals()[n] for n, c in isg_registry.items())",
+    ),
+    _p(
+        "metaclass_and_init_subclass",
+        "plain",
+        "mis_by_tag = {}\nclass MisMeta(type):\n    def __init__(cls, name, bases, ns, **kw):\n"
+        "        super().__init__(name, bases, ns)\n        cls.made = getattr(cls, 'made', 0) + 1\n"
+        "class MisBase(metaclass=MisMeta):\n    def __init_subclass__(cls, tag=None, **kw):\n"
+        "        super().__init_subclass__(**kw)\n        mis_by_tag[tag] = cls\nclass MisA(MisBase, tag='a'):\n    pass\n"
+        "class MisB(MisA, tag='b'):\n    pass",
+        "mis_by_tag == {'a': MisA, 'b': MisB} and (MisBase.made, MisA.made, MisB.made) == (1, 2, 3)"
+        " and MisMeta('MisC', (MisB,), {}, tag='c') is mis_by_tag['c']",
+    ),
+    _p(
+        "private_slots",
+        "plain",
+        "class PvTagged:\n    __slots__ = ('__tag',)\n    def __init__(self, tag):\n        self.__tag = tag\n"
+        "    def tag(self):\n        return self.__tag\npv_t = PvTagged(5)",
+        "pv_t.tag() == 5 and isinstance(pv_t, PvTagged) and not hasattr(pv_t, '__dict__') and PvTagged(6).tag() == 6",
+    ),
+    _p(
+        "function_attributes",
+        "plain",
+        "fa_seen = []\ndef fa_note(x):\n    fa_note.log.append(x)\nfa_note.log = fa_seen",
+        "fa_note.log is fa_seen and (fa_note(1) is None) and fa_seen == [1]",
+    ),
+    _p(
+        "dunder_method_defaults",
+        "plain",
+        "dm_lines = []\nclass DmLog:\n    def __init__(self, into=dm_lines):\n        self.into = into\n"
+        "    def __call__(self, line):\n        self.into.append(line)\ndm_log = DmLog()",
+        "dm_log.into is dm_lines and DmLog().into is dm_lines and (dm_log('x') is None) and dm_lines == ['x']",
+    ),
     # -- standard library --------------------------------------------------------------------------
     _p(
         "lru_cache",
@@ -204,7 +259,20 @@ PATTERNS = [
         "stdlib",
         "import functools\ndef wr_logged(f):\n    @functools.wraps(f)\n    def inner(*a):\n        return f(*a) + 1\n"
         "    return inner\n@wr_logged\ndef wr_add(a, b):\n    return a + b",
-        "wr_add(1, 2) == 4 and wr_add.__name__ == 'wr_add'",
+        "wr_add(1, 2) == 4 and wr_add.__name__ == wr_add.__qualname__ == 'wr_add' and repr(wr_add).startswith("
+        "'<function wr_add at')",
+    ),
+    _p(
+        "wraps_stacked",
+        "stdlib",
+        "import functools, pickle\ndef wst_logged(f):\n    @functools.wraps(f)\n    def wrapper(*a, **k):\n"
+        "        return f(*a, **k)\n    return wrapper\ndef wst_timed(f):\n    @functools.wraps(f)\n    def inner(*a, **k):\n"
+        '        return f(*a, **k)\n    return inner\n@wst_logged\n@wst_timed\ndef wst_fib(n):\n    """Fibonacci."""\n'
+        "    return n if n < 2 else wst_fib(n - 1) + wst_fib(n - 2)\nclass WstArea:\n    @wst_logged\n    @wst_timed\n"
+        "    def of(self, r):\n        return 3 * r * r",
+        "wst_fib.__qualname__ == wst_fib.__wrapped__.__qualname__ == 'wst_fib' and repr(wst_fib).startswith("
+        "'<function wst_fib at') and wst_fib(10) == 55 and wst_fib.__doc__ == 'Fibonacci.' and pickle.loads("
+        "pickle.dumps(wst_fib)) is wst_fib and WstArea.of.__qualname__ == 'WstArea.of' and WstArea().of(1) == 3",
     ),
     _p(
         "partial",
@@ -225,6 +293,31 @@ PATTERNS = [
         "import functools\n@functools.singledispatch\ndef sd_f(x):\n    return 'any'\n@sd_f.register\ndef _(x: int):\n"
         "    return 'int'",
         "sd_f(1) == 'int' and sd_f('s') == 'any'",
+    ),
+    _p(
+        "singledispatch_class",
+        "stdlib",
+        "import functools\nclass SdcPoint:\n    pass\n@functools.singledispatch\ndef sdc_describe(x):\n    return 'thing'\n"
+        "@sdc_describe.register\ndef _(x: SdcPoint):\n    return 'point'",
+        "sdc_describe(SdcPoint()) == 'point' and SdcPoint in sdc_describe.registry and sdc_describe(1) == 'thing'",
+    ),
+    _p(
+        "singledispatchmethod",
+        "stdlib",
+        "import functools\nclass SdmShape:\n    pass\nclass SdmCircle(SdmShape):\n    pass\nclass SdmRenderer:\n"
+        "    @functools.singledispatchmethod\n    def render(self, x):\n        return 'thing'\n    @render.register\n"
+        "    def _(self, x: SdmShape):\n        return 'shape'\nsdm_r = SdmRenderer()",
+        "sdm_r.render(SdmCircle()) == 'shape' and sdm_r.render(1) == 'thing'",
+    ),
+    _p(
+        "singledispatch_abc",
+        "stdlib",
+        "import abc, collections.abc, functools\nclass SdaShape(abc.ABC):\n    pass\nclass SdaSquare:\n    pass\n"
+        "SdaShape.register(SdaSquare)\n@functools.singledispatch\ndef sda_kind(x):\n    return 'other'\n"
+        "@sda_kind.register\ndef _(x: collections.abc.Mapping):\n    return 'mapping'\n@sda_kind.register\n"
+        "def _(x: SdaShape):\n    return 'shape'",
+        "sda_kind(SdaSquare()) == 'shape' and sda_kind({}) == 'mapping' and sda_kind(1) == 'other'"
+        " and issubclass(SdaSquare, SdaShape)",
     ),
     _p(
         "total_ordering",
@@ -251,13 +344,13 @@ PATTERNS = [
         "namedtuple",
         "stdlib",
         "import collections\nNtP = collections.namedtuple('NtP', 'x y')\nnt_p = NtP(1, 2)",
-        "nt_p.x == 1 and isinstance(nt_p, NtP)",
+        "nt_p.x == 1 and isinstance(nt_p, NtP) and NtP.__new__.__defaults__ is None and NtP._field_defaults == {}",
     ),
     _p(
         "NamedTuple",
         "stdlib",
         "from typing import NamedTuple\nclass NtRow(NamedTuple):\n    a: int\n    b: str = 'z'\nnt_r = NtRow(1)",
-        "nt_r == (1, 'z') and isinstance(nt_r, NtRow) and nt_r.b == 'z'",
+        "nt_r == (1, 'z') and isinstance(nt_r, NtRow) and nt_r.b == 'z' and NtRow.__new__.__defaults__ == ('z',)",
     ),
     _p(
         "NamedTuple_methods",
@@ -266,6 +359,20 @@ PATTERNS = [
         "    def norm(self):\n        return abs(self.x) + abs(self.y)\n    @property\n    def flipped(self):\n"
         "        return NtmPoint(self.y, self.x)\nntm_p = NtmPoint(3, -4)",
         "ntm_p.norm() == 7 and ntm_p.flipped == (-4, 3) and NtmPoint.__doc__ == 'A point.' and NtmPoint(1).y == 0",
+    ),
+    _p(
+        "namedtuple_defaults",
+        "stdlib",
+        "import collections, inspect\nNdP = collections.namedtuple('NdP', 'x y z', defaults=(0, None))\nnd_p = NdP(1)",
+        "NdP.__new__.__defaults__ == (0, None) and str(inspect.signature(NdP)) == '(x, y=0, z=None)'"
+        " and nd_p == NdP(1, 0, None) and isinstance(nd_p, NdP) and NdP._field_defaults == {'y': 0, 'z': None}",
+    ),
+    _p(
+        "namedtuple_module",
+        "stdlib",
+        "import collections\nNmQ = collections.namedtuple('NmQ', 'a b', module='geo')\nnm_q = NmQ(1, 2)",
+        "NmQ.__module__ == 'geo' and NmQ.__new__.__defaults__ is None and repr(nm_q) == 'NmQ(a=1, b=2)'"
+        " and isinstance(nm_q, NmQ)",
     ),
     _p(
         "defaultdict",
@@ -355,6 +462,14 @@ PATTERNS = [
     ),
     _p("decimal", "stdlib", "import decimal\nde_x = decimal.Decimal('1.10')", "de_x * 3 == decimal.Decimal('3.30')"),
     _p("fractions", "stdlib", "import fractions\nfr_x = fractions.Fraction(1, 3)", "fr_x * 3 == 1"),
+    _p(
+        "from_import_stdlib",
+        "stdlib",
+        "import logging, os, random, sys\nfrom os import environ as fis_environ\nfrom random import shuffle as fis_shuffle\n"
+        "fis_out = sys.stdout\nfis_root = logging.getLogger()",
+        "fis_environ is os.environ and fis_shuffle.__self__ is random._inst and fis_out is sys.stdout"
+        " and fis_root is logging.root",
+    ),
     # -- numpy ---------------------------------------------------------------------------------------
     _p(
         "array",
@@ -406,6 +521,20 @@ PATTERNS = [
         "import numpy as np\nrn_g = np.random.default_rng(7)\nrn_g.random()",
         "rn_g.random() == np.random.default_rng(7).random(2)[1]",
     ),
+    _p(
+        "object_array",
+        "numpy",
+        "import numpy as np\nclass OarNode:\n    pass\noar_shared = [1]\noar_a = np.empty(3, dtype=object)\n"
+        "oar_a[:] = [OarNode(), oar_shared, 'x']",
+        "isinstance(oar_a[0], OarNode) and oar_a[1] is oar_shared and oar_a[2] == 'x'",
+    ),
+    _p(
+        "from_import_numpy",
+        "numpy",
+        "import numpy\nfrom numpy.random import rand as fin_rand",
+        "fin_rand.__self__ is numpy.random.mtrand._rand and numpy.random.seed(0) is None"
+        " and fin_rand() == (numpy.random.seed(0) or numpy.random.rand())",
+    ),
     # -- pandas --------------------------------------------------------------------------------------
     _p(
         "frame_column",
@@ -439,6 +568,22 @@ PATTERNS = [
         "pandas",
         "import pandas as pd\ntz_s = pd.Series(pd.date_range('2024-01-01', periods=3, tz='Europe/Paris'))",
         "str(tz_s.dt.tz) == 'Europe/Paris' and tz_s.iloc[2].day == 3",
+    ),
+    _p(
+        "frame_objects",
+        "pandas",
+        "import pandas as pd\nclass FobItem:\n    def __init__(self, v):\n        self.v = v\n"
+        "fob_df = pd.DataFrame({'item': [FobItem(1), FobItem(2)], 'n': [1, 2]})\nfob_first = fob_df['item'][0]\n"
+        "fob_s = pd.Series([fob_first], index=pd.Index([FobItem(3)]))",
+        "isinstance(fob_df['item'][0], FobItem) and fob_df['item'][0] is fob_first and fob_s.iloc[0] is fob_first"
+        " and isinstance(fob_s.index[0], FobItem)",
+    ),
+    # -- scipy ---------------------------------------------------------------------------------------
+    _p(
+        "from_import_scipy",
+        "scipy",
+        "import scipy.stats\nfrom scipy.stats import norm as fisc_norm",
+        "fisc_norm is scipy.stats.norm and round(fisc_norm.cdf(0), 2) == 0.5",
     ),
     # -- scikit-learn ----------------------------------------------------------------------------------
     _p(

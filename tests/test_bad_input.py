@@ -55,6 +55,41 @@ def _newer_format(root: Path, ids: dict[str, Any]) -> Callable[[], None]:
     return lambda: set_format("1")
 
 
+def _sql(root: Path, sql: str, *args: Any) -> Any:
+    """One statement on the catalog, as someone without the secret could run it; its first row."""
+    with sqlite3.connect(root / "catalog.sqlite") as db:
+        row = db.execute(sql, args).fetchone()
+    db.close()
+    return row
+
+
+def _edited_cell(root: Path, ids: dict[str, Any]) -> Callable[[], None]:
+    """The source of the last cell checkpoint b recorded, changed by one character."""
+    cell, source = _sql(
+        root, "SELECT c.id, c.source FROM cells c JOIN checkpoints k ON k.last_cell = c.id AND k.id=?", ids["b"]
+    )
+    _sql(root, "UPDATE cells SET source=? WHERE id=?", source + " ", cell)
+    return lambda: _sql(root, "UPDATE cells SET source=? WHERE id=?", source, cell)
+
+
+def _moved_manifest(root: Path, ids: dict[str, Any]) -> Callable[[], None]:
+    """Checkpoint a's manifest and its valid signature, copied into checkpoint b's row."""
+    original = _sql(root, "SELECT manifest, mac FROM checkpoints WHERE id=?", ids["b"])
+    _sql(
+        root,
+        "UPDATE checkpoints SET (manifest, mac) = (SELECT manifest, mac FROM checkpoints WHERE id=?) WHERE id=?",
+        ids["a"],
+        ids["b"],
+    )
+    return lambda: _sql(root, "UPDATE checkpoints SET manifest=?, mac=? WHERE id=?", *original, ids["b"])
+
+
+def _open_to_others(root: Path, ids: dict[str, Any]) -> Callable[[], None]:
+    mode = root.stat().st_mode & 0o777
+    root.chmod(0o777)
+    return lambda: root.chmod(mode)
+
+
 @dataclass(frozen=True)
 class Bad:
     """A class of bad input, as each surface takes it. ``{a}``/``{b}`` are checkpoint ids, ``{absent}`` a
@@ -147,6 +182,24 @@ ROWS = [
         rest=("POST", "checkpoints/{b}/restore", {"body": {"kernel_id": "{kernel}"}}, 409, "truncated"),
         magic=("%checkpoint restore {b}", "truncated"),
         damage=_damaged_blob(lambda path: path.write_bytes(path.read_bytes()[:-100])),
+    ),
+    Bad(
+        "a recorded cell edited in the catalog",
+        rest=("GET", "checkpoints/{b}", {}, 409, "fails its signature check"),
+        magic=("%checkpoint history {b}", "fails its signature check"),
+        damage=_edited_cell,
+    ),
+    Bad(
+        "a manifest moved to another checkpoint",
+        cli=(("show", "{b}"), 3, "signed for another checkpoint"),
+        rest=("POST", "checkpoints/{b}/restore", {"body": {"kernel_id": "{kernel}"}}, 409, "signed for another"),
+        magic=("%checkpoint restore {b}", "signed for another checkpoint"),
+        damage=_moved_manifest,
+    ),
+    Bad(
+        "a store others can write",
+        cli=(("list",), 3, "it is not used until you run: chmod go-w"),
+        damage=_open_to_others,
     ),
     Bad(
         "a store of a newer format",

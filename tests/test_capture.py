@@ -10,6 +10,7 @@ import types
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from jupyter_ckpt import capture
@@ -274,6 +275,141 @@ def test_what_slots_hold_is_grouped_with_the_instance_unset_slots_aside() -> Non
         """
     )
     assert group(user_variables(module)) == [["Bag", "Base", "bag", "items", "owner", "private"]]
+
+
+def test_a_function_and_what_its_attributes_hold_are_one_group() -> None:
+    module = notebook(
+        """
+        seen, other = [], []
+        def note(x):
+            note.log.append(x)
+        note.log = seen
+        """
+    )
+    assert group(user_variables(module)) == [["note", "seen"], ["other"]]
+
+
+def test_a_wrapper_and_what_the_function_it_wraps_holds_are_one_group() -> None:
+    module = notebook(
+        """
+        import functools
+        seen = []
+        def make():
+            def remember(x, into=seen):
+                into.append(x)
+            return functools.wraps(remember)(lambda x: None)  # holds remember only as __wrapped__
+        remember = make()
+        """
+    )
+    assert group(user_variables(module)) == [["make"], ["remember", "seen"]]
+
+
+def test_a_function_a_library_made_and_what_its_closure_holds_are_one_group() -> None:
+    # singledispatch's wrapper holds its dispatch function, whose closure holds the registry of classes.
+    module = notebook(
+        """
+        import functools
+        class Point:
+            pass
+        class Shape:
+            pass
+        @functools.singledispatch
+        def describe(x):
+            return "thing"
+        @describe.register
+        def _(x: Point):
+            return "point"
+        class Renderer:
+            @functools.singledispatchmethod
+            def render(self, x):
+                return "thing"
+            @render.register
+            def _(self, x: Shape):
+                return "shape"
+        """
+    )
+    assert group(user_variables(module)) == [["Point", "describe"], ["Renderer", "Shape"]]
+
+
+def test_a_notebook_class_and_what_its_methods_and_registered_classes_hold_are_one_group() -> None:
+    module = notebook(
+        """
+        import abc
+        lines, made, other = [], [], []
+        class Log:
+            def __init__(self, into=lines):
+                self.into = into
+            @staticmethod
+            def make(into=made):
+                return Log(into)
+        class Shape(abc.ABC):
+            pass
+        class Square:
+            pass
+        Shape.register(Square)
+        """
+    )
+    assert group(user_variables(module)) == [["Log", "lines", "made"], ["Shape", "Square"], ["other"]]
+
+
+def test_what_an_array_of_objects_holds_is_grouped_with_it() -> None:
+    module = notebook(
+        """
+        import numpy as np
+        class Node:
+            pass
+        items, other = [1], [2]
+        records = np.zeros(2, dtype=[("n", "i4"), ("item", "O")])
+        records["item"] = [items, "text"]
+        nodes = np.array([Node(), None, "text"], dtype=object)
+        """
+    )
+    assert group(user_variables(module)) == [["Node", "nodes"], ["items", "records"], ["other"]]
+
+
+def test_an_array_of_objects_of_types_never_met_before_is_walked() -> None:
+    module = notebook(
+        """
+        import numpy as np
+        class First:
+            pass
+        class Second:
+            pass
+        shared = Second()
+        mixed = np.array([First(), shared, "text", 1.5], dtype=object)
+        """
+    )
+    assert group(user_variables(module)) == [["First", "Second", "mixed", "shared"]]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda x: pd.DataFrame({"item": [x, Box()], "n": [1, 2]}), id="frame"),
+        pytest.param(lambda x: pd.Series([x]), id="series"),
+        pytest.param(lambda x: pd.DataFrame({"n": [1]}, index=pd.Index([x])), id="index"),
+    ],
+)
+def test_what_a_pandas_object_holds_is_grouped_with_it(make: Any) -> None:
+    first, other = Box(), Box()
+    assert group({"first": first, "frame": make(first), "other": other}) == [["first", "frame"], ["other"]]
+
+
+def test_a_bound_method_of_a_builtin_type_and_its_object_are_one_group() -> None:
+    log, other = [], []
+    assert group({"log": log, "note": log.append, "other": other}) == [["log", "note"], ["other"]]
+
+
+def test_what_every_pickler_saves_by_name_is_no_reason_to_group() -> None:
+    import os
+
+    shared = {"a": [np.mean, os.environ, np.random.rand, functools], "b": [np.mean, os.environ, np.random.rand]}
+    assert group({**shared, "env": os.environ, "rand": np.random.rand}) == [["a"], ["b"], ["env"], ["rand"]]
+
+
+def test_an_instance_is_grouped_with_its_class_when_no_import_finds_the_class() -> None:
+    point = collections.namedtuple("Point", "x y", module="geo")  # pickled by value, as the notebook's
+    assert group({"Point": point, "p": point(1, 2), "Box": Box, "box": Box()}) == [["Box"], ["Point", "p"], ["box"]]
 
 
 def test_variables_too_large_to_trace_are_kept_together() -> None:

@@ -1,4 +1,5 @@
-"""Every pattern of ``corpus.py`` comes back in a fresh kernel: value, identity and behaviour."""
+"""Every pattern of ``corpus.py`` comes back, in the kernel that made it (an undo) and in a fresh kernel:
+value, identity and behaviour."""
 
 from __future__ import annotations
 
@@ -20,18 +21,30 @@ def failing(kernel: Any) -> dict[str, str]:
     return results
 
 
-def test_every_pattern_comes_back_in_a_fresh_kernel(kernels: Any) -> None:
-    assert len(PATTERNS) >= 60 and len({p.name for p in PATTERNS}) == len(PATTERNS)
+def test_every_pattern_comes_back_through_undo_and_in_a_fresh_kernel(kernels: Any) -> None:
+    assert len(PATTERNS) >= 90 and len({p.name for p in PATTERNS}) == len(PATTERNS)
     source = kernels("corpus.ipynb")
     source.ok("%load_ext jupyter_ckpt")
     for pattern in PATTERNS:
         source.ok(pattern.setup)
-    source.ok("%checkpoint save")  # before the checks, which may call what they check
+    source.ok("%checkpoint save -t corpus")  # before the checks, which may call what they check
     assert failing(source) == {}  # the checks hold where the patterns were made
+
+    # A cell that deletes every variable, undone: each group is read back into the kernel that made it, where
+    # the old classes and modules are still alive.
+    names = source.value(
+        "[n for n, v in globals().items() if __import__('jupyter_ckpt.capture').capture.is_user_variable(n, v)"
+        " and type(v).__name__ != 'module']"
+    )
+    source.ok(f"for _name in {names!r}:\n    del globals()[_name]\ndel _name")
+    source.ok("%checkpoint save")
+    summary = source.ok("%checkpoint undo")
+    assert "not restored" not in summary, summary
+    assert failing(source) == {}
     source.close()
 
     fresh = kernels("corpus.ipynb")
     fresh.ok("%load_ext jupyter_ckpt")
-    summary = fresh.ok("%checkpoint restore latest")
+    summary = fresh.ok("%checkpoint restore corpus")
     assert "not restored" not in summary, summary
     assert failing(fresh) == {}

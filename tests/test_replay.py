@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -82,3 +83,132 @@ def test_restore_offers_runs_or_only_names_the_replay(mode: str, store: Any) -> 
     else:
         assert "gen" not in fresh.__dict__ and "replay" not in summary
     assert fresh.__dict__["first"] == 0  # the restored value, not the replayed cell's
+
+
+def test_each_recipe_runs_on_its_own_and_one_that_fails_stops_no_other() -> None:
+    namespace: dict[str, Any] = {}
+    history = cells(
+        "a = iter([1, 2])",
+        "b = iter(open('/nonexistent/data.csv'))",
+        "c = iter('xy')",
+        "next(c)",
+    )
+    recipe = plan(["a", "b", "c"], history)
+    assert [part.names for part in recipe.parts] == [["a"], ["b"], ["c"]]
+    assert [c["count"] for c in recipe.cells] == [1, 2, 3, 4] and recipe.runnable == ["a", "b", "c"]
+    outcome = run_recipe(recipe, namespace, exec_cell)
+    assert outcome["a"] == outcome["c"] == "replayed" and list(namespace["a"]) == [1, 2] and next(namespace["c"]) == "y"
+    assert outcome["b"].startswith("not replayed: cell [2] failed when run again: FileNotFoundError")
+    assert "b" not in namespace
+
+
+def test_a_recipe_that_uses_another_missing_variable_runs_that_ones_cells_first() -> None:
+    history = cells(
+        "import sqlite3\nconn = sqlite3.connect(':memory:')",
+        "conn.execute('create table t (x)')",
+        "cur = conn.execute('select 1')",
+        "conn.execute('insert into t values (1)')",
+        "gen = iter(range(3))",
+    )
+    recipe = plan(["cur"], history)  # the cursor alone is missing: the restore brought the connection back
+    assert [c["count"] for c in recipe.cells] == [3]
+    recipe = plan(["cur", "conn", "gen"], history)
+    assert [part.names for part in recipe.parts] == [["conn", "cur"], ["gen"]]
+    namespace: dict[str, Any] = {}
+    assert run_recipe(recipe, namespace, exec_cell) == dict.fromkeys(["conn", "cur", "gen"], "replayed")
+    assert namespace["cur"].fetchone() == (1,) and namespace["conn"].execute("select * from t").fetchall() == [(1,)]
+    namespace["conn"].close()
+    # The cursor was made from the connection as it was then: the binding before it, not the one after.
+    history = cells("conn = iter(['old'])", "cur = map(str.upper, conn)", "conn = iter(['new'])")
+    recipe = plan(["conn", "cur"], history)
+    assert [part.names for part in recipe.parts] == [["cur"], ["conn"]]
+    assert [[c["count"] for c in part.cells] for part in recipe.parts] == [[1, 2], [3]]
+    namespace = {}
+    assert run_recipe(recipe, namespace, exec_cell) == {"conn": "replayed", "cur": "replayed"}
+    assert list(namespace["cur"]) == ["OLD"] and list(namespace["conn"]) == ["new"]
+    # A cell that makes the connection before it uses it needs no earlier one: the cell run before is not run.
+    history = cells("conn = connect()", "conn = connect()\ncur = conn.cursor()")
+    assert (
+        "conn" not in cell_names(history[1]["source"]).needs and "conn" in cell_names("conn.close()\nconn = c()").needs
+    )
+    assert [c["count"] for c in plan(["conn", "cur"], history).cells] == [2]
+    # A connection whose cell failed cannot be remade: neither can the cursor made from it.
+    failed = plan(["conn", "cur"], cells("conn = connect()", "conn.execute('x')", "cur = conn.cursor()", failed=(2,)))
+    assert failed.runnable == [] and "cell [2] that it needs failed" in failed.problems["cur"]
+
+
+def test_recipes_that_share_a_cell_run_it_once_and_a_later_failure_stops_only_its_own() -> None:
+    namespace: dict[str, Any] = {"runs": []}
+    history = cells(
+        "import itertools\nruns.append(1)\nleft, right = itertools.tee(iter(range(4)))",
+        "next(left)",
+        "right.send(None)",  # a tee iterator has no send: this cell fails when run again
+    )
+    recipe = plan(["left", "right"], history)
+    assert [part.names for part in recipe.parts] == [["left", "right"]]
+    outcome = run_recipe(recipe, namespace, exec_cell)
+    assert outcome["left"] == "replayed" and list(namespace["left"]) == [1, 2, 3]
+    assert outcome["right"].startswith("not replayed: cell [3] failed when run again: AttributeError")
+    assert namespace["runs"] == []  # the restored list: the part ran on a copy of it
+
+
+def test_an_object_that_cannot_be_copied_stops_only_the_recipes_that_change_it(tmp_path: Any) -> None:
+    log = (tmp_path / "run.log").open("w")
+    log.write("start\n")
+    log.flush()
+    namespace: dict[str, Any] = {"log": log, "feed": (i for i in range(3)), "rows": [1]}
+    history = cells(
+        "gen = iter(rows)\nfeed.send(None)",  # a generator the kernel kept: no copy of it can be made
+        "count = iter(range(2))\nlog.write('counted\\n')",  # an open file: written through the kernel's handle
+        "more = iter(rows)\nrows.append(2)",
+    )
+    outcome = run_recipe(plan(["gen", "count", "more"], history), namespace, exec_cell)
+    assert outcome["gen"].startswith("not replayed: cell [1] changes feed, which cannot be copied (TypeError")
+    assert outcome["count"] == outcome["more"] == "replayed" and list(namespace["more"]) == [1, 2]
+    assert namespace["rows"] == [1] and next(namespace["feed"]) == 0  # the kernel's own, unchanged
+    assert namespace["log"] is log and not log.closed
+    log.write("after\n")
+    log.close()
+    assert (tmp_path / "run.log").read_text() == "start\ncounted\nafter\n"  # one handle: nothing written over
+
+
+def test_replay_in_a_real_kernel_rebuilds_what_it_can_and_says_why_not_for_the_rest(
+    kernels: Any, tmp_path: Any
+) -> None:
+    """Issue #31: a connection, a generator and a log file opened for writing, as a notebook holds them."""
+    db, log, src = tmp_path / "db.sqlite", tmp_path / "run.log", tmp_path / "source.txt"
+    src.write_text("a\nb\n")
+    k = kernels("issue31.ipynb")
+    k.ok("%load_ext jupyter_ckpt")
+    k.ok(f"import sqlite3\nconn = sqlite3.connect({str(db)!r})\nconn.execute('create table if not exists t (x)')")
+    k.ok("squares = (i * i for i in range(10))\nfirst = next(squares)")
+    k.ok(f"log = open({str(log)!r}, 'w')\nlog.write('start\\n')")
+    k.ok("conn.execute('insert into t values (?)', (first,))\nconn.commit()\nlog.write('inserted\\n')\nlog.flush()")
+    k.ok(f"lines = (line.strip() for line in open({str(src)!r}))")
+    k.ok("%checkpoint save -t issue")
+    k.kill()
+    src.unlink()  # the file a generator read is gone: its cell cannot run again
+
+    asked = kernels("issue31.ipynb")
+    asked.ok("%load_ext jupyter_ckpt")
+    out = asked.ok("%checkpoint restore latest")
+    assert "%checkpoint replay would rebuild conn, lines, squares (cells [2], [3], [5], [6])" in out
+    out = asked.ok("%checkpoint replay")
+    assert "conn: replayed\n" in out and "squares: replayed\n" in out
+    assert "lines: not replayed: cell [6] failed when run again: FileNotFoundError" in out
+    assert asked.value("(next(squares), conn.execute('select count(*) from t').fetchone()[0])") == (1, 2)
+    assert asked.value("'lines' in dir()") is False
+    asked.ok("log.write('after\\n')\nlog.flush()")
+    assert log.read_text() == "start\ninserted\ninserted\nafter\n"  # replay wrote it once more: a side effect
+    asked.close()
+
+    auto = kernels("issue31.ipynb")
+    auto.ok("%load_ext jupyter_ckpt")
+    out = auto.ok("%checkpoint restore issue --replay")
+    assert "rebuilt by running its cells again: conn" in out and "rebuilt by running its cells again: squares" in out
+    assert re.search(
+        r"not restored: lines \(generator could not be serialized: .*; absent; not replayed: "
+        r"cell \[6\] failed when run again: FileNotFoundError",
+        out,
+    ), out
+    assert auto.value("next(squares)") == 1 and auto.value("conn.execute('select count(*) from t').fetchone()") == (3,)

@@ -361,3 +361,27 @@ def test_code_that_runs_while_unpickling_finds_the_globals_of_the_checkpoint(sto
     with pytest.raises(IntegrityError, match="fails its signature check"):
         restore_namespace(store, fresh, cid, manifest)
     assert user_names(fresh) == []
+
+
+@pytest.mark.parametrize("obj, sep", [("b_tok", "a_sep"), ("a_tok", "b_sep")])
+def test_code_run_while_loading_never_sees_the_live_value_of_a_variable_read_later(
+    store: Store, obj: str, sep: str
+) -> None:
+    """An undo after both were rebound: the object's ``__setstate__`` reads the other variable, and must find the
+    checkpoint's value, whichever group is read first (both orders of names are tried)."""
+    module = notebook(
+        f"{sep} = ','\n"
+        "class z_tokenizer:\n"
+        "    def __getstate__(self):\n"
+        "        return {}\n"
+        "    def __setstate__(self, state):\n"
+        f"        self.sep = {sep}\n"
+        f"{obj} = z_tokenizer()\n"
+        f"{obj}.__setstate__({{}})\n"
+    )
+    cid, manifest = save(store, module)
+    assert len(manifest["groups"]) == 2  # the class with its object, and the separator
+    module.__dict__.update({obj: None, sep: None})
+    report = restore_namespace(store, module, cid, manifest, held={})
+    assert report.not_restored == {}
+    assert (getattr(module, obj).sep, getattr(module, sep)) == (",", ",")

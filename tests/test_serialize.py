@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.machinery
+import inspect
 import pickle
 import subprocess
 import sys
+import textwrap
 import types
 from pathlib import Path
+
+import pytest
 
 from jupyter_ckpt import serialize
 
@@ -24,24 +29,215 @@ sq = Square()
 """
 
 READ = """
-import pickle, sys, __main__
+import inspect, pickle, sys, __main__
 from jupyter_ckpt import serialize
 serializer, payload, buffers = pickle.load(open(sys.argv[1], "rb"))
 __main__.__dict__.update(serialize.loads(serialize.Packed(serializer, payload, buffers), __main__))
-print(all(c is globals()[n] for n, c in Shape.registry.items()), sorted(Shape.registry), isinstance(sq, Shape))
+print(eval(sys.argv[2]))
 """
 
 
-def test_a_subclass_registry_holds_the_restored_classes_whatever_the_order(tmp_path: Path) -> None:
-    notebook = types.ModuleType("__main__")
-    exec(REGISTRY, notebook.__dict__)
-    # the subclasses first: each is then met inside its base's registry before its own stream
-    packed = serialize.dumps({n: notebook.__dict__[n] for n in ("Circle", "sq", "Square", "Shape")}, notebook)
-    assert packed.serializer == "cloudpickle"  # dill warns on the recursion, and a warning is a failure
+def notebook(code: str) -> types.ModuleType:
+    """A module standing in for a kernel's namespace, with ``code`` run in it as cells would."""
+    module = types.ModuleType("__main__")
+    exec(textwrap.dedent(code), module.__dict__)
+    return module
+
+
+def read_back(tmp_path: Path, packed: serialize.Packed, expression: str) -> str:
+    """What ``expression`` prints in a new interpreter, once the group is loaded into its ``__main__``."""
     saved = tmp_path / "group.pickle"
     saved.write_bytes(pickle.dumps((packed.serializer, packed.payload, [bytes(b) for b in packed.buffers])))
-    read = subprocess.run([sys.executable, "-c", READ, str(saved)], capture_output=True, text=True, check=True)
-    assert read.stdout.strip() == "True ['Circle', 'Square'] True"
+    read = subprocess.run([sys.executable, "-c", READ, str(saved), expression], capture_output=True, text=True)
+    assert read.returncode == 0, read.stderr
+    return read.stdout.strip()
+
+
+def test_a_subclass_registry_holds_the_restored_classes_whatever_the_order(tmp_path: Path) -> None:
+    module = notebook(REGISTRY)
+    # the subclasses first: each is then met inside its base's registry before its own stream
+    packed = serialize.dumps({n: module.__dict__[n] for n in ("Circle", "sq", "Square", "Shape")}, module)
+    expression = (
+        "all(c is globals()[n] for n, c in Shape.registry.items()), sorted(Shape.registry), isinstance(sq, Shape)"
+    )
+    assert read_back(tmp_path, packed, expression) == "(True, ['Circle', 'Square'], True)"
+
+
+WRAPS = """
+import functools
+def logged(f):
+    @functools.wraps(f)
+    def wrapper(*a):
+        return f(*a)
+    return wrapper
+def timed(f):
+    @functools.wraps(f)
+    def inner(*a):
+        return f(*a)
+    return inner
+@logged
+@timed
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+"""
+
+
+def test_a_function_named_by_functools_wraps_keeps_its_name_under_stacked_decorators(tmp_path: Path) -> None:
+    module = notebook(WRAPS)
+    packed = serialize.dumps({"fib": module.fib}, module)
+    assert packed.serializer == "dill"  # which keeps a qualified name only when it differs from the name
+    expression = (
+        "fib.__qualname__, fib.__wrapped__.__qualname__, repr(fib).split()[1], fib(10), len(pickle.dumps(fib)) > 0"
+    )
+    assert read_back(tmp_path, packed, expression) == "('fib', 'fib', 'fib', 55, True)"
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        pytest.param(
+            """
+            registry = {}
+            class PluginMeta(type):
+                def __new__(m, name, bases, ns):
+                    cls = super().__new__(m, name, bases, ns)
+                    if bases:  # the class statement gives none; a rebuild would give (object,)
+                        registry[name] = cls
+                    return cls
+            class Plugin(metaclass=PluginMeta):
+                pass
+            class CSVPlugin(Plugin):
+                pass
+            """,
+            id="metaclass-new-global",
+        ),
+        pytest.param(
+            """
+            class PluginMeta(type):
+                plugins = {}
+                def __init__(cls, name, bases, ns):
+                    super().__init__(name, bases, ns)
+                    if bases:
+                        PluginMeta.plugins[name] = cls
+            class Plugin(metaclass=PluginMeta):
+                pass
+            class CSVPlugin(Plugin):
+                pass
+            registry = PluginMeta.plugins
+            """,
+            id="metaclass-init-attribute",
+        ),
+        pytest.param(
+            """
+            registry = {}
+            class Plugin:
+                def __init_subclass__(cls, **kw):
+                    super().__init_subclass__(**kw)
+                    registry[cls.__name__] = cls
+            class CSVPlugin(Plugin):
+                __slots__ = ()
+            """,
+            id="init-subclass-global",
+        ),
+    ],
+)
+def test_a_registry_filled_by_hooks_holds_exactly_the_restored_classes(tmp_path: Path, code: str) -> None:
+    module = notebook(code)
+    names = [n for n in ("registry", "PluginMeta", "Plugin", "CSVPlugin") if n in module.__dict__]
+    packed = serialize.dumps({n: module.__dict__[n] for n in names}, module)
+    expression = "sorted(registry), registry['CSVPlugin'] is CSVPlugin, issubclass(CSVPlugin, Plugin)"
+    assert read_back(tmp_path, packed, expression) == "(['CSVPlugin'], True, True)"
+
+
+def test_namedtuple_classes_come_back_as_namedtuple_made_them(tmp_path: Path) -> None:
+    module = notebook(
+        """
+        import collections, copyreg, typing
+        Point = collections.namedtuple("Point", "x y")
+        Scaled = collections.namedtuple("Scaled", "x k", defaults=[1])
+        Place = collections.namedtuple("Place", "lat lon", module="geo")
+        class Row(typing.NamedTuple):
+            a: int
+            b: str = "z"
+        rows = [Point(1, 2), Scaled(3), Place(4, 5), Row(6)]
+        for c in (Point, Scaled, Place, Row):
+            copyreg._slotnames(c)  # the names of its slots, which pickling an instance caches on its class
+        """
+    )
+    packed = serialize.dumps({n: module.__dict__[n] for n in ("Point", "Scaled", "Place", "Row", "rows")}, module)
+    expression = (
+        "[(c.__module__, c.__new__.__defaults__, c._field_defaults, str(inspect.signature(c)), type(r) is c)"
+        " for c, r in zip((Point, Scaled, Place, Row), rows)]"
+    )
+    made_here = eval(expression, {**module.__dict__, "inspect": inspect})
+    assert [c[:2] for c in made_here] == [("__main__", None), ("__main__", (1,)), ("geo", None), ("__main__", ("z",))]
+    assert read_back(tmp_path, packed, expression) == str(made_here)
+
+
+def test_a_class_with_private_slots_comes_back_with_its_instances(tmp_path: Path) -> None:
+    module = notebook(
+        """
+        class Tagged:
+            __slots__ = ("__tag", "name")
+            def __init__(self, tag):
+                self.__tag, self.name = tag, "t"
+            def tag(self):
+                return self.__tag
+        t = Tagged(5)
+        """
+    )
+    packed = serialize.dumps({"Tagged": module.Tagged, "t": module.t}, module)
+    expression = "t.tag(), t.name, type(t) is Tagged, hasattr(t, '__dict__'), Tagged(6).tag()"
+    assert read_back(tmp_path, packed, expression) == "(5, 't', True, False, 6)"
+
+
+def test_objects_a_library_module_holds_come_back_as_those_very_objects(tmp_path: Path) -> None:
+    import logging
+    import os
+
+    import numpy as np
+
+    module = notebook("")
+    held = {"out": sys.stdout, "env": os.environ, "rand": np.random.rand, "root": logging.root, "tau": [os.sep]}
+    packed = serialize.dumps(held, module)
+    assert packed.serializer == "pickle"
+    expression = (
+        "out is sys.stdout, env is __import__('os').environ, rand.__self__ is __import__('numpy').random.mtrand._rand,"
+        " root is __import__('logging').root, tau"
+    )
+    assert read_back(tmp_path, packed, expression) == f"(True, True, True, True, [{os.sep!r}])"
+
+
+def test_a_library_modules_object_is_saved_by_reference_but_a_notebook_function_it_was_given_is_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    module = notebook("def hook(message):\n    return message\n")
+    library = types.ModuleType("fakelib")
+    library.__spec__ = importlib.machinery.ModuleSpec("fakelib", None)
+    library.SINGLETON = Box()
+    library.hook = module.hook  # as warnings.showwarning is set to a notebook function
+    monkeypatch.setitem(sys.modules, "fakelib", library)
+    singleton = serialize.dumps({"s": library.SINGLETON}, module)
+    assert b"fakelib" in singleton.payload and serialize.loads(singleton, module)["s"] is library.SINGLETON
+    hook = serialize.dumps({"hook": module.hook}, module)
+    assert b"fakelib" not in hook.payload and serialize.loads(hook, module)["hook"]("hi") == "hi"
+
+
+def test_arrays_frames_and_dates_keep_the_fast_pickler_and_their_buffers() -> None:
+    import datetime
+
+    import numpy as np
+    import pandas as pd
+
+    array = np.arange(100_000.0)
+    frame = pd.DataFrame({"a": array, "when": [datetime.date(2024, 1, 1)] * len(array)})
+    packed = serialize.dumps({"array": array, "frame": frame}, notebook(""))
+    assert packed.serializer == "pickle" and len(packed.buffers) >= 2
+    assert b"_attribute" not in packed.payload  # nothing there is any library module's
+
+
+class Box:
+    """An object of an importable class."""
 
 
 class Failed(Exception):

@@ -283,6 +283,9 @@ async def test_a_restore_offers_replay_and_the_replay_endpoint_runs_it(api: Any,
     assert code == 400 and "'replay' must be one of ask, auto, never" in message
     restored = await api("POST", *restore, body={"kernel_id": nb.kernel_id})
     assert "not restored: gen" in restored["summary"] and restored["replayable"] == "gen (cells [1])"
+    # The code that would run, shown before anything runs: the cell as it was recorded.
+    assert restored["replay_cells"] == [{"count": 1, "source": "gen = (i * i for i in range(5))\nfirst = next(gen)"}]
+    assert "[1] gen = (i * i for i in range(5))\n        first = next(gen)" in restored["summary"]
     assert await nb.value("('gen' in dir(), first)") == (False, 0)
     replayed = await api("POST", *CKPT, "replay", body={"kernel_id": nb.kernel_id})
     assert replayed == {"variables": {"gen": "replayed"}}

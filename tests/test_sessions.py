@@ -207,6 +207,7 @@ def test_a_secret_of_raw_bytes_is_a_key_and_a_short_one_is_refused_in_one_line(
     for content, size in [(b"\xff" * 5, 5), (b"abc\n", 3)]:
         short = jupyter_dirs / "short-secret"
         short.write_bytes(content)
+        short.chmod(0o600)
         k = kernels("short.ipynb", JUPYTER_CKPT_SECRET_FILE=str(short))
         r = k.run("%load_ext jupyter_ckpt")
         assert r.error is not None and r.error.startswith(

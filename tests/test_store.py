@@ -208,9 +208,11 @@ def test_a_full_disk_gives_a_clear_error_and_keeps_earlier_checkpoints(tmp_path:
 def test_a_secret_file_holds_raw_bytes_or_text_and_too_short_is_refused(tmp_path: Path) -> None:
     raw = tmp_path / "raw"
     raw.write_bytes(b"\xff\n" + os.urandom(30))  # not text: every byte is key, line ends too
+    raw.chmod(0o600)
     assert load_secret(raw) == raw.read_bytes()
     text = tmp_path / "text"
     text.write_text("  a passphrase of thirty-two characters or more\n")
+    text.chmod(0o600)
     assert load_secret(text) == b"a passphrase of thirty-two characters or more"  # as it always was read
     for content in (b"\xff" * 31, b"0123456789abcdef0123456789abcde\n"):
         text.write_bytes(content)

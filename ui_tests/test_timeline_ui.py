@@ -173,11 +173,16 @@ def test_a_killed_kernel_comes_back_with_its_variables(page: Page, lab: Lab) -> 
     expect(target.locator(".jp-ckpt-cell")).to_have_text("[5]")
     assert run(page, "print(expensive_result > 0, summary.shape, slow)").strip() == "True (3, 2) None"
 
-    # The connection could not be saved; the notification offers to run its cell again, and only when asked.
+    # The connection could not be saved; the notification offers to run its cell again, only when asked, and
+    # shows the code that would run before it runs.
     page.locator(".jp-Dialog", has_text="appears to have died").locator("button.jp-mod-accept").click()  # Lab's own
     offer = page.locator(".Toastify__toast", has_text="can be rebuilt by running their cells again: db")
     assert run(page, "print('db' in globals())").strip() == "False"
-    offer.get_by_role("button", name="Run the cells again").click()
+    offer.get_by_role("button", name="Review the cells").click()
+    review = page.locator(".jp-Dialog", has_text="Run these cells again to rebuild db")
+    expect(review.locator(".jp-ckpt-replay-cell pre").first).to_contain_text("sqlite3.connect")
+    review.screenshot(path=ARTIFACTS / "replay-review.png")
+    review.get_by_role("button", name="Run them").click()
     expect(page.locator(".Toastify__toast", has_text="Replay: db")).to_be_visible(timeout=30_000)
     assert run(page, "print(db.execute('select count(*) from readings').fetchone())").strip() == "(3000,)"
 

@@ -74,7 +74,21 @@ export interface IRestoring {
   total: number;
 }
 
-export interface ICrashEvent {
+/** What a restore could not bring back that running recorded cells again would rebuild, and their code. */
+export interface IReplayOffer {
+  /** The variables and the cells' numbers ("conn (cells [2], [3])"); empty when there is nothing to replay. */
+  replayable: string;
+  /** The code replay would run, oldest first, from the signed history: shown before it runs. */
+  replay_cells: { count: number | null; source: string }[];
+}
+
+/** What POST checkpoints/{id}/restore answers. */
+export interface IRestoreResult extends IReplayOffer {
+  checkpoint: number;
+  summary: string;
+}
+
+export interface ICrashEvent extends IReplayOffer {
   type: 'crash-restore' | 'crash-restore-failed' | 'crash-restore-stopped';
   session: string;
   kernel_id: string;
@@ -82,8 +96,6 @@ export interface ICrashEvent {
   tried: number[];
   time: number;
   message: string;
-  /** Variables the restore left out that running their cells again would rebuild, with the cells. */
-  replayable: string;
 }
 
 /** A failed call: the HTTP status and the server's one-line message. */

@@ -107,6 +107,6 @@ function notify(e: ICrashEvent, name: (id: number) => string, id: string | undef
     Notification.update({ id, message, type, autoClose: false });
   }
   if (e.type === 'crash-restore') {
-    offerReplay(e.kernel_id, e.replayable ?? '');
+    offerReplay(e.kernel_id, e);
   }
 }

@@ -2,7 +2,14 @@
 import { Dialog, InputDialog, Notification, showDialog } from '@jupyterlab/apputils';
 import { historyIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
-import { type ICheckpoint, type ICheckpointDetails, type IPreview, type IResumeOffer, requestAPI } from './api';
+import {
+  type ICheckpoint,
+  type ICheckpointDetails,
+  type IPreview,
+  type IRestoreResult,
+  type IResumeOffer,
+  requestAPI
+} from './api';
 import { h } from './dom';
 import {
   age,
@@ -74,12 +81,12 @@ export class CheckpointsPanel extends Widget {
     }
     this._model.dropOffer();
     await this._act(async () => {
-      const result = await requestAPI<{ summary: string; replayable: string }>(
+      const result = await requestAPI<IRestoreResult>(
         `checkpoints/${offer.checkpoint}/restore`,
         { method: 'POST', body: JSON.stringify({ kernel_id: kernelId }) }
       );
       Notification.success(result.summary, { autoClose: 5000 });
-      offerReplay(kernelId, result.replayable);
+      offerReplay(kernelId, result);
       return result.summary;
     });
   }
@@ -104,12 +111,12 @@ export class CheckpointsPanel extends Widget {
       return;
     }
     await this._act(async () => {
-      const result = await requestAPI<{ summary: string; replayable: string }>(`checkpoints/${d.id}/restore`, {
+      const result = await requestAPI<IRestoreResult>(`checkpoints/${d.id}/restore`, {
         method: 'POST',
         body: JSON.stringify({ kernel_id: kernelId })
       });
       Notification.success(result.summary, { autoClose: 5000 });
-      offerReplay(kernelId, result.replayable);
+      offerReplay(kernelId, result);
       return result.summary;
     });
   }

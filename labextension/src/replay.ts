@@ -1,22 +1,51 @@
 // Offers to rebuild, by running their cells again, the variables a restore could not bring back.
-import { Notification } from '@jupyterlab/apputils';
-import { requestAPI } from './api';
+import { Dialog, Notification, showDialog } from '@jupyterlab/apputils';
+import { Widget } from '@lumino/widgets';
+import { type IReplayOffer, requestAPI } from './api';
+import { h } from './dom';
 
-/** Ask before replaying: it runs code again, with its side effects. Nothing to offer when empty. */
-export function offerReplay(kernelId: string, replayable: string): void {
-  if (!replayable) {
+/** Ask before replaying: it runs code again, with its side effects, so the code is shown first. */
+export function offerReplay(kernelId: string, offer: IReplayOffer): void {
+  if (!offer.replayable) {
     return;
   }
-  Notification.info(`Not restored, but can be rebuilt by running their cells again: ${replayable}.`, {
+  Notification.info(`Not restored, but can be rebuilt by running their cells again: ${offer.replayable}.`, {
     autoClose: false,
     actions: [
       {
-        label: 'Run the cells again',
-        caption: 'Rebuild these variables by running the recorded cells that made them (their side effects too)',
-        callback: () => void replay(kernelId)
+        label: 'Review the cells',
+        caption: 'See the code that would run again to rebuild these variables, then run it or not',
+        callback: () => void review(kernelId, offer)
       }
     ]
   });
+}
+
+/** The code itself, cell by cell, as text: it came from the signed history, and it is what will run. */
+export function replayCode(offer: IReplayOffer): HTMLElement {
+  return h(
+    'div',
+    { class: 'jp-ckpt-replay-code' },
+    offer.replay_cells.map(cell =>
+      h(
+        'div',
+        { class: 'jp-ckpt-replay-cell' },
+        h('span', { class: 'jp-ckpt-replay-count' }, `[${cell.count ?? ' '}]`),
+        h('pre', {}, cell.source)
+      )
+    )
+  );
+}
+
+async function review(kernelId: string, offer: IReplayOffer): Promise<void> {
+  const answer = await showDialog({
+    title: `Run these cells again to rebuild ${offer.replayable}?`,
+    body: new Widget({ node: replayCode(offer) }),
+    buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Run them' })]
+  });
+  if (answer.button.accept) {
+    await replay(kernelId);
+  }
 }
 
 async function replay(kernelId: string): Promise<void> {

@@ -1,0 +1,36 @@
+"""Who else may touch the store: its directories, its catalog and the secret, checked as ssh checks a key.
+
+A store directory or catalog another user can write lets them swap blobs,
+checkpoints or the secret; a secret another user can read lets them sign
+whatever they like. Either is refused in one line that says what to change.
+Nothing here changes a mode: a directory the user gave keeps its own.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from .errors import UnsafePermissions
+
+
+def check_private(path: Path, what: str, *, secret: bool = False) -> None:
+    """Raise UnsafePermissions if ``path`` (when it exists) belongs to another user, or others can write it;
+    for a ``secret``, also if others can read it."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return  # missing (made private when it is made) or unreadable (whoever opens it says so)
+    if info.st_uid not in (os.geteuid(), 0):
+        raise UnsafePermissions(
+            f"the {what} {path} belongs to another user (uid {info.st_uid}), who could change it; use one of your own"
+        )
+    others = 0o077 if secret else 0o022
+    if info.st_mode & others:
+        can = "read or write" if secret else "write"
+        fix = "chmod 600" if secret else "chmod go-w"
+        raise UnsafePermissions(
+            f"other users can {can} the {what} {path} (mode {stat.filemode(info.st_mode)}); "
+            f"it is not used until you run: {fix} {path}"
+        )

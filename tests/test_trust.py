@@ -1,0 +1,180 @@
+"""Nothing unsigned ever runs: an attacker who can write the store, but has not the secret, runs no code.
+
+Each test writes to the store as such an attacker would (a shared filesystem, a
+wrong mode, a backup from elsewhere), then drives the surfaces a user has: the
+magic, the REST API, the server's crash restore and the command line. The proof
+is a marker file that the planted code would create and that must not appear.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import cli
+
+from jupyter_ckpt.restore import LAZY_MIN
+
+pytest_plugins = ("pytest_jupyter.jupyter_server", "conftest_server")
+
+CKPT = ("api", "ckpt")
+
+
+@pytest.fixture(autouse=True)
+def every_cell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkpoint after every cell, so each test knows which checkpoint holds which cell's state."""
+    profile = tmp_path / "ipython" / "profile_default"
+    profile.mkdir(parents=True)
+    (profile / "ipython_kernel_config.py").write_text("c.Checkpoints.every = 1\n")
+    monkeypatch.setenv("IPYTHONDIR", str(profile.parent))
+
+
+def _payload_pickle(marker: Path) -> bytes:
+    """A pickle stream that creates ``marker`` when it is unpickled, as planted code would run anything."""
+    return f"cposix\nsystem\n(Vtouch {marker}\ntR.".encode()
+
+
+def _catalog(root: Path) -> sqlite3.Connection:
+    return sqlite3.connect(root / "catalog.sqlite", isolation_level=None)
+
+
+async def test_a_planted_pickle_stream_in_a_lazily_restored_chunk_never_runs(
+    notebook: Any, api: Any, ckpt_app: Any, tmp_path: Path
+) -> None:
+    """Two names share a pickle stream over ``LAZY_MIN`` that does not compress: it is stored as raw chunks.
+    Its first chunk, rewritten without the secret, is refused before a byte of it is unpickled: by the magic
+    (lazy restores are the default), by REST, and by the server's crash restore."""
+    marker = tmp_path / "ran"
+    nb = await notebook("work/shared.ipynb")
+    await nb.ok("import os\nbig = [os.urandom(4096) for _ in range(20000)]\nalias = big")
+    (made,) = await nb.wait_for_checkpoints(1)
+    await nb.ok("%checkpoint wait")
+    store = ckpt_app.store
+    manifest = store.manifest(made["id"])
+    group = manifest["groups"][manifest["variables"]["big"]["group"]]
+    stream = group["buffers"][0]
+    assert stream["size"] >= LAZY_MIN and not stream.get("mappable")  # a stream, that a lazy restore once mapped
+    path, offset, _ = store.blobs.raw_extent(stream["chunks"][0])  # raw and page-aligned: mappable as a file
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        f.write(_payload_pickle(marker))
+
+    nb.kill()  # the server restores the last good state, which holds the stream
+    _, event = await nb.next_crash_event(0)
+    assert event["type"] == "crash-restore-failed" and "fails its signature check" in event["message"]
+    assert not marker.exists()
+    code, message = await api.error(
+        "POST", *CKPT, "checkpoints", str(made["id"]), "restore", body={"kernel_id": nb.kernel_id}
+    )
+    assert code == 409 and "fails its signature check" in message
+    result = await nb.run(f"%checkpoint restore {made['id']}")
+    assert result.stderr.startswith("UsageError: ") and "fails its signature check" in result.stderr
+    assert not marker.exists()
+    assert await nb.value("'big' in globals()") is False
+
+
+async def test_an_edited_cell_is_never_replayed_and_verify_names_it(
+    notebook: Any, api: Any, ckpt_app: Any, tmp_path: Path
+) -> None:
+    """Replay runs recorded cells: their sources are signed and chained. One edited in the catalog is run by
+    neither the magic nor REST, and ``jupyter ckpt verify`` reports it; the offer shows the code first."""
+    marker = tmp_path / "ran"
+    nb = await notebook("work/replay.ipynb")
+    await nb.ok("gen = (i * i for i in range(5))\nfirst = next(gen)")
+    await nb.ok("import sqlite3\ndb = sqlite3.connect(':memory:')")
+    made = (await nb.wait_for_checkpoints(2))[-1]
+    await nb.ok("del gen, db\n%checkpoint wait")
+
+    # Untouched, the offer shows the code that would run, before anything runs.
+    shown = await nb.ok(f"%checkpoint restore {made['id']}")
+    assert "%checkpoint replay would rebuild db, gen (cells [1], [2]) by running this code again:" in shown
+    assert "[1] gen = (i * i for i in range(5))\n        first = next(gen)" in shown
+    assert "[2] import sqlite3\n        db = sqlite3.connect(':memory:')" in shown
+
+    root = ckpt_app.store.root
+    with _catalog(root) as db:
+        db.execute("UPDATE cells SET source=? WHERE count=1", (f"open({str(marker)!r}, 'w')\ngen = iter([0])",))
+    assert ckpt_app.store.verify() != []
+    r = cli("verify")
+    assert r.returncode == 3 and "cell [1] fails its signature check" in r.stdout, r
+
+    summary = await nb.ok(f"%checkpoint restore {made['id']} --replay")
+    assert "fails its signature check" in summary and "would rebuild" not in summary
+    result = await nb.run("%checkpoint replay")
+    assert "nothing to replay" in result.stderr
+    restored = await api("POST", *CKPT, "checkpoints", str(made["id"]), "restore", body={"kernel_id": nb.kernel_id})
+    assert restored["replayable"] == "" and restored["replay_cells"] == []
+    assert "fails its signature check" in restored["summary"]
+    code, message = await api.error("GET", *CKPT, "checkpoints", str(made["id"]))
+    assert code == 409 and "cell [1]" in message  # the details would show the edited source as recorded
+    assert not marker.exists()
+    assert await nb.value("('gen' in globals(), 'db' in globals())") == (False, False)
+
+
+async def test_cells_dropped_or_reordered_in_the_catalog_break_the_chain(notebook: Any, ckpt_app: Any) -> None:
+    nb = await notebook("work/chain.ipynb")
+    for n in range(3):
+        await nb.ok(f"step = {n}")
+    last = (await nb.wait_for_checkpoints(3))[-1]
+    await nb.ok("%checkpoint wait")
+    store = ckpt_app.store
+    with _catalog(store.root) as db:
+        ids = [r[0] for r in db.execute("SELECT id FROM cells ORDER BY id")]
+        db.execute("UPDATE cells SET prev=? WHERE id=?", (ids[0], ids[2]))  # the middle cell dropped
+    problems = store.verify()
+    assert any("cell [3] fails its signature check" in p for p in problems), problems
+    result = await nb.run(f"%checkpoint history {last['id']}")
+    assert result.stderr.startswith("UsageError: ") and "fails its signature check" in result.stderr
+
+
+async def test_a_manifest_moved_to_another_checkpoint_is_refused(notebook: Any, api: Any, ckpt_app: Any) -> None:
+    """A valid manifest and signature copied into another row would restore the older state under the newer id."""
+    nb = await notebook("work/moved.ipynb")
+    await nb.ok("state = 'old'")
+    await nb.ok("state = 'new'")
+    old, new = await nb.wait_for_checkpoints(2)
+    await nb.ok("%checkpoint wait")
+    store = ckpt_app.store
+    with _catalog(store.root) as db:
+        text, mac = db.execute("SELECT manifest, mac FROM checkpoints WHERE id=?", (old["id"],)).fetchone()
+        db.execute("UPDATE checkpoints SET manifest=?, mac=? WHERE id=?", (text, mac, new["id"]))
+    assert json.loads(text)["uid"]  # what binds it to its own row
+
+    code, message = await api.error(
+        "POST", *CKPT, "checkpoints", str(new["id"]), "restore", body={"kernel_id": nb.kernel_id}
+    )
+    assert code == 409 and "signed for another checkpoint" in message
+    result = await nb.run(f"%checkpoint restore {new['id']}")
+    assert result.stderr.startswith("UsageError: ") and "signed for another checkpoint" in result.stderr
+    r = cli("verify")
+    assert r.returncode == 3 and f"checkpoint {new['id']}: its manifest was signed for another checkpoint" in r.stdout
+    assert await nb.value("state") == "new"
+
+
+def test_a_store_or_secret_others_can_touch_is_refused_in_one_line(kernels: Any, jupyter_dirs: Path) -> None:
+    """ssh's rule: a store directory others can write, or a secret others can read, is not used. Its mode is
+    the user's to change: nothing here changes it."""
+    k = kernels("perm.ipynb")
+    k.ok("%load_ext jupyter_ckpt\nx = 1\n%checkpoint save\n%checkpoint wait")
+    k.close()
+    root, secret = Path(os.environ["JUPYTER_CKPT_DIR"]), jupyter_dirs / "data" / "ckpt" / "secret"
+    assert secret.is_file()
+    for path, mode, fix in [(root, 0o777, "chmod go-w"), (secret, 0o644, "chmod 600")]:
+        before = path.stat().st_mode & 0o777
+        path.chmod(mode)
+        r = cli("list")
+        assert r.returncode == 3 and r.stderr.count("\n") == 1, r
+        assert f"it is not used until you run: {fix} {path}" in r.stderr
+        fresh = kernels("perm.ipynb")
+        loaded = fresh.run("%load_ext jupyter_ckpt")
+        assert loaded.error is not None and loaded.error.startswith("UnsafePermissions: other users can")
+        assert loaded.traceback == [loaded.error]
+        assert "not found" in fresh.run("%checkpoint").stderr  # not loaded
+        fresh.close()
+        assert path.stat().st_mode & 0o777 == mode  # left as the user set it
+        path.chmod(before)
+    assert cli("list").returncode == 0
