@@ -52,7 +52,7 @@ def _saved(store: Store, session: str, values: dict[str, object]) -> tuple[int, 
 def _restore(store: Store, checkpoint: int, manifest: Manifest, *, lazy: bool) -> float:
     fresh = types.ModuleType("__main__")
     started = time.perf_counter()
-    report = restore_namespace(store, fresh, checkpoint, manifest, lazy=lazy)
+    report = restore_namespace(store.blobs, fresh, checkpoint, manifest, lazy=lazy)
     elapsed = time.perf_counter() - started
     assert not report.not_restored, report.summary()
     return elapsed

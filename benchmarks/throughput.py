@@ -65,7 +65,7 @@ def checkpoint(namespace: dict[str, Any], store: Any) -> int:
     module = types.ModuleType("__main__")
     module.__dict__.update(namespace)
     cap = capture.collect(module.__dict__, (), ())
-    _, blobs = capture.prepare(store, module, cap, capture.Meta("throughput", None, None, "manual", "ok"))
+    _, blobs = capture.prepare(store.blobs, module, cap, capture.Meta("throughput", None, None, "manual", "ok"))
     return sum(info.stored for info in blobs.values() if info.new)
 
 

@@ -28,10 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import serialize, settings
-from .blobs import BlobInfo, content_key
+from .blobs import BlobInfo, LocalBlobs, content_key
 from .manifest import FORMAT_VERSION, Buffer, Group, Manifest, Skipped
 from .progress import Progress, Tally, untold
-from .store import Store
 
 # Names IPython and ipykernel put in the user namespace; never user data.
 MACHINERY = frozenset(
@@ -448,14 +447,15 @@ def _serializable(name: str, value: Any, module: types.ModuleType) -> bool:
 
 
 def prepare(
-    store: Store,
+    blobs: LocalBlobs,
     module: types.ModuleType,
     capture: Capture,
     meta: Meta,
     progress: Progress | None = None,
     previous: Manifest | None = None,
 ) -> tuple[Manifest, dict[str, BlobInfo]]:
-    """Serialize a checkpoint and make its blobs durable; returns the manifest and blobs to commit.
+    """Serialize a checkpoint and make its blobs durable in ``blobs`` (the store's); returns the manifest and
+    blobs to commit.
 
     Nothing is visible until ``Store.commit`` inserts the manifest, after ``link``
     has tied it to its parent: this half can run in a forked child that touches
@@ -465,14 +465,14 @@ def prepare(
     """
 
     def put(data: bytes | memoryview, compress: bool) -> BlobInfo:
-        return store.blobs.put(data, compress=compress)
+        return blobs.put(data, compress=compress)
 
     tally = Tally(0, progress or untold)
     hints = size_hints(capture, previous) if progress is not None else None
-    groups, variables, skipped, blobs = pack(module, capture, put, tally, hints)
+    groups, variables, skipped, written = pack(module, capture, put, tally, hints)
     packed_random = serialize.dumps(capture.random, module)
     tally.expect(tally.done + packed_random.nbytes)
-    random_key, random_buffers = _put_group(put, packed_random, blobs, tally)
+    random_key, random_buffers = _put_group(put, packed_random, written, tally)
     tally.finish()
     manifest: Manifest = {
         "format": FORMAT_VERSION,
@@ -492,7 +492,7 @@ def prepare(
         "settings": settings.fingerprints(capture.random.get("settings", {})),
         "versions": versions(),
     }
-    return manifest, blobs
+    return manifest, written
 
 
 def link(manifest: Manifest, parent: int | None, parent_manifest: Manifest | None) -> Manifest:

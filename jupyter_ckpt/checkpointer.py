@@ -21,31 +21,25 @@ from typing import Any
 
 from . import capture, settings
 from .blobs import BlobInfo, writer_alive
-from .errors import BadArgument, CheckpointError, IntegrityError, StoreFullError, UnknownCheckpoint, UnknownSession
+from .errors import BadArgument, CheckpointError, IntegrityError, StoreFullError, UnknownCheckpoint
 from .manifest import Manifest, Skipped
+from .notice import Notice
 from .progress import Progress, untold
 from .recipes import Recipe, RunCell, check_mode, exec_cell, plan, run_recipe
 from .remote import Replica
 from .restore import Diff, RestoreReport, diff_manifests, restore_namespace
-from .retention import Limits, Retention, Thinned, thin, usage
+from .retention import Limits, Retention, usage
 from .schedule import Scheduler
-from .store import CheckpointRecord, Store, check_tag
+from .store import NEW_KERNEL, CheckpointRecord, Store, check_tag
+from .timeline import Thinned, Timeline
 from .writer import ForkWriter, SyncWriter, WriterStopped, fork_unsafe_reason, resident_bytes, system_seconds
 
 TRIGGERS = ("cell", "interval", "manual", "loop", "restore", "crash-restore")
-# How a restore that is a kernel's first entry on the timeline begins its message: the mark of a kernel start
-# that is not a root (format.kernel_started; labextension/src/format.ts).
-NEW_KERNEL = "new kernel: "
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Bytes of the kernel's memory a checkpoint is assumed to cost a second of (the fork, the pages copied while
 # the writer runs, the writer's CPU), until the kernel's first checkpoint is measured.
 PRIOR_RATE = 1 << 30
 PULL_WAIT = 60.0  # seconds a look at the timeline waits for the remote one to be pulled at kernel start
-
-
-def numbers(records: Iterable[CheckpointRecord]) -> dict[int, int]:
-    """Each checkpoint's number in its session, from 1 in id order: ``#N`` in a REF, the UI and the lists."""
-    return {r.id: n for n, r in enumerate(sorted(records, key=lambda r: r.id), start=1)}
 
 
 def no_progress(what: str) -> Progress:
@@ -104,6 +98,7 @@ class Checkpointer:
         limits: Limits | None = None,
     ) -> None:
         self.store = store
+        self.timeline = Timeline(store)
         self.retention = Retention(store, limits or Limits(), self._protected, notify)
         self._saving: list[float] = []  # when each save not yet committed began, oldest first (the gc lease)
         self.replica = replica
@@ -132,8 +127,8 @@ class Checkpointer:
         # what ``settle`` makes durable.
         self._unsaved: tuple[str, str, int | None] | None = None
         self._fork_refused: str | None = None
-        self._writer_stopped: str | None = None  # why a writer was last stopped for memory in this kernel
-        self._failing: str | None = None  # why automatic checkpoints fail, said once until one succeeds
+        self._writer_stopped = Notice(self._notify)  # why a writer was last stopped for memory in this kernel
+        self._failing = Notice(self._notify)  # why automatic checkpoints fail, said once until one succeeds
         self._lock = threading.RLock()
         self._sync = SyncWriter()
         self._fork = ForkWriter(store.blobs.tmp, _encode, _decode) if background else None
@@ -278,7 +273,7 @@ class Checkpointer:
             previous = self._head_manifest
 
             def job(progress: Progress | None) -> tuple[Manifest, dict[str, BlobInfo]]:
-                return capture.prepare(self.store, self.module, cap, meta, progress, previous)
+                return capture.prepare(self.store.blobs, self.module, cap, meta, progress, previous)
 
             def done(result: Any, error: BaseException | None) -> None:
                 try:
@@ -361,11 +356,12 @@ class Checkpointer:
             fits_again = self.retention.committed(sum(b.stored for b in result[1].values() if b.new))
         except WriterStopped as e:  # killed to free memory: said once, and the state owed to the inline writer
             if raise_errors:
-                self._writer_stopped = str(e)
+                self._writer_stopped.current = str(e)  # said by the error raised
                 raise CheckpointError(f"checkpoint failed: {e}") from e
-            if str(e) != self._writer_stopped:  # the children stopped at one moment share one reason
-                self._notify(f"jupyter-ckpt: {e}; the state will be written from the kernel when it is idle")
-            self._writer_stopped = str(e)
+            # The children stopped at one moment share one reason: said once.
+            self._writer_stopped.tell(
+                f"jupyter-ckpt: {e}; the state will be written from the kernel when it is idle", reason=str(e)
+            )
             if meta.at == self._last_time:  # no newer state was taken since
                 self._owe(meta.trigger, meta.status, meta.cell)
             return None
@@ -376,9 +372,7 @@ class Checkpointer:
             if raise_errors:
                 raise e if isinstance(e, CheckpointError) else CheckpointError(f"checkpoint failed: {e}") from e
             if not full:  # a store out of room: Retention says so, once, if it cannot make room
-                if str(e) != self._failing:  # once, not at every cell
-                    self._notify(f"jupyter-ckpt: checkpoint failed: {e}")
-                self._failing = str(e)
+                self._failing.tell(f"jupyter-ckpt: checkpoint failed: {e}", reason=str(e))
             return None
         self._committed(cid, manifest, cap, failed_before=fits_again)
         return cid
@@ -434,9 +428,8 @@ class Checkpointer:
 
     def _committed(self, cid: int, manifest: Manifest, cap: capture.Capture, failed_before: bool = False) -> None:
         """A checkpoint is on the timeline: it is the head, and a failure said before is over."""
-        if self._failing is not None or failed_before:
+        if self._failing.clear() or failed_before:
             self._notify(f"jupyter-ckpt: checkpoints are written again (checkpoint {cid})")
-            self._failing = None
         self.head = cid
         self._head_manifest = manifest
         self._held = cap.ids
@@ -479,28 +472,14 @@ class Checkpointer:
     # -- going back -----------------------------------------------------------
 
     def resolve(self, ref: str | int) -> CheckpointRecord:
-        """The checkpoint a REF names, once every requested checkpoint is on the timeline.
-
-        Besides the store's REFs, ``previous`` is the last good checkpoint that the
-        kernels before this one left, whatever this kernel has done since.
-        """
+        """The checkpoint a REF names (``Timeline.resolve``: ``-N`` from this kernel's head, ``previous`` among
+        the checkpoints other kernels left), once every requested checkpoint is on the timeline."""
         self._catch_up()
-        if str(ref).strip() == "previous":
-            previous = self.previous()
-            if previous is None:
-                raise UnknownCheckpoint("no earlier kernel of this session left a checkpoint that ran without error")
-            return previous
-        return self.store.resolve(self.session, ref, self.head)
+        return self.timeline.resolve(self.session, ref, head=self.head, mine=self._mine)
 
-    def previous(self) -> CheckpointRecord | None:
-        """The last good checkpoint another kernel left (the REF ``previous``): the one before this kernel started,
-        or a newer one pulled from another machine, whatever this kernel has done since."""
-        good = [r for r in self.checkpoints_committed() if r.id not in self._mine and r.status == "ok"]
-        return good[-1] if good else None
-
-    def number(self, checkpoint_id: int) -> int | None:
-        """A checkpoint's number in the session, from 1 in id order (the REF ``#N``)."""
-        return numbers(self.checkpoints_committed()).get(checkpoint_id)
+    def resume_offer(self) -> dict[str, Any] | None:
+        """What this kernel offers to bring back (``Timeline.resume_offer``), until it restores something."""
+        return None if self.restored else self.timeline.resume_offer(self.session, self._mine)
 
     def restore(
         self,
@@ -522,10 +501,10 @@ class Checkpointer:
             manifest = self.store.manifest(target.id)
             if self.replica is not None:
                 self.replica.fetch(target.id)
-            number = self.number(target.id)
+            number = self.timeline.number(self.session, target.id)
             after = " into the new kernel after a crash" if trigger == "crash-restore" else ""
             report = restore_namespace(
-                self.store,
+                self.store.blobs,
                 self.module,
                 target.id,
                 manifest,
@@ -682,10 +661,7 @@ class Checkpointer:
 
     def checkpoints_committed(self) -> list[CheckpointRecord]:
         """The session's checkpoints in the catalog now, without waiting for writes in progress."""
-        try:
-            return self.store.checkpoints(self.session)
-        except UnknownSession:
-            return []
+        return self.timeline.committed(self.session)
 
     def status(self) -> dict[str, Any]:
         """Where things stand, without waiting for a write in progress."""
@@ -706,7 +682,7 @@ class Checkpointer:
             "remote": self.replica.status() if self.replica is not None else None,
             "usage": usage(self.store, self.retention.limits).as_dict(),
             "retention_error": self.retention.error,
-            "writer_stopped": self._writer_stopped,
+            "writer_stopped": self._writer_stopped.current,
         }
 
     # -- changing the policy and the timeline ------------------------------------
@@ -759,36 +735,31 @@ class Checkpointer:
             raise BadArgument(f"tag {tag!r} is already used by checkpoint {taken.id}")
 
     def tag(self, ref: str | int, tag: str | None) -> CheckpointRecord:
-        target = self.resolve(ref)
-        self.store.tag(target.id, tag)
+        tagged = self.timeline.tag(self.resolve(ref).id, tag)
         self._upload_soon()
-        return self.store.get(target.id)
+        return tagged
 
     def delete(self, ref: str | int) -> CheckpointRecord:
         with self._lock:
             target = self.resolve(ref)
-            self.store.delete([target.id])
+            self.timeline.delete([target.id])
             self._upload_soon()
             self._recover_head()
             return target
 
     def _protected(self) -> set[int]:
-        """What thinning must keep for this kernel besides ``retention.never_thinned``: its head (undo)."""
+        """What thinning must keep for this kernel besides ``timeline.never_thinned``: its head (undo)."""
         return {self.head} if self.head is not None else set()
 
     def gc(self, keep_last: int = 20, max_size: int | None = None, *, everywhere: bool = False) -> Thinned:
         """Thin this session's old untagged checkpoints (every session's with ``everywhere``), keeping the newest
         ``keep_last`` and one per power-of-two window of age before them, then more until the store fits
         ``max_size``; then drop unreferenced blobs."""
-        if keep_last < 0:
-            raise BadArgument("--keep-last cannot be negative")
         with self._lock:
             self._catch_up()
             self.retention.settle()
-            sessions = [s["key"] for s in self.store.sessions()] if everywhere else [self.session]
-            thinned = thin(
-                self.store, sessions, keep_last=keep_last, sparse=True, target=max_size, protect=self._protected()
-            )
+            sessions = None if everywhere else [self.session]
+            thinned = self.timeline.gc(sessions, keep_last, max_size, self._protected())
             self._upload_soon()
             self._recover_head()
             return thinned

@@ -7,18 +7,19 @@ import json
 import os
 import sys
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .checkpointer import numbers
 from .config import default_store_dir, open_replica, open_store, store_location
 from .errors import BadArgument, CheckpointError
 from .format import format_diff, format_table, format_thinned
+from .remote_catalog import RemoteCatalog
 from .restore import diff_manifests, restore_namespace
-from .retention import Limits, thin, usage
+from .retention import Limits, usage
 from .serialize import as_main
-from .store import CheckpointRecord, Store, parse_id
+from .store import Store
+from .timeline import Timeline, numbers
 from .units import human_bytes, parse_size
 
 EXTENSION = "jupyter_ckpt"
@@ -70,15 +71,6 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _resolve(store: Store, ref: str, session: str | None) -> CheckpointRecord:
-    if session:
-        return store.resolve(session, ref)
-    cid = parse_id(ref)
-    if cid is None:
-        raise BadArgument(f"{ref!r} is not a checkpoint id; give --session to use a tag, #N or latest")
-    return store.get(cid)
-
-
 def _cmd_list(store: Store, args: argparse.Namespace) -> None:
     if args.session:
         records = store.checkpoints(args.session)
@@ -93,7 +85,7 @@ def _cmd_list(store: Store, args: argparse.Namespace) -> None:
 
 
 def _cmd_show(store: Store, args: argparse.Namespace) -> None:
-    record = _resolve(store, args.ref, args.session)
+    record = Timeline(store).find(args.ref, args.session)
     manifest = store.manifest(record.id)
     if args.json:
         print(json.dumps(manifest, indent=2, sort_keys=True))
@@ -108,17 +100,16 @@ def _cmd_show(store: Store, args: argparse.Namespace) -> None:
 
 
 def _cmd_diff(store: Store, args: argparse.Namespace) -> None:
-    a, b = (store.manifest(_resolve(store, r, args.session).id) for r in (args.a, args.b))
+    a, b = (store.manifest(Timeline(store).find(r, args.session).id) for r in (args.a, args.b))
     print(format_diff(diff_manifests(a, b)))
 
 
 def _cmd_gc(store: Store, args: argparse.Namespace) -> None:
     max_size = parse_size(args.max_size) if args.max_size else None
-    if args.keep_last < 0:
-        raise BadArgument("--keep-last cannot be negative")
-    sessions = [args.session] if args.session else [s["key"] for s in store.sessions()]
+    timeline = Timeline(store)
+    sessions = [args.session] if args.session else [s["key"] for s in timeline.sessions()]
     print(f"thinning {len(sessions)} session(s): {', '.join(sessions) or 'none'}")
-    print(format_thinned(thin(store, sessions, keep_last=args.keep_last, sparse=True, target=max_size)))
+    print(format_thinned(timeline.gc(sessions, args.keep_last, max_size)))
     if args.replica is not None:
         args.replica.push()  # the deleted checkpoints' records go, and anything not uploaded yet is
         objects, size = args.replica.gc(args.grace)
@@ -126,12 +117,13 @@ def _cmd_gc(store: Store, args: argparse.Namespace) -> None:
 
 
 def _cmd_verify(store: Store, args: argparse.Namespace) -> int:
-    problems = store.verify()
+    remote_only = RemoteCatalog(store).remote_only()
+    problems = store.verify(remote_only)
     for problem in problems:
         print(problem)
     sessions = store.sessions()
     count = sum(s["checkpoints"] for s in sessions)
-    remote = len(store.remote_only())
+    remote = len(remote_only)
     only = f" ({remote} only in the remote store: their records verified, their blobs are when fetched)"
     print(
         f"{store.root}: {count} checkpoint(s) in {len(sessions)} session(s){only if remote else ''}, "
@@ -143,12 +135,12 @@ def _cmd_verify(store: Store, args: argparse.Namespace) -> int:
 def _cmd_export(store: Store, args: argparse.Namespace) -> None:
     import dill
 
-    record = _resolve(store, args.ref, args.session)
+    record = Timeline(store).find(args.ref, args.session)
     manifest = store.manifest(record.id)
     if args.replica is not None:
         args.replica.fetch(record.id)
     module = types.ModuleType("__main__")
-    report = restore_namespace(store, module, record.id, manifest)
+    report = restore_namespace(store.blobs, module, record.id, manifest)
     try:  # the whole namespace: private to its owner, like the store
         f = os.fdopen(os.open(args.file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
     except OSError as e:
@@ -178,6 +170,17 @@ def _set_enabled(enabled: bool) -> None:
     print(f"jupyter_ckpt {'enabled' if enabled else 'disabled'} in {path}")
 
 
+# The commands that work on a store, by name (``enable`` and ``disable`` work on the IPython profile).
+COMMANDS: dict[str, Callable[[Store, argparse.Namespace], int | None]] = {
+    "list": _cmd_list,
+    "show": _cmd_show,
+    "diff": _cmd_diff,
+    "gc": _cmd_gc,
+    "verify": _cmd_verify,
+    "export": _cmd_export,
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -190,8 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.replica = open_replica(store, args.store) if remote else None
         if args.replica is not None:
             args.replica.pull()
-        handler = globals()[f"_cmd_{args.command}"]
-        return int(handler(store, args) or 0)
+        return int(COMMANDS[args.command](store, args) or 0)
     except CheckpointError as e:
         print(f"jupyter ckpt: error: {e}", file=sys.stderr)
         return e.exit_code

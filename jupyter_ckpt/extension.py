@@ -24,10 +24,11 @@ from IPython.core.interactiveshell import InteractiveShell
 from .checkpointer import Checkpointer, Policy
 from .config import Checkpoints, open_replica
 from .errors import CheckpointError
+from .format import previous_session_line
+from .notice import Notice
 from .progress import PROGRESS_MIME
 from .schedule import Scheduler
 from .session import OWN, TYPED, SessionKey, session_key, session_name
-from .timeline import previous_session
 from .units import human_bytes
 
 # The shell attribute holding the extension's CellHooks, and through them its Checkpointer.
@@ -92,7 +93,7 @@ class CellHooks:
         self.config = config
         self.session = session  # the Checkpointer's session key, and how it was chosen
         self._own = own  # the key of this kernel alone, for when nothing names the notebook
-        self._refused: str | None = None  # why the kernel could not move to the session named (said once)
+        self._refused = Notice(self.notice)  # why the kernel could not move to the session named
         # Set by a restore: the cell's state is on the timeline already.
         self.skip_cell = False
         self._started = 0.0
@@ -102,7 +103,7 @@ class CellHooks:
         self._timer: threading.Thread | None = None
         self._cell_ended = threading.Event()
         # Whether to say, at the first cell boundary once a remote store's timeline is pulled, what the
-        # notebook's earlier kernels left: timeline.previous_session.
+        # notebook's earlier kernels left: format.previous_session_line.
         self.greet = False
 
     def pre_run_cell(self, info: Any) -> None:
@@ -141,8 +142,8 @@ class CellHooks:
             self.greet = False
             if not self.ckpt.restored:  # a crash restore has brought it back already
                 with contextlib.suppress(CheckpointError):  # the line is a courtesy: never an error in a cell
-                    if (line := previous_session(self.ckpt)) is not None:
-                        notify(line)
+                    if (offer := self.ckpt.resume_offer()) is not None:
+                        notify(previous_session_line(offer))
         self.flush_notices()
 
     def follow_notebook(self) -> None:
@@ -157,9 +158,7 @@ class CellHooks:
         try:
             self.move(session_key(self.shell.user_ns, self.config.session, self._own))
         except CheckpointError as e:  # a session option no notebook could have, a tag in both sessions
-            if str(e) != self._refused:  # said once, not at every cell
-                self.notice(f"jupyter-ckpt: checkpoints stay in session {self.ckpt.session!r}: {e}")
-            self._refused = str(e)
+            self._refused.tell(f"jupyter-ckpt: checkpoints stay in session {self.ckpt.session!r}: {e}", str(e))
 
     def name_session(self, name: str) -> SessionKey:
         """``%checkpoint session NAME``: go on in that session, whatever a frontend names, from now on."""

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import datetime
+import time
 from typing import TYPE_CHECKING, Any
 
-from .checkpointer import NEW_KERNEL
-from .retention import Thinned, Usage
+from .retention import Usage
 from .store import CheckpointRecord
+from .timeline import Thinned
 from .units import human_bytes
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ def format_table(records: list[CheckpointRecord], head: int | None, numbered: di
         changed = ", ".join(r.changed[:6]) + (" ..." if len(r.changed) > 6 else "")
         rows.append(
             (
-                ("*" if r.id == head else "") + (">" if kernel_started(r) else ""),
+                ("*" if r.id == head else "") + (">" if r.kernel_start else ""),
                 f"#{numbered[r.id]}",
                 str(r.id),
                 _when(r.time),
@@ -86,11 +87,6 @@ def format_thinned(thinned: Thinned) -> str:
     )
 
 
-def kernel_started(record: CheckpointRecord) -> bool:
-    """Whether a kernel started at this checkpoint: its first one has no parent, or it began by restoring."""
-    return record.parent is None or (record.message or "").startswith(NEW_KERNEL)
-
-
 def age(seconds: float) -> str:
     """How long ago, as a person says it: 40 s, 12 min, 3.5 h, 2 days."""
     if seconds < 60:
@@ -100,3 +96,13 @@ def age(seconds: float) -> str:
     if seconds < 48 * 3600:
         return f"{seconds / 3600:.1f} h"
     return f"{round(seconds / 86400)} days"
+
+
+def previous_session_line(offer: dict[str, Any]) -> str:
+    """The line a kernel shows when it starts on a notebook with history (``Timeline.resume_offer``)."""
+    cell = "" if offer["cell"] is None else f" after cell [{offer['cell']}]"
+    return (
+        f"jupyter-ckpt: this notebook has {offer['checkpoints']} kernel checkpoint(s) from earlier kernels; the last "
+        f"good one is #{offer['number']}{cell}, {age(time.time() - offer['time'])} ago, {offer['variables']} "
+        "variable(s). Get it back with: %checkpoint restore previous"
+    )

@@ -16,7 +16,6 @@ from IPython.core.interactiveshell import InteractiveShell
 
 from .errors import CheckpointError
 from .extension import CellHooks, hooks
-from .timeline import resume_offer
 
 
 def _session(cell_hooks: CellHooks) -> str:
@@ -47,7 +46,7 @@ def _replay(cell_hooks: CellHooks) -> dict[str, str]:
 
 
 def _offer(cell_hooks: CellHooks) -> dict[str, Any] | None:
-    return resume_offer(cell_hooks.ckpt)
+    return cell_hooks.ckpt.resume_offer()
 
 
 VERBS: dict[str, Callable[..., Any]] = {

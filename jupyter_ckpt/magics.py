@@ -5,16 +5,17 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from IPython.core import magic_arguments as _untyped
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 
-from .checkpointer import Checkpointer, numbers
+from .checkpointer import Checkpointer
 from .errors import CheckpointError
 from .format import describe_policy, describe_usage, format_diff, format_table, format_thinned
 from .session import SessionKey
+from .timeline import numbers
 from .units import human_bytes, parse_size
 
 # IPython.core.magic_arguments is unannotated: the three functions used here, with their types.
@@ -22,11 +23,6 @@ _Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 magic_arguments: Callable[[], _Decorator] = _untyped.magic_arguments
 argument: Callable[..., _Decorator] = _untyped.argument
 parse_argstring: Callable[[Callable[..., Any], str], argparse.Namespace] = _untyped.parse_argstring
-
-COMMANDS = (
-    "save", "list", "restore", "undo", "diff", "auto", "status", "exclude", "include",
-    "history", "timeline", "delete", "gc", "wait", "tag", "replay", "session",
-)  # fmt: skip
 
 
 class Hooks(Protocol):
@@ -53,84 +49,6 @@ class CheckpointMagics(Magics):
         except CheckpointError as e:
             raise UsageError(str(e)) from None
 
-    @magic_arguments()
-    @argument(
-        "command",
-        nargs="?",
-        default="save",
-        help="save (default), list, restore, undo, diff, auto, status, exclude, include, history, "
-        "timeline, delete, gc, wait, tag, replay, session",
-    )
-    @argument(
-        "args",
-        nargs="*",
-        help="REF(s) for restore/diff/history/delete/tag, on|off|budget for auto, NAMEs for exclude/include, "
-        "the session's NAME (a notebook's path, or any name) for session",
-    )
-    @argument("-m", "--message", help="save: a note stored with the checkpoint")
-    @argument("-t", "--tag", help="save: name the checkpoint (a savepoint: never thinned away); tag: the new tag")
-    @argument("-n", type=int, default=20, help="list: show the last N checkpoints (default 20)")
-    @argument(
-        "--all",
-        action="store_true",
-        help="list: show every checkpoint of the session; gc: thin every notebook's checkpoints, not only this one's",
-    )
-    @argument("--only", help="restore: only these comma-separated variables")
-    @argument(
-        "--replay",
-        action="store_true",
-        help="restore: also rebuild the variables the checkpoint could not hold by running their cells again",
-    )
-    @argument("--every", type=int, help="auto: checkpoint after every Nth cell")
-    @argument("--interval", type=float, help="auto: checkpoint once this many seconds have passed")
-    @argument("--keep-last", type=int, default=20, help="gc: always keep the newest N checkpoints (default 20)")
-    @argument(
-        "--max-size",
-        help="gc: then thin more old untagged checkpoints until the store fits this size, e.g. 2G",
-    )
-    @line_magic
-    def checkpoint(self, line: str) -> Any:
-        """Kernel checkpoints: save the kernel's variables, browse their timeline, roll back.
-
-        These are checkpoints of the kernel's state (its variables), not Jupyter's
-        file checkpoints ("Save and Create Checkpoint"), which keep the notebook file.
-
-        REF names a kernel checkpoint of this notebook:
-
-        - ``#N``: its number in this notebook, from 1, as ``%checkpoint list`` and the
-          sidebar show it (``#3``)
-        - ``N``: its id, unique in the whole store (the ``id`` column)
-        - a tag, ``latest``, ``last-good``, or ``-N`` (N states back)
-        - ``previous``: the last good checkpoint another kernel left (before this
-          one, or on another machine), still the same after this kernel has run cells
-
-        Examples::
-
-            %checkpoint                      # checkpoint now
-            %checkpoint save -t baseline     # a savepoint named baseline
-            %checkpoint list                 # the timeline
-            %checkpoint restore baseline     # roll back to it
-            %checkpoint restore #3           # to this notebook's third checkpoint
-            %checkpoint restore previous     # to where the last kernel left off
-            %checkpoint undo                 # back to before the last cell
-            %checkpoint replay               # rebuild what the last restore could not, from its cells
-            %checkpoint diff                 # what changed since the last checkpoint
-            %checkpoint auto budget          # every cell within the overhead budget (the default)
-            %checkpoint auto on              # every cell, whatever it costs
-            %checkpoint auto on --every 5    # checkpoint after every 5th cell
-            %checkpoint auto on --interval 600
-            %checkpoint exclude big_tmp
-            %checkpoint gc --max-size 5G
-            %checkpoint wait                 # the state the cells left is on disk
-            %checkpoint session              # which session this kernel checkpoints into, and why
-            %checkpoint session nightly      # go on in session "nightly" (a later kernel resumes it so)
-        """
-        opts = parse_argstring(self.checkpoint, line)
-        if opts.command not in COMMANDS:
-            raise UsageError(f"unknown %checkpoint command {opts.command!r}; one of: {', '.join(COMMANDS)}")
-        with self._translated():
-            return getattr(self, "_" + opts.command)(opts)
-
     @property
     def ckpt(self) -> Checkpointer:
         return self._hooks.ckpt
@@ -152,7 +70,7 @@ class CheckpointMagics(Magics):
 
     def _name(self, checkpoint_id: int) -> str:
         """``#N (id I)``: the number users see first, the store-wide id beside it."""
-        return f"#{self.ckpt.number(checkpoint_id)} (id {checkpoint_id})"
+        return f"#{self.ckpt.timeline.number(self.ckpt.session, checkpoint_id)} (id {checkpoint_id})"
 
     def _list(self, opts: argparse.Namespace) -> None:
         self._no_args(opts)
@@ -281,6 +199,105 @@ class CheckpointMagics(Magics):
             raise UsageError("usage: %checkpoint tag REF -t NAME")
         record = self.ckpt.tag(self._one_ref(opts, "latest"), opts.tag)
         print(f"kernel checkpoint {self._name(record.id)} tagged {record.tag!r}")
+
+    # The commands of %checkpoint, in the order its help lists them: what each does, and the method that does it.
+    COMMANDS: ClassVar[dict[str, tuple[str, Callable[[CheckpointMagics, argparse.Namespace], Any]]]] = {
+        "save": ("checkpoint now (the default)", _save),
+        "list": ("the timeline as a table", _list),
+        "restore": ("roll the namespace back to REF", _restore),
+        "undo": ("back to the state before the last cell", _undo),
+        "diff": ("variables added, removed and changed between two REFs, or since one", _diff),
+        "auto": ("the automatic policy: on, off or budget", _auto),
+        "status": ("store, session, policy, count, bytes, what was skipped", _status),
+        "exclude": ("keep variables out of checkpoints", _exclude),
+        "include": ("put excluded variables back in", _include),
+        "history": ("the cells executed up to REF", _history),
+        "timeline": ("the timeline widget", _timeline),
+        "delete": ("remove REF from the timeline", _delete),
+        "gc": ("thin old checkpoints and drop unreferenced data", _gc),
+        "wait": ("until the state the cells left is on disk", _wait),
+        "tag": ("name REF (a savepoint)", _tag),
+        "replay": ("run the cells that rebuild what the last restore could not", _replay),
+        "session": ("which session this kernel checkpoints into, or name it", _session),
+    }
+
+    @magic_arguments()
+    @argument(
+        "command",
+        nargs="?",
+        default="save",
+        help="; ".join(f"{name}: {what}" for name, (what, _) in COMMANDS.items()),
+    )
+    @argument(
+        "args",
+        nargs="*",
+        help="REF(s) for restore/diff/history/delete/tag, on|off|budget for auto, NAMEs for exclude/include, "
+        "the session's NAME (a notebook's path, or any name) for session",
+    )
+    @argument("-m", "--message", help="save: a note stored with the checkpoint")
+    @argument("-t", "--tag", help="save: name the checkpoint (a savepoint: never thinned away); tag: the new tag")
+    @argument("-n", type=int, default=20, help="list: show the last N checkpoints (default 20)")
+    @argument(
+        "--all",
+        action="store_true",
+        help="list: show every checkpoint of the session; gc: thin every notebook's checkpoints, not only this one's",
+    )
+    @argument("--only", help="restore: only these comma-separated variables")
+    @argument(
+        "--replay",
+        action="store_true",
+        help="restore: also rebuild the variables the checkpoint could not hold by running their cells again",
+    )
+    @argument("--every", type=int, help="auto: checkpoint after every Nth cell")
+    @argument("--interval", type=float, help="auto: checkpoint once this many seconds have passed")
+    @argument("--keep-last", type=int, default=20, help="gc: always keep the newest N checkpoints (default 20)")
+    @argument(
+        "--max-size",
+        help="gc: then thin more old untagged checkpoints until the store fits this size, e.g. 2G",
+    )
+    @line_magic
+    def checkpoint(self, line: str) -> Any:
+        """Kernel checkpoints: save the kernel's variables, browse their timeline, roll back.
+
+        These are checkpoints of the kernel's state (its variables), not Jupyter's
+        file checkpoints ("Save and Create Checkpoint"), which keep the notebook file.
+
+        REF names a kernel checkpoint of this notebook:
+
+        - ``#N``: its number in this notebook, from 1, as ``%checkpoint list`` and the
+          sidebar show it (``#3``)
+        - ``N``: its id, unique in the whole store (the ``id`` column)
+        - a tag, ``latest``, ``last-good``, or ``-N`` (N states back)
+        - ``previous``: the last good checkpoint another kernel left (before this
+          one, or on another machine), still the same after this kernel has run cells
+
+        Examples::
+
+            %checkpoint                      # checkpoint now
+            %checkpoint save -t baseline     # a savepoint named baseline
+            %checkpoint list                 # the timeline
+            %checkpoint restore baseline     # roll back to it
+            %checkpoint restore #3           # to this notebook's third checkpoint
+            %checkpoint restore previous     # to where the last kernel left off
+            %checkpoint undo                 # back to before the last cell
+            %checkpoint replay               # rebuild what the last restore could not, from its cells
+            %checkpoint diff                 # what changed since the last checkpoint
+            %checkpoint auto budget          # every cell within the overhead budget (the default)
+            %checkpoint auto on              # every cell, whatever it costs
+            %checkpoint auto on --every 5    # checkpoint after every 5th cell
+            %checkpoint auto on --interval 600
+            %checkpoint exclude big_tmp
+            %checkpoint gc --max-size 5G
+            %checkpoint wait                 # the state the cells left is on disk
+            %checkpoint session              # which session this kernel checkpoints into, and why
+            %checkpoint session nightly      # go on in session "nightly" (a later kernel resumes it so)
+        """
+        opts = parse_argstring(self.checkpoint, line)
+        if opts.command not in self.COMMANDS:
+            raise UsageError(f"unknown %checkpoint command {opts.command!r}; one of: {', '.join(self.COMMANDS)}")
+        _, run = self.COMMANDS[opts.command]
+        with self._translated():
+            return run(self, opts)
 
 
 def unquoted(text: str) -> str:

@@ -24,8 +24,8 @@ from jupyter_events import EventLogger
 
 from .errors import CheckpointError, UnknownSession
 from .kernelclient import KernelConnection
-from .retention import good_states
 from .service import CheckpointService
+from .timeline import good_states
 
 KERNEL_ACTIONS = "https://events.jupyter.org/jupyter_server/kernel_actions/v1"
 CRASH_EVENTS = "https://events.jupyter.org/jupyter_ckpt/crash_recovery/v1"
@@ -161,8 +161,8 @@ class CrashRecovery:
 
     def _states(self, session: str) -> tuple[list[int], int | None]:
         """The session's good states, newest first, and its newest cell (read in a worker thread)."""
-        store = self.service.store
-        return good_states(store.checkpoints(session)), store.newest_cell(session)
+        timeline = self.service.timeline
+        return good_states(timeline.checkpoints(session)), timeline.store.newest_cell(session)
 
     async def _recover(self, kernel_id: str) -> None:
         async with self._connect(kernel_id, resume=False) as kernel:

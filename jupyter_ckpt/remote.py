@@ -18,7 +18,9 @@ its own and can be rebuilt from the records.
 ``BlobStorage`` interface. The local store stays the fast tier: a checkpoint is durable there first, and a
 ``Replica`` uploads it from a background thread, retrying with backoff while the
 remote cannot be reached. A pull imports the records only; a checkpoint's blobs
-are fetched, in parallel and verified, when it is restored.
+are fetched, in parallel and verified, when it is restored. This module moves the
+bytes; what was uploaded, pulled and fetched is recorded in the local catalog by
+``remote_catalog.RemoteCatalog``, which a push and a pull ask what to move.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from typing import Any
 from .blobs import BlobStat, BlobStorage, check_key
 from .errors import IntegrityError, RemoteError
 from .manifest import FORMAT_VERSION
+from .notice import Notice
+from .remote_catalog import RemoteCatalog
 from .store import Store
 
 _MAX_DELAY = 60.0
@@ -152,6 +156,7 @@ class Replica:
 
     def __init__(self, store: Store, remote: Remote, notify: Callable[[str], None] = lambda m: None) -> None:
         self.store = store
+        self.catalog = RemoteCatalog(store)  # what the remote holds and lacks, as the local catalog records it
         self.remote = remote
         self._notify = notify
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="jupyter-ckpt-remote")
@@ -160,11 +165,16 @@ class Replica:
         self._done = threading.Condition()
         self._begun = self._finished = 0
         self._busy = threading.Lock()  # one push or pull at a time
-        self.error: str | None = None
+        self._trouble = Notice(notify)  # why the remote store cannot be used now, said once until it can
         # The pull of the session followed is over (or failed): its timeline is as full as it gets.
         self.pulled = threading.Event()
         self._pulling: str | None = None  # the session to pull in the next round (``follow``)
         self._thread: threading.Thread | None = None
+
+    @property
+    def error(self) -> str | None:
+        """Why the remote store cannot be used now, or None."""
+        return self._trouble.current
 
     @property
     def url(self) -> str:
@@ -195,25 +205,25 @@ class Replica:
         """Upload every checkpoint the remote lacks, blobs first and the record last; returns how many."""
         with self._busy:
             pushed = 0
-            for checkpoint_id, uid in self.store.to_upload():
-                record = self.store.remote_record(checkpoint_id)
-                list(self._pool.map(self._upload_blob, self.store.blobs_to_upload(checkpoint_id)))
+            for checkpoint_id, uid in self.catalog.to_upload():
+                record = self.catalog.record(checkpoint_id)
+                list(self._pool.map(self._upload_blob, self.catalog.blobs_to_upload(checkpoint_id)))
                 self.remote.put_bytes(self.remote.record_path(record["session"], uid), self._signed(record))
-                self.store.mark_uploaded(checkpoint_id, uid)
+                self.catalog.mark_uploaded(checkpoint_id, uid)
                 pushed += 1
-            tombstones = self.store.tombstones()
+            tombstones = self.catalog.tombstones()
             if tombstones:
                 records = {_uid(path): path for path in self.remote.listing("sessions")}
                 for uid in tombstones:
                     if uid in records:
                         self.remote.delete(records[uid])
-                    self.store.mark_tombstone_pushed(uid)
+                    self.catalog.mark_tombstone_pushed(uid)
             return pushed
 
     def _upload_blob(self, key: str) -> None:
         if not self.remote.blobs.has(key):  # immutable and content-addressed: never uploaded twice
             self.remote.blobs.write_file(key, self.store.blobs.path(key))
-        self.store.mark_blob_uploaded(key)
+        self.catalog.mark_blob_uploaded(key)
 
     def pull(self, session: str | None = None) -> list[int]:
         """Import the records of checkpoints this store has not seen (of one session, or all); returns their ids.
@@ -221,7 +231,7 @@ class Replica:
         A record that fails its signature is refused with an IntegrityError once the others are in.
         """
         with self._busy:
-            known = self.store.known_uids()
+            known = self.catalog.known_uids()
             wanted = [p for p in self.remote.listing("sessions") if _uid(p) not in known]
             if session is not None:
                 prefix = self.remote.record_path(session, "")[: -len(".json")]
@@ -232,20 +242,20 @@ class Replica:
                     records.append(self._verified(path, data))
                 except IntegrityError as e:
                     refused.append(str(e))
-            imported = [self.store.import_record(r) for r in _parents_first(records)]
+            imported = [self.catalog.import_record(r) for r in _parents_first(records)]
             if refused:
                 raise IntegrityError(refused[0] + (f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""))
             return imported
 
     def fetch(self, checkpoint_id: int) -> None:
         """Download, in parallel, the blobs of a pulled checkpoint that are not here; each is verified."""
-        missing = self.store.missing_blobs(checkpoint_id)
+        missing = self.catalog.missing_blobs(checkpoint_id)
         list(self._pool.map(self._fetch_blob, missing))
-        if missing or checkpoint_id in self.store.remote_only():
-            self.store.mark_local(checkpoint_id)
+        if missing or checkpoint_id in self.catalog.remote_only():
+            self.catalog.mark_local(checkpoint_id)
 
     def _fetch_blob(self, key: str) -> None:
-        self.store.add_fetched_blob(key, self.remote.blobs.read_file(key))
+        self.catalog.add_fetched_blob(key, self.remote.blobs.read_file(key))
 
     def gc(self, grace: float = 24 * 3600) -> tuple[int, int]:
         """Delete remote blobs no record names, once older than ``grace`` seconds; returns (objects, bytes).
@@ -323,18 +333,17 @@ class Replica:
 
     def _failed(self, e: BaseException) -> None:
         message = str(e) if isinstance(e, RemoteError | IntegrityError) else f"upload failed: {_reason(e)}"
-        if message != self.error:  # once, not at every retry
-            behind, _ = self.store.behind()
-            self._notify(
-                f"jupyter-ckpt: {message}. Checkpoints go on locally ({behind} not uploaded yet) and are "
-                "uploaded when it can be reached."
-            )
-        self.error = message
+        behind, _ = self.catalog.behind()
+        self._trouble.tell(  # once, not at every retry
+            f"jupyter-ckpt: {message}. Checkpoints go on locally ({behind} not uploaded yet) and are "
+            "uploaded when it can be reached.",
+            reason=message,
+        )
 
     def _recovered(self) -> None:
-        if self.error is not None:
-            self._notify(f"jupyter-ckpt: the checkpoint store {self.url} is reachable again; the backlog is uploaded")
-        self.error = None
+        self._trouble.clear(
+            f"jupyter-ckpt: the checkpoint store {self.url} is reachable again; the backlog is uploaded"
+        )
 
     def flush(self, timeout: float | None = None) -> None:
         """Block until the remote holds every checkpoint committed here; raise RemoteError if it cannot."""
@@ -350,7 +359,7 @@ class Replica:
             raise RemoteError(self.error)
 
     def status(self) -> dict[str, Any]:
-        behind, size = self.store.behind()
+        behind, size = self.catalog.behind()
         return {"url": self.url, "behind": behind, "behind_bytes": size, "error": self.error}
 
 

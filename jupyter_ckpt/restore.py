@@ -24,12 +24,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import capture, mapping, serialize, settings
-from .blobs import content_key
+from .blobs import LocalBlobs, content_key
 from .capture import CHUNK, is_user_variable
 from .errors import BadArgument
 from .manifest import Buffer, Group, Manifest, RandomState
 from .progress import Progress, Tally, untold
-from .store import Store
 
 Patch = tuple[memoryview, int, memoryview]
 
@@ -88,7 +87,7 @@ class RestoreReport:
         return line
 
 
-def _read_buffer(store: Store, buffer: Buffer, tally: Tally) -> memoryview:
+def _read_buffer(blobs: LocalBlobs, buffer: Buffer, tally: Tally) -> memoryview:
     """One out-of-band buffer, its chunks read straight into place and verified, on every core."""
     size = buffer["size"]
     # Anonymous memory: the kernel hands out zero pages as they are written, with no upfront memset.
@@ -96,7 +95,7 @@ def _read_buffer(store: Store, buffer: Buffer, tally: Tally) -> memoryview:
 
     def fill(index: int, key: str) -> int:
         piece = out[index * CHUNK : min(size, (index + 1) * CHUNK)]
-        store.blobs.read(key, into=piece)
+        blobs.read(key, into=piece)
         return piece.nbytes
 
     # hashlib and file reads release the GIL, so verification (HMAC-SHA256, ~1 GB/s a core) runs in parallel.
@@ -106,7 +105,7 @@ def _read_buffer(store: Store, buffer: Buffer, tally: Tally) -> memoryview:
     return out
 
 
-def _map_buffer(store: Store, buffer: Buffer) -> memoryview | None:
+def _map_buffer(blobs: LocalBlobs, buffer: Buffer) -> memoryview | None:
     """A large array's memory whose chunks are all raw, mapped from their files unverified; else None.
 
     Only an array's memory: numbers (or text) that nothing unpickles. A pickle stream is read, and
@@ -116,7 +115,7 @@ def _map_buffer(store: Store, buffer: Buffer) -> memoryview | None:
         return None
     pieces: list[mapping.Piece] = []
     for index, key in enumerate(buffer["chunks"]):
-        extent = store.blobs.raw_extent(key)
+        extent = blobs.raw_extent(key)
         if extent is None:
             return None
         pieces.append((index * CHUNK, *extent))
@@ -127,7 +126,7 @@ def _map_buffer(store: Store, buffer: Buffer) -> memoryview | None:
 
 
 def read_group(
-    store: Store,
+    blobs: LocalBlobs,
     entry: Group | RandomState,
     unverified: dict[str, list[str]] | None = None,
     tally: Tally | None = None,
@@ -141,14 +140,14 @@ def read_group(
     tally = tally or Tally(0, untold)
     buffers = []
     for buffer in entry["buffers"]:
-        if unverified is not None and (mapped := _map_buffer(store, buffer)) is not None:
+        if unverified is not None and (mapped := _map_buffer(blobs, buffer)) is not None:
             buffers.append(mapped)
             for key in buffer["chunks"]:
                 unverified.setdefault(key, []).extend(entry.get("names", []))
             tally.add(buffer["size"])
         else:
-            buffers.append(_read_buffer(store, buffer, tally))
-    payload = bytes(store.blobs.read(entry["key"]))
+            buffers.append(_read_buffer(blobs, buffer, tally))
+    payload = bytes(blobs.read(entry["key"]))
     tally.add(len(payload))
     return serialize.Packed(entry.get("serializer", "pickle"), payload, buffers)
 
@@ -159,7 +158,9 @@ def _chunk_keys(flat: memoryview) -> list[str]:
         return list(pool.map(lambda start: content_key(flat[start : start + CHUNK]), range(0, flat.nbytes, CHUNK)))
 
 
-def _patches(store: Store, module: types.ModuleType, target: Group, namespace: dict[str, Any]) -> list[Patch] | None:
+def _patches(
+    blobs: LocalBlobs, module: types.ModuleType, target: Group, namespace: dict[str, Any]
+) -> list[Patch] | None:
     """The chunks to copy into the live objects of a group to give them the target's content, or None.
 
     The live objects are pickled again with the target's pickler: their stream
@@ -185,7 +186,7 @@ def _patches(store: Store, module: types.ModuleType, target: Group, namespace: d
         changed = [(i, t) for i, (n, t) in enumerate(zip(_chunk_keys(flat), then["chunks"], strict=True)) if n != t]
         if changed and flat.readonly:
             return None  # a text column's buffer, or a read-only array: rebuild the group
-        plan += [(flat, i * CHUNK, store.blobs.read(t)) for i, t in changed]
+        plan += [(flat, i * CHUNK, blobs.read(t)) for i, t in changed]
     return plan
 
 
@@ -252,7 +253,7 @@ def _as_read(namespace: dict[str, Any], modules: dict[str, types.ModuleType], re
 
 
 def restore_namespace(
-    store: Store,
+    blobs: LocalBlobs,
     module: types.ModuleType,
     checkpoint: int,
     manifest: Manifest,
@@ -264,7 +265,8 @@ def restore_namespace(
     lazy: bool = False,
     progress: Progress | None = None,
 ) -> RestoreReport:
-    """Make ``module``'s namespace hold the checkpoint's state; returns what was done.
+    """Make ``module``'s namespace hold the checkpoint's state, read from ``blobs`` (the store's); returns what
+    was done.
 
     ``held`` maps names to the ids of the objects they were bound to at the
     last checkpoint or restore: only groups whose variables are still bound to
@@ -289,7 +291,7 @@ def restore_namespace(
         if held is None or any(wanted is not None and n not in wanted for n in names):
             continue
         if all(n in namespace and id(namespace[n]) == held.get(n) for n in names):
-            plan = _patches(store, module, entry, namespace)
+            plan = _patches(blobs, module, entry, namespace)
             if plan is not None:
                 plans[index] = plan
     for index in _shared_across({i: manifest["groups"][i]["names"] for i in plans}, namespace):
@@ -326,7 +328,7 @@ def restore_namespace(
                 patches += plans[index]
                 (report.patched if plans[index] else report.kept).extend(names)
                 continue
-            packed = read_group(store, entry, report.unverified if lazy else None, tally)  # a bad signature refuses all
+            packed = read_group(blobs, entry, report.unverified if lazy else None, tally)  # a bad signature refuses all
             waiting += _load(module, [(names, packed, "")], incoming, report.loaded)
         # A group whose code needed a variable read after it goes again, as long as that brings more back.
         while waiting and len(retried := _load(module, waiting, incoming, report.loaded)) < len(waiting):
@@ -335,7 +337,7 @@ def restore_namespace(
             failed.update(dict.fromkeys(names, why))
         states: dict[str, Any] = {}
         if wanted is None:
-            packed = read_group(store, manifest["random"])
+            packed = read_group(blobs, manifest["random"])
             try:
                 states = serialize.loads(packed, module)
             except Exception as e:

@@ -6,14 +6,8 @@ absolute amount (a small disk keeps a tenth free, a large one 2 GiB). Every
 blob write checks both (``blobs.WriteLimit``), so a save that does not fit fails
 cleanly instead of filling the disk.
 
-Thinning keeps recent checkpoints dense and older ones sparse. Walking a
-session's timeline back from its newest checkpoint, one is kept per
-power-of-two window of age (1, 2, 4, 8, ... checkpoints back): the others go
-first, oldest first, then the kept ones, oldest first, until the store fits.
-Never thinned: tagged checkpoints (savepoints), each session's newest checkpoint
-and its two newest good states (crash recovery restores the newest, and the one
-before it if the kernel dies again), and what a kernel protects (its head).
-Unreferenced blobs go after, with ``Store.gc``.
+Past the budget, old checkpoints are thinned (``Timeline.thin``: recent ones
+dense, older ones sparse, tagged ones and what crash recovery needs never).
 
 A kernel's ``Retention`` does this by itself, in a thread of its own, after a
 commit leaves too little room for another checkpoint of the same size: never in
@@ -24,17 +18,15 @@ from __future__ import annotations
 
 import os
 import threading
-from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .blobs import WriteLimit
-from .errors import CheckpointError, UnknownSession
-from .store import CheckpointRecord, Store
+from .errors import CheckpointError
+from .notice import Notice
+from .store import Store
+from .timeline import Timeline
 from .units import human_bytes
-
-# The triggers of restore entries: each holds the state of the checkpoint it restored (its parent).
-RESTORES = ("restore", "crash-restore")
 
 
 @dataclass(frozen=True)
@@ -86,110 +78,12 @@ def usage(store: Store, limits: Limits, size: int | None = None) -> Usage:
     return Usage(store.size() if size is None else size, budget, st.f_bavail * st.f_frsize, floor, why)
 
 
-def good_states(records: list[CheckpointRecord]) -> list[int]:
-    """A session's distinct states that finished without error, newest first.
-
-    A restore entry holds the state of the checkpoint it restored, so it counts
-    as that checkpoint: restoring either brings back the same variables.
-    """
-    by_id = {r.id: r for r in records}
-    states: list[int] = []
-    for r in reversed(records):
-        if r.status != "ok":
-            continue
-        while r.trigger in RESTORES and r.parent in by_id:
-            r = by_id[r.parent]
-        if r.id not in states:
-            states.append(r.id)
-    return states
-
-
-def never_thinned(records: list[CheckpointRecord]) -> set[int]:
-    """The checkpoints of one session that thinning keeps: tagged ones, the newest, the two newest good states,
-    and the restore entries that stand for those states (they hold the same blobs)."""
-    if not records:
-        return set()
-    keep = {r.id for r in records if r.tag} | {records[-1].id}
-    good = set(good_states(records)[:2])
-    keep |= good | {r.id for r in records if r.trigger in RESTORES and r.parent in good}
-    return keep
-
-
-def drop_order(records: list[CheckpointRecord], keep: set[int]) -> tuple[list[int], list[int]]:
-    """One session's checkpoints that may go: (the extras beyond one per power-of-two window of age,
-    the ones kept for their window), each oldest first. ``records`` are oldest first."""
-    extras: list[int] = []
-    spares: list[int] = []
-    windows: set[int] = set()
-    for age, r in enumerate(reversed(records), start=1):
-        window = age.bit_length()
-        if r.id in keep:
-            windows.add(window)
-        elif window in windows:
-            extras.append(r.id)
-        else:
-            windows.add(window)
-            spares.append(r.id)
-    return extras[::-1], spares[::-1]
-
-
-@dataclass
-class Thinned:
-    """What one thinning pass removed."""
-
-    checkpoints: int
-    files: int
-    freed: int
-    sessions: dict[str, int]
-
-
-def thin(
-    store: Store,
-    sessions: Iterable[str],
-    *,
-    keep_last: int = 0,
-    sparse: bool = False,
-    target: int | None = None,
-    protect: Iterable[int] = (),
-) -> Thinned:
-    """Thin the checkpoints of ``sessions``, then collect the blobs nothing references.
-
-    The newest ``keep_last`` of each session stay, and so does what ``never_thinned``
-    names and ``protect``. ``sparse`` drops every extra beyond one per window of age;
-    ``target`` then drops more, in the drop order, until the referenced bytes fit it.
-    """
-    keep = set(protect)
-    extras: list[tuple[int, str]] = []
-    spares: list[tuple[int, str]] = []
-    for key in sessions:
-        try:
-            records = store.checkpoints(key)
-        except UnknownSession:
-            continue
-        older = records[: max(len(records) - keep_last, 0)]
-        e, s = drop_order(older, keep | never_thinned(records))
-        extras += [(cid, key) for cid in e]
-        spares += [(cid, key) for cid in s]
-    doomed: list[tuple[int, str]] = []
-    if sparse:
-        doomed, extras = sorted(extras), []
-    store.delete([cid for cid, _ in doomed])
-    if target is not None:
-        for cid, key in sorted(extras) + sorted(spares):
-            if store.referenced_size() <= target:
-                break
-            store.delete([cid])
-            doomed.append((cid, key))
-    files, freed = store.gc()
-    return Thinned(len(doomed), files, freed, dict(Counter(key for _, key in doomed)))
-
-
 class Retention:
     """Keeps one kernel's store under its budget: the limit each save writes under, and thinning after commits.
 
     Thinning runs in a thread of its own, one pass at a time, over every session of
     the store (the budget is the store's); ``protect`` names what the kernel needs
-    kept besides ``never_thinned`` (its head). ``notify`` is told once when even the
+    kept besides ``timeline.never_thinned`` (its head). ``notify`` is told once when even the
     newest checkpoint cannot fit (until a pass finds room again).
     """
 
@@ -201,6 +95,7 @@ class Retention:
         notify: Callable[[str], None],
     ) -> None:
         self.store = store
+        self.timeline = Timeline(store)
         self.limits = limits
         self._protect = protect
         self._notify = notify
@@ -211,7 +106,7 @@ class Retention:
         self._worker: threading.Thread | None = None
         self._retry: Callable[[], None] | None = None  # the failed save to take again once there is room
         self._dirty = False  # blobs nothing references may be left (a failed save; a pass beside a save)
-        self._too_big: str | None = None  # said once, until a pass makes room again
+        self._too_big = Notice(notify)  # said once, until a pass makes room again
         self._told = False  # that a checkpoint could not fit was said since the last commit
         self.error: str | None = None  # why the last pass failed
 
@@ -287,7 +182,7 @@ class Retention:
                 self.store.gc()
                 break
             sessions = [s["key"] for s in self.store.sessions()]
-            if not thin(self.store, sessions, target=target, protect=self._protect()).checkpoints:
+            if not self.timeline.thin(sessions, target=target, protect=self._protect()).checkpoints:
                 break
         after = usage(self.store, self.limits)
         with self._lock:
@@ -296,7 +191,7 @@ class Retention:
             retry, self._retry = self._retry, None
         if fits:
             with self._lock:
-                self._too_big = None  # said again if it happens again
+                self._too_big.clear()  # said again if it happens again
             if retry is not None:
                 retry()
         else:
@@ -307,7 +202,4 @@ class Retention:
                 "c.Checkpoints.max_store_size or max_store_share, delete tagged checkpoints, or free disk space."
             )
             with self._lock:
-                say, self._too_big = self._too_big is None, message
-                self._told = self._told or say
-            if say:
-                self._notify(message)
+                self._told = self._too_big.tell(message, reason="too big") or self._told

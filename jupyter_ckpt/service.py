@@ -25,7 +25,7 @@ from .recipes import check_mode
 from .remote import Replica
 from .retention import Limits, usage
 from .store import Store
-from .timeline import details
+from .timeline import Timeline, tree_rows
 
 Params = ParamSpec("Params")
 Result = TypeVar("Result")
@@ -66,6 +66,11 @@ class CheckpointService:
             if self._store is None:
                 self._store = self._open_store()
             return self._store
+
+    @property
+    def timeline(self) -> Timeline:
+        """The front door to the store's timeline, for every read and change below."""
+        return Timeline(self.store)
 
     async def in_thread(self, work: Callable[Params, Result], *args: Params.args, **kwargs: Params.kwargs) -> Result:
         """``work(*args, **kwargs)`` run in a worker thread, off the event loop."""
@@ -108,7 +113,7 @@ class CheckpointService:
                 "last": s["last"],
                 "bytes": s["bytes"],
             }
-            for s in self.store.sessions()
+            for s in self.timeline.sessions()
         ]
 
     async def sessions(self) -> list[dict[str, Any]]:
@@ -118,12 +123,16 @@ class CheckpointService:
     def _checkpoints(self, name: str) -> dict[str, Any]:
         for key in self.session_keys(name):
             try:
-                records = self.store.checkpoints(key)
+                records = self.timeline.checkpoints(key)
             except UnknownSession:
                 continue
-            remote = self.replica.status() if self.replica is not None else None
-            store = usage(self.store, self.limits).as_dict()
-            return {"session": key, "checkpoints": [r.as_dict() for r in records], "remote": remote, "store": store}
+            return {
+                "session": key,
+                "checkpoints": [r.as_dict() for r in records],
+                "rows": tree_rows(records),
+                "remote": self.replica.status() if self.replica is not None else None,
+                "store": usage(self.store, self.limits).as_dict(),
+            }
         raise UnknownSession(f"no session {name!r} in the checkpoint store")
 
     async def checkpoints(self, name: str) -> dict[str, Any]:
@@ -131,21 +140,17 @@ class CheckpointService:
         return await self.in_thread(self._checkpoints, name)
 
     async def details(self, checkpoint_id: int) -> dict[str, Any]:
-        return await self.in_thread(lambda: details(self.store, checkpoint_id))
+        return await self.in_thread(self.timeline.details, checkpoint_id)
 
     async def record(self, checkpoint_id: int) -> dict[str, Any]:
         return await self.in_thread(lambda: self.store.get(checkpoint_id).as_dict())
 
-    def _tag(self, checkpoint_id: int, tag: str | None) -> dict[str, Any]:
-        self.store.tag(checkpoint_id, tag)
-        return self.store.get(checkpoint_id).as_dict()
-
     async def tag(self, checkpoint_id: int, tag: str | None) -> dict[str, Any]:
         """Tag a checkpoint (None: untag it); its record."""
-        return await self.in_thread(self._tag, checkpoint_id, tag)
+        return (await self.in_thread(self.timeline.tag, checkpoint_id, tag)).as_dict()
 
     async def delete(self, checkpoint_id: int) -> None:
-        await self.in_thread(lambda: self.store.delete([checkpoint_id]))
+        await self.in_thread(self.timeline.delete, [checkpoint_id])
 
     def events_since(self, since: float, name: str | None = None) -> dict[str, list[dict[str, Any]]]:
         """Crash events after ``since`` (seconds since the epoch), and the crash restores running now: of one

@@ -22,6 +22,10 @@ does unseen:
 - each recorded cell (source, count, status, duration, time), chained to the
   cell before it, and the manifest holds the chain's newest link (``history``):
   a cell edited, dropped or put in another order fails the chain.
+
+The catalog also holds the remote tier's tables. This module writes the rows of theirs that change with a
+checkpoint, in the same transaction (its uid at ``commit``, a tombstone at ``delete``); what a push, a pull
+or a fetch did is recorded by ``remote_catalog.RemoteCatalog``, and ``remote.py`` moves the bytes.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,8 +104,9 @@ CREATE TABLE IF NOT EXISTS refs (
 );
 CREATE INDEX IF NOT EXISTS refs_blob ON refs(blob);
 CREATE TABLE IF NOT EXISTS blobs (key TEXT PRIMARY KEY, size INTEGER NOT NULL, stored INTEGER NOT NULL);
--- The remote tier (remote.py): every checkpoint's global id, whether its record is uploaded and whether
--- its blobs are all here (a checkpoint pulled from the remote is fetched when it is restored).
+-- Every checkpoint's global id (its manifest's identity names it) and the remote tier's bookkeeping
+-- (remote_catalog.py): whether its record is uploaded and whether its blobs are all here (a checkpoint
+-- pulled from the remote is fetched when it is restored).
 CREATE TABLE IF NOT EXISTS uids (
     checkpoint_id INTEGER PRIMARY KEY,
     uid TEXT UNIQUE NOT NULL,
@@ -113,6 +118,8 @@ CREATE TABLE IF NOT EXISTS tombstones (uid TEXT PRIMARY KEY, pushed INTEGER NOT 
 """
 
 
+# How a restore entry's message begins when the restore was the first thing its kernel did.
+NEW_KERNEL = "new kernel: "
 # What ties a manifest to its row: checked at every read, signed again when the row moves.
 IDENTITY = ("uid", "session", "parent", "parent_uid", "trigger", "last_cell")
 _IDENTITY_SQL = (
@@ -140,6 +147,8 @@ class CheckpointRecord:
     new_bytes: int
     total_bytes: int
     changed: list[str]
+    # A kernel started here: the session's first checkpoint, or a restore that was a kernel's first act.
+    kernel_start: bool
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -363,127 +372,6 @@ class Store:
     def _identity(db: sqlite3.Connection, cid: int) -> dict[str, Any]:
         row = db.execute(_IDENTITY_SQL, (cid,)).fetchone()
         return dict(zip(IDENTITY, row, strict=True))
-
-    def add_fetched_blob(self, key: str, data: bytes) -> None:
-        """Keep a blob file fetched from the remote store, once its header and signature check out here."""
-        self.blobs.write_file(key, data)
-        size, stored = self.blobs.sizes(data)
-        with self._transaction() as db:
-            db.execute("INSERT OR IGNORE INTO blobs (key, size, stored) VALUES (?, ?, ?)", (key, size, stored))
-            db.execute("INSERT OR IGNORE INTO uploaded_blobs VALUES (?)", (key,))
-
-    # -- the remote tier's bookkeeping (remote.py moves the bytes) ---------------
-
-    def to_upload(self) -> list[tuple[int, str]]:
-        """Checkpoints written here whose record the remote store does not hold yet, oldest first: (id, uid)."""
-        rows = self._query("SELECT checkpoint_id, uid FROM uids WHERE uploaded=0 AND local=1 ORDER BY checkpoint_id")
-        return [(r["checkpoint_id"], r["uid"]) for r in rows]
-
-    def blobs_to_upload(self, checkpoint_id: int) -> list[str]:
-        rows = self._query(
-            "SELECT blob FROM refs WHERE checkpoint_id=? AND blob NOT IN (SELECT key FROM uploaded_blobs)",
-            (checkpoint_id,),
-        )
-        return [r["blob"] for r in rows]
-
-    def mark_blob_uploaded(self, key: str) -> None:
-        with self._transaction() as db:
-            db.execute("INSERT OR IGNORE INTO uploaded_blobs VALUES (?)", (key,))
-
-    def mark_uploaded(self, checkpoint_id: int, uid: str) -> None:
-        """The record is in the remote store (unless it changed since it was read: a tag set meanwhile)."""
-        with self._transaction() as db:
-            db.execute("UPDATE uids SET uploaded=1 WHERE checkpoint_id=? AND uid=?", (checkpoint_id, uid))
-
-    def remote_record(self, checkpoint_id: int) -> dict[str, Any]:
-        """What the remote store keeps of one checkpoint: its row, signed manifest, blobs, parent's uid and
-        the cells run since its parent (the parent's record has those before)."""
-        rows = self._query(
-            "SELECT c.*, s.key AS skey, u.uid, (SELECT uid FROM uids WHERE checkpoint_id = c.parent) AS parent_uid, "
-            "(SELECT last_cell FROM checkpoints WHERE id = c.parent) AS parent_cell "
-            "FROM checkpoints c JOIN sessions s ON s.id = c.session_id JOIN uids u ON u.checkpoint_id = c.id "
-            "WHERE c.id=?",
-            (checkpoint_id,),
-        )
-        if not rows:
-            raise UnknownCheckpoint(f"no checkpoint {checkpoint_id}")
-        row = rows[0]
-        cells = self.cells(row["last_cell"], after=row["parent_cell"])
-        blobs = self._query(
-            "SELECT r.blob AS key, COALESCE(b.size, 0) AS size, COALESCE(b.stored, 0) AS stored FROM refs r "
-            "LEFT JOIN blobs b ON b.key = r.blob WHERE r.checkpoint_id=? ORDER BY r.blob",
-            (checkpoint_id,),
-        )
-        return {
-            "uid": row["uid"],
-            "session": row["skey"],
-            "parent": row["parent_uid"],
-            "tag": row["tag"],
-            "new_bytes": row["new_bytes"],
-            "manifest": row["manifest"],
-            "mac": row["mac"],
-            "blobs": [[b["key"], b["size"], b["stored"]] for b in blobs],
-            "cells": [{k: c[k] for k in ("count", "source", "status", "duration", "time")} for c in cells],
-        }
-
-    def import_record(self, record: dict[str, Any]) -> int:
-        """Add a checkpoint pulled from the remote store (record verified by the caller); returns its id here."""
-        manifest = self.manifest_text(record["manifest"], record["mac"], record["uid"])
-        if (manifest.get("uid"), manifest.get("session")) != (record["uid"], record["session"]):
-            raise IntegrityError(f"the remote record {record['uid']} holds another checkpoint's manifest")
-        parent = self.id_of(record["parent"]) if record["parent"] else None
-        last = self.last_cell(parent) if parent is not None else None
-        for c in record["cells"]:
-            last = self.add_cell(record["session"], last, c["count"], c["source"], c["status"], c["duration"])
-        manifest["parent"], manifest["last_cell"], manifest["tag"] = parent, last, record["tag"]
-        blobs = {k: BlobInfo(k, size, stored, new=False) for k, size, stored in record["blobs"]}
-        return self.commit(record["session"], manifest, blobs, uid=record["uid"], new_bytes=record["new_bytes"])
-
-    def id_of(self, uid: str) -> int | None:
-        rows = self._query("SELECT checkpoint_id FROM uids WHERE uid=?", (uid,))
-        return int(rows[0]["checkpoint_id"]) if rows else None
-
-    def known_uids(self) -> set[str]:
-        """The uids a pull must not bring in: checkpoints here, and those deleted here."""
-        rows = self._query("SELECT uid FROM uids UNION SELECT uid FROM tombstones")
-        return {r["uid"] for r in rows}
-
-    def tombstones(self) -> list[str]:
-        return [r["uid"] for r in self._query("SELECT uid FROM tombstones WHERE pushed=0")]
-
-    def mark_tombstone_pushed(self, uid: str) -> None:
-        with self._transaction() as db:
-            db.execute("UPDATE tombstones SET pushed=1 WHERE uid=?", (uid,))
-
-    def missing_blobs(self, checkpoint_id: int) -> list[str]:
-        """The blobs of a checkpoint pulled from the remote store that are not here yet."""
-        rows = self._query("SELECT local FROM uids WHERE checkpoint_id=?", (checkpoint_id,))
-        if not rows or rows[0]["local"]:
-            return []
-        keys = [r["blob"] for r in self._query("SELECT blob FROM refs WHERE checkpoint_id=?", (checkpoint_id,))]
-        return [k for k in keys if not self.blobs.has(k)]
-
-    def mark_local(self, checkpoint_id: int) -> None:
-        with self._transaction() as db:
-            db.execute("UPDATE uids SET local=1 WHERE checkpoint_id=?", (checkpoint_id,))
-
-    def remote_only(self) -> set[int]:
-        """Checkpoints pulled from the remote store whose blobs are not all here."""
-        if not self._has_remote_tables():
-            return set()
-        return {r["checkpoint_id"] for r in self._query("SELECT checkpoint_id FROM uids WHERE local=0")}
-
-    def behind(self) -> tuple[int, int]:
-        """How far the remote store is behind: checkpoints and bytes written here and not uploaded yet."""
-        if not self._has_remote_tables():
-            return 0, 0
-        count = self._query("SELECT COUNT(*) AS n FROM uids WHERE uploaded=0 AND local=1")[0]["n"]
-        size = self._query(
-            "SELECT COALESCE(SUM(stored), 0) AS n FROM blobs WHERE key NOT IN (SELECT key FROM uploaded_blobs) "
-            "AND key IN (SELECT blob FROM refs JOIN uids ON uids.checkpoint_id = refs.checkpoint_id "
-            "WHERE uids.uploaded=0 AND uids.local=1)"
-        )[0]["n"]
-        return int(count), int(size)
 
     # -- sessions -------------------------------------------------------------
 
@@ -735,6 +623,7 @@ class Store:
             new_bytes=row["new_bytes"],
             total_bytes=row["total_bytes"],
             changed=json.loads(row["changed"]),
+            kernel_start=row["parent"] is None or (row["message"] or "").startswith(NEW_KERNEL),
         )
 
     _SELECT = (
@@ -760,52 +649,6 @@ class Store:
     def last_cell(self, checkpoint_id: int) -> int | None:
         rows = self._query("SELECT last_cell FROM checkpoints WHERE id=?", (checkpoint_id,))
         return rows[0]["last_cell"] if rows else None
-
-    def resolve(self, session: str, ref: str | int, head: int | None = None) -> CheckpointRecord:
-        """Turn a REF (id, ``#N``, tag, ``latest``, ``last-good``, ``-N``) into a checkpoint of the session.
-
-        ``#N`` is the session's Nth checkpoint, counted from 1 in id order (the number
-        the UI and ``%checkpoint list`` show); ``-N`` walks N states back from ``head``
-        along the parent links.
-        """
-        records = self.checkpoints(session) if self._query("SELECT 1 FROM sessions WHERE key=?", (session,)) else []
-        if not records:
-            raise UnknownCheckpoint(f"session {session!r} has no checkpoints yet")
-        text = str(ref).strip()
-        by_id = {r.id: r for r in records}
-        if text == "latest":
-            return records[-1]
-        if text == "last-good":
-            good = [r for r in records if r.status == "ok"]
-            if not good:
-                raise UnknownCheckpoint("no checkpoint of this session finished without error")
-            return good[-1]
-        if re.fullmatch(r"#\d+", text):  # the session's own numbering
-            if 1 <= (n := int(text[1:])) <= len(records):
-                return records[n - 1]
-            raise UnknownCheckpoint(f"no checkpoint {text} in session {session!r}: it has {len(records)}")
-        if re.fullmatch(r"-\d+", text):
-            steps = int(text[1:])
-            current = by_id.get(head) if head is not None else records[-1]
-            if current is None:
-                current = records[-1]
-            for _ in range(steps):
-                # One step back is to the last *different* state: checkpoints that changed nothing
-                # (restore entries, cells that only printed) hold the same state as their parent.
-                while not current.changed and current.parent in by_id:
-                    current = by_id[current.parent]
-                if current.parent not in by_id:
-                    raise UnknownCheckpoint(f"the timeline does not reach {steps} checkpoint(s) back")
-                current = by_id[current.parent]
-            return current
-        if (cid := parse_id(text)) is not None:
-            if cid in by_id:
-                return by_id[cid]
-            raise UnknownCheckpoint(f"no checkpoint {text} in session {session!r}")
-        for r in records:
-            if r.tag == text:
-                return r
-        raise UnknownCheckpoint(f"no checkpoint or tag {text!r} in session {session!r}")
 
     def tag(self, checkpoint_id: int, tag: str | None) -> None:
         if tag is not None:
@@ -883,9 +726,10 @@ class Store:
                 freed += stat.size
         return count, freed
 
-    def verify(self) -> list[str]:
+    def verify(self, remote_only: Collection[int] = ()) -> list[str]:
         """Check every manifest (its signature, and that it is its row's), every recorded cell's signature and
-        chain, every blob's signature, and that every referenced blob exists."""
+        chain, every blob's signature, and that every referenced blob exists, but for the checkpoints
+        ``remote_only`` (``RemoteCatalog.remote_only``), whose blobs may still be only in the remote store."""
         problems: list[str] = []
         macs: dict[int, str] = {}  # each cell's signature as stored
         for cell in self._query(
@@ -907,7 +751,6 @@ class Store:
                 continue
             if manifest["last_cell"] is not None and manifest.get("history") != macs.get(manifest["last_cell"]):
                 problems.append(f"checkpoint {row['id']}: its execution history does not end where it recorded it")
-        remote_only = self.remote_only()
         for row in self._query("SELECT DISTINCT blob, checkpoint_id FROM refs ORDER BY blob"):
             if row["checkpoint_id"] in remote_only and not self.blobs.has(row["blob"]):
                 continue  # fetched from the remote store, and verified, when it is restored

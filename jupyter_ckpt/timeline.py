@@ -1,18 +1,135 @@
-"""What a user reads about checkpoints, for the REST API, the magics and the widget alike."""
+"""The stored timeline: one front door for every surface that reads or maintains it.
+
+``Timeline`` owns every verb that needs the store but not a live namespace: the
+sessions and their checkpoints, numbered from 1 (``#N``); what a REF names
+(ids, ``#N``, ``-N``, ``latest``, ``last-good``, ``previous``, tags); which
+checkpoints hold a good state; one checkpoint's details and the cells that led
+to it; tag and delete; thinning and gc; the tree rows a timeline is drawn from.
+The kernel's ``Checkpointer``, the server's ``CheckpointService``, the widget
+and the command line all call it; the ``Checkpointer`` keeps only what needs the
+live namespace (taking checkpoints, and going back to one).
+
+A checkpoint that changed nothing (a restore entry, a cell that only printed)
+holds the state of its parent: ``state_of`` is that rule, and undo (``-N``), the
+good states (``last-good``, crash recovery) and thinning all use it.
+
+Thinning keeps recent checkpoints dense and older ones sparse: walking a
+session's timeline back from its newest checkpoint, one is kept per
+power-of-two window of age (1, 2, 4, 8, ... checkpoints back); the others go
+first, oldest first, then the kept ones, until the store fits. Never thinned:
+tagged checkpoints (savepoints), each session's newest checkpoint and its two
+newest good states (crash recovery restores the newest, and the one before it if
+the kernel dies again), what stands for those states, and what a kernel
+protects (its head). Unreferenced blobs go after, with ``Store.gc``.
+"""
 
 from __future__ import annotations
 
-import time
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from .checkpointer import Checkpointer
-from .errors import CheckpointError
-from .format import age
+from .errors import BadArgument, CheckpointError, UnknownCheckpoint, UnknownSession
 from .manifest import Manifest
 from .restore import diff_manifests
-from .store import Store
+from .store import CELL_FIELDS, CheckpointRecord, Store, parse_id
 
 _NOTHING: Manifest = {"variables": {}, "modules": {}}
+
+
+def numbers(records: Iterable[CheckpointRecord]) -> dict[int, int]:
+    """Each checkpoint's number in its session, from 1 in id order: ``#N`` in a REF, the UI and the lists."""
+    return {r.id: n for n, r in enumerate(sorted(records, key=lambda r: r.id), start=1)}
+
+
+def state_of(record: CheckpointRecord, by_id: dict[int, CheckpointRecord]) -> CheckpointRecord:
+    """The checkpoint whose state ``record`` holds: itself, or, for one that changed nothing (a restore entry, a
+    cell that only printed), the nearest ancestor in ``by_id`` that did."""
+    while not record.changed and record.parent in by_id:
+        record = by_id[record.parent]
+    return record
+
+
+def good_states(records: list[CheckpointRecord]) -> list[int]:
+    """A session's distinct states that finished without error, newest first: for each checkpoint that did, the
+    one whose state it holds (itself when that one finished with an error)."""
+    by_id = {r.id: r for r in records}
+    states: list[int] = []
+    for r in reversed(records):
+        if r.status != "ok":
+            continue
+        holder = state_of(r, by_id)
+        state = holder.id if holder.status == "ok" else r.id
+        if state not in states:
+            states.append(state)
+    return states
+
+
+def tree_rows(records: list[CheckpointRecord]) -> list[dict[str, Any]]:
+    """The records in timeline order, each with its ``number`` in the session, ``depth`` (its branch's indent)
+    and ``branch_from``: what the sidebar and the widget draw.
+
+    A checkpoint's first child continues its line; every later child (a restore
+    followed by new cells) starts a branch one level deeper, listed after the
+    line it left.
+    """
+    numbered = numbers(records)
+    children: dict[int | None, list[CheckpointRecord]] = {}
+    known = {r.id for r in records}
+    for r in records:
+        children.setdefault(r.parent if r.parent in known else None, []).append(r)
+    rows: list[dict[str, Any]] = []
+    # Depth-first, later branches pushed first so the first child comes out next.
+    stack: list[tuple[CheckpointRecord, int, int | None]] = [(r, 0, None) for r in reversed(children.get(None, []))]
+    while stack:
+        record, depth, branch_from = stack.pop()
+        rows.append({**record.as_dict(), "number": numbered[record.id], "depth": depth, "branch_from": branch_from})
+        kids = children.get(record.id, [])
+        stack.extend((kid, depth + 1, record.id) for kid in reversed(kids[1:]))
+        if kids:
+            stack.append((kids[0], depth, None))
+    return rows
+
+
+def never_thinned(records: list[CheckpointRecord]) -> set[int]:
+    """The checkpoints of one session that thinning keeps: tagged ones, the newest, the two newest good states,
+    and the checkpoints that hold those states too (restore entries: they reference the same blobs)."""
+    if not records:
+        return set()
+    by_id = {r.id: r for r in records}
+    good = set(good_states(records)[:2])
+    keep = {r.id for r in records if r.tag} | {records[-1].id} | good
+    return keep | {r.id for r in records if state_of(r, by_id).id in good}
+
+
+def drop_order(records: list[CheckpointRecord], keep: set[int]) -> tuple[list[int], list[int]]:
+    """One session's checkpoints that may go: (the extras beyond one per power-of-two window of age,
+    the ones kept for their window), each oldest first. ``records`` are oldest first."""
+    extras: list[int] = []
+    spares: list[int] = []
+    windows: set[int] = set()
+    for n, r in enumerate(reversed(records), start=1):
+        window = n.bit_length()
+        if r.id in keep:
+            windows.add(window)
+        elif window in windows:
+            extras.append(r.id)
+        else:
+            windows.add(window)
+            spares.append(r.id)
+    return extras[::-1], spares[::-1]
+
+
+@dataclass
+class Thinned:
+    """What one thinning pass removed."""
+
+    checkpoints: int
+    files: int
+    freed: int
+    sessions: dict[str, int]
 
 
 def _preview(info: dict[str, Any]) -> dict[str, Any]:
@@ -20,61 +137,203 @@ def _preview(info: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in info.items() if k not in ("group", "gkey")}
 
 
-def cells_between(store: Store, parent: Manifest, manifest: Manifest) -> list[dict[str, Any]]:
-    """The cells executed from the parent's state to this checkpoint's, oldest first."""
-    cells = store.history(manifest)
-    ids = [c["id"] for c in cells]
-    start = ids.index(parent["last_cell"]) + 1 if parent.get("last_cell") in ids else 0
-    return [{k: c[k] for k in ("count", "source", "status", "duration", "time")} for c in cells[start:]]
+class Timeline:
+    """The checkpoints a store holds, as every surface reads and maintains them (see the module's docstring)."""
 
+    def __init__(self, store: Store) -> None:
+        self.store = store
 
-def details(store: Store, checkpoint_id: int) -> dict[str, Any]:
-    """One checkpoint's record, variable previews, cells and diff to its parent, read from the store alone."""
-    record = store.get(checkpoint_id)
-    manifest = store.manifest(checkpoint_id)
-    try:
-        parent = store.manifest(record.parent) if record.parent is not None else _NOTHING
-    except CheckpointError:  # a parent deleted meanwhile: compare with nothing
-        parent = _NOTHING
-    diff = diff_manifests(parent, manifest)
-    return {
-        **record.as_dict(),
-        "variables": {n: _preview(v) for n, v in manifest["variables"].items()},
-        "modules": manifest["modules"],
-        "skipped": manifest["skipped"],
-        "cells": cells_between(store, parent, manifest),
-        "diff": {
-            "added": {n: _preview(v) for n, v in diff.added.items()},
-            "removed": {n: _preview(v) for n, v in diff.removed.items()},
-            "changed": {n: {"before": _preview(a), "after": _preview(b)} for n, (a, b) in diff.changed.items()},
-        },
-    }
+    # -- sessions and their checkpoints ---------------------------------------------
 
+    def sessions(self) -> list[dict[str, Any]]:
+        return self.store.sessions()
 
-def resume_offer(ckpt: Checkpointer) -> dict[str, Any] | None:
-    """What a kernel offers to bring back when it starts on a notebook with history: the last good state the
-    kernels before it left (the REF ``previous``), until this kernel restores something; else None."""
-    previous = ckpt.previous()
-    if previous is None or ckpt.restored:
-        return None
-    return {
-        "checkpoint": previous.id,
-        "number": ckpt.number(previous.id),
-        "cell": previous.cell,
-        "time": previous.time,
-        "variables": len(ckpt.store.manifest(previous.id)["variables"]),
-        "checkpoints": len(ckpt.checkpoints_committed()),
-    }
+    def checkpoints(self, session: str) -> list[CheckpointRecord]:
+        """A session's checkpoints, oldest first; UnknownSession if it has none."""
+        return self.store.checkpoints(session)
 
+    def committed(self, session: str) -> list[CheckpointRecord]:
+        """A session's checkpoints, oldest first; none for a session not in the store yet."""
+        try:
+            return self.store.checkpoints(session)
+        except UnknownSession:
+            return []
 
-def previous_session(ckpt: Checkpointer) -> str | None:
-    """The line a kernel shows when it starts on a notebook with history, or None when it has none."""
-    offer = resume_offer(ckpt)
-    if offer is None:
-        return None
-    cell = "" if offer["cell"] is None else f" after cell [{offer['cell']}]"
-    return (
-        f"jupyter-ckpt: this notebook has {offer['checkpoints']} kernel checkpoint(s) from earlier kernels; the last "
-        f"good one is #{offer['number']}{cell}, {age(time.time() - offer['time'])} ago, {offer['variables']} "
-        "variable(s). Get it back with: %checkpoint restore previous"
-    )
+    def number(self, session: str, checkpoint_id: int) -> int | None:
+        """A checkpoint's number in its session (the REF ``#N``)."""
+        return numbers(self.committed(session)).get(checkpoint_id)
+
+    def rows(self, session: str) -> list[dict[str, Any]]:
+        """A session's checkpoints as ``tree_rows`` lays them out."""
+        return tree_rows(self.checkpoints(session))
+
+    # -- REFs -------------------------------------------------------------------
+
+    def resolve(
+        self, session: str, ref: str | int, *, head: int | None = None, mine: Iterable[int] = ()
+    ) -> CheckpointRecord:
+        """The checkpoint of ``session`` a REF names: an id, ``#N`` (its number), a tag, ``latest``,
+        ``last-good`` (the newest good state), ``-N`` (N different states back from ``head`` along the parent
+        links) or ``previous`` (the newest good state of the kernels before this one: of checkpoints not
+        in ``mine``)."""
+        records = self.committed(session)
+        text = str(ref).strip()
+        if text == "previous":
+            previous = self.previous(session, mine)
+            if previous is None:
+                raise UnknownCheckpoint("no earlier kernel of this session left a checkpoint that ran without error")
+            return previous
+        if not records:
+            raise UnknownCheckpoint(f"session {session!r} has no checkpoints yet")
+        by_id = {r.id: r for r in records}
+        if text == "latest":
+            return records[-1]
+        if text == "last-good":
+            good = good_states(records)
+            if not good:
+                raise UnknownCheckpoint("no checkpoint of this session finished without error")
+            return by_id[good[0]]
+        if re.fullmatch(r"#\d+", text):
+            if 1 <= (n := int(text[1:])) <= len(records):
+                return records[n - 1]
+            raise UnknownCheckpoint(f"no checkpoint {text} in session {session!r}: it has {len(records)}")
+        if re.fullmatch(r"-\d+", text):
+            steps = int(text[1:])
+            current = by_id.get(head, records[-1]) if head is not None else records[-1]
+            for _ in range(steps):
+                current = state_of(current, by_id)  # one step back is to the last *different* state
+                if current.parent not in by_id:
+                    raise UnknownCheckpoint(f"the timeline does not reach {steps} checkpoint(s) back")
+                current = by_id[current.parent]
+            return current
+        if (cid := parse_id(text)) is not None:
+            if cid in by_id:
+                return by_id[cid]
+            raise UnknownCheckpoint(f"no checkpoint {text} in session {session!r}")
+        for r in records:
+            if r.tag == text:
+                return r
+        raise UnknownCheckpoint(f"no checkpoint or tag {text!r} in session {session!r}")
+
+    def find(self, ref: str, session: str | None) -> CheckpointRecord:
+        """What the command line names: a REF of ``session``, or, without one, a checkpoint id of any session."""
+        if session:
+            return self.resolve(session, ref)
+        cid = parse_id(ref)
+        if cid is None:
+            raise BadArgument(f"{ref!r} is not a checkpoint id; give --session to use a tag, #N or latest")
+        return self.store.get(cid)
+
+    def previous(self, session: str, mine: Iterable[int]) -> CheckpointRecord | None:
+        """The newest good state the kernels before this one left (the REF ``previous``): of the checkpoints not
+        in ``mine``, whatever this kernel has done since."""
+        mine = set(mine)
+        records = [r for r in self.committed(session) if r.id not in mine]
+        good = good_states(records)
+        return next((r for r in records if r.id == good[0]), None) if good else None
+
+    # -- reading one checkpoint -----------------------------------------------------
+
+    def cells_between(self, parent: Manifest, manifest: Manifest) -> list[dict[str, Any]]:
+        """The cells executed from the parent's state to this checkpoint's, oldest first (verified)."""
+        cells = self.store.history(manifest)
+        ids = [c["id"] for c in cells]
+        start = ids.index(parent["last_cell"]) + 1 if parent.get("last_cell") in ids else 0
+        return [{k: c[k] for k in CELL_FIELDS} for c in cells[start:]]
+
+    def details(self, checkpoint_id: int) -> dict[str, Any]:
+        """One checkpoint's record, variable previews, cells and diff to its parent, read from the store alone."""
+        record = self.store.get(checkpoint_id)
+        manifest = self.store.manifest(checkpoint_id)
+        try:
+            parent = self.store.manifest(record.parent) if record.parent is not None else _NOTHING
+        except CheckpointError:  # a parent deleted meanwhile: compare with nothing
+            parent = _NOTHING
+        diff = diff_manifests(parent, manifest)
+        return {
+            **record.as_dict(),
+            "variables": {n: _preview(v) for n, v in manifest["variables"].items()},
+            "modules": manifest["modules"],
+            "skipped": manifest["skipped"],
+            "cells": self.cells_between(parent, manifest),
+            "diff": {
+                "added": {n: _preview(v) for n, v in diff.added.items()},
+                "removed": {n: _preview(v) for n, v in diff.removed.items()},
+                "changed": {n: {"before": _preview(a), "after": _preview(b)} for n, (a, b) in diff.changed.items()},
+            },
+        }
+
+    # -- changing it ----------------------------------------------------------------
+
+    def tag(self, checkpoint_id: int, tag: str | None) -> CheckpointRecord:
+        """Tag a checkpoint (None: untag it); its record."""
+        self.store.tag(checkpoint_id, tag)
+        return self.store.get(checkpoint_id)
+
+    def delete(self, checkpoint_ids: list[int]) -> None:
+        self.store.delete(checkpoint_ids)
+
+    def thin(
+        self,
+        sessions: Iterable[str],
+        *,
+        keep_last: int = 0,
+        sparse: bool = False,
+        target: int | None = None,
+        protect: Iterable[int] = (),
+    ) -> Thinned:
+        """Thin the checkpoints of ``sessions``, then collect the blobs nothing references.
+
+        The newest ``keep_last`` of each session stay, and so does what ``never_thinned``
+        names and ``protect``. ``sparse`` drops every extra beyond one per window of age;
+        ``target`` then drops more, in the drop order, until the referenced bytes fit it.
+        """
+        if keep_last < 0:
+            raise BadArgument("--keep-last cannot be negative")
+        keep = set(protect)
+        extras: list[tuple[int, str]] = []
+        spares: list[tuple[int, str]] = []
+        for key in sessions:
+            records = self.committed(key)
+            older = records[: max(len(records) - keep_last, 0)]
+            e, s = drop_order(older, keep | never_thinned(records))
+            extras += [(cid, key) for cid in e]
+            spares += [(cid, key) for cid in s]
+        doomed: list[tuple[int, str]] = []
+        if sparse:
+            doomed, extras = sorted(extras), []
+        self.store.delete([cid for cid, _ in doomed])
+        if target is not None:
+            for cid, key in sorted(extras) + sorted(spares):
+                if self.store.referenced_size() <= target:
+                    break
+                self.store.delete([cid])
+                doomed.append((cid, key))
+        files, freed = self.store.gc()
+        return Thinned(len(doomed), files, freed, dict(Counter(key for _, key in doomed)))
+
+    def gc(
+        self, sessions: Iterable[str] | None, keep_last: int, max_size: int | None, protect: Iterable[int] = ()
+    ) -> Thinned:
+        """What ``gc`` does from every surface: thin ``sessions`` (None: all of them), keeping the newest
+        ``keep_last`` of each and one per power-of-two window of age before them, then more until the store
+        fits ``max_size``; then drop unreferenced blobs."""
+        chosen = [s["key"] for s in self.sessions()] if sessions is None else list(sessions)
+        return self.thin(chosen, keep_last=keep_last, sparse=True, target=max_size, protect=protect)
+
+    # -- what a new kernel offers ---------------------------------------------------------
+
+    def resume_offer(self, session: str, mine: Iterable[int]) -> dict[str, Any] | None:
+        """What a kernel offers to bring back when it starts on a notebook with history: the last good state the
+        kernels before it left (the REF ``previous``); None if there is none."""
+        previous = self.previous(session, mine)
+        if previous is None:
+            return None
+        return {
+            "checkpoint": previous.id,
+            "number": self.number(session, previous.id),
+            "cell": previous.cell,
+            "time": previous.time,
+            "variables": len(self.store.manifest(previous.id)["variables"]),
+            "checkpoints": len(self.committed(session)),
+        }

@@ -17,38 +17,11 @@ from typing import Any
 import anywidget
 import traitlets
 
-from . import timeline
-from .checkpointer import Checkpointer, numbers
+from .checkpointer import Checkpointer
 from .errors import CheckpointError
-from .store import CheckpointRecord
+from .timeline import tree_rows
 
 _HERE = Path(__file__).parent
-
-
-def tree_rows(records: list[CheckpointRecord]) -> list[dict[str, Any]]:
-    """The records in timeline order, each with its ``number`` in the session, ``depth`` (its branch's indent)
-    and ``branch_from``.
-
-    A checkpoint's first child continues its line; every later child (a restore
-    followed by new cells) starts a branch one level deeper, listed after the
-    line it left.
-    """
-    numbered = numbers(records)
-    children: dict[int | None, list[CheckpointRecord]] = {}
-    known = {r.id for r in records}
-    for r in records:
-        children.setdefault(r.parent if r.parent in known else None, []).append(r)
-    rows: list[dict[str, Any]] = []
-    # Depth-first, later branches pushed first so the first child comes out next.
-    stack: list[tuple[CheckpointRecord, int, int | None]] = [(r, 0, None) for r in reversed(children.get(None, []))]
-    while stack:
-        record, depth, branch_from = stack.pop()
-        rows.append({**record.as_dict(), "number": numbered[record.id], "depth": depth, "branch_from": branch_from})
-        kids = children.get(record.id, [])
-        stack.extend((kid, depth + 1, record.id) for kid in reversed(kids[1:]))
-        if kids:
-            stack.append((kids[0], depth, None))
-    return rows
 
 
 class Timeline(anywidget.AnyWidget):
@@ -58,7 +31,9 @@ class Timeline(anywidget.AnyWidget):
     _css = _HERE / "widget.css"
 
     session = traitlets.Unicode("").tag(sync=True)
-    rows = traitlets.List(traitlets.Dict(), help="the checkpoints in timeline order (see tree_rows)").tag(sync=True)
+    rows = traitlets.List(traitlets.Dict(), help="the checkpoints in timeline order (timeline.tree_rows)").tag(
+        sync=True
+    )
     head = traitlets.Int(None, allow_none=True, help="the checkpoint the namespace is at now").tag(sync=True)
     selected = traitlets.Int(None, allow_none=True, help="the checkpoint the user clicked").tag(sync=True)
     details = traitlets.Dict(help="timeline.details() of the selected checkpoint, or {} if none is").tag(sync=True)
@@ -95,7 +70,7 @@ class Timeline(anywidget.AnyWidget):
 
     @traitlets.observe("selected")
     def _show_selected(self, change: dict[str, Any]) -> None:
-        self.details = {} if change["new"] is None else timeline.details(self._ckpt.store, change["new"])
+        self.details = {} if change["new"] is None else self._ckpt.timeline.details(change["new"])
 
     def _on_action(self, _widget: Any, content: dict[str, Any], _buffers: list[bytes]) -> None:
         action, checkpoint_id = content.get("action"), content["id"]
@@ -105,7 +80,9 @@ class Timeline(anywidget.AnyWidget):
             elif action == "tag":
                 tag = content.get("tag") or None
                 record = self._ckpt.tag(checkpoint_id, tag)
-                name = f"kernel checkpoint #{self._ckpt.number(record.id)} (id {record.id})"
+                name = (
+                    f"kernel checkpoint #{self._ckpt.timeline.number(self._ckpt.session, record.id)} (id {record.id})"
+                )
                 outcome = f"{name} tagged {tag!r}" if tag else f"{name} untagged"
             elif action == "delete":
                 outcome = f"kernel checkpoint (id {self._ckpt.delete(checkpoint_id).id}) deleted"
@@ -117,7 +94,7 @@ class Timeline(anywidget.AnyWidget):
             self.message, self.error = outcome, False
         self.refresh()
         if self.selected is not None:
-            self.details = timeline.details(self._ckpt.store, self.selected)
+            self.details = self._ckpt.timeline.details(self.selected)
 
     def close(self) -> None:
         self._stop.set()

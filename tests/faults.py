@@ -106,7 +106,7 @@ def sealed(kernel: Kernel) -> bool:
 def restores_outside_a_kernel(store: Store, cid: int) -> bool:
     """Restore one checkpoint into a bare module and check its seal there."""
     module = types.ModuleType("__main__")
-    restore_namespace(store, module, cid, store.manifest(cid))
+    restore_namespace(store.blobs, module, cid, store.manifest(cid))
     return digest(module.__dict__, skip=("seal",)) == module.__dict__["seal"]
 
 

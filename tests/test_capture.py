@@ -505,7 +505,7 @@ def test_blob_keys_are_every_blob_a_checkpoint_wrote(store: Store) -> None:
         """
     )
     meta = Meta(session="nb.ipynb", cell=4, last_cell=None, trigger="manual", status="ok", at=1_000.0)
-    manifest, blobs = capture.prepare(store, module, collect(module.__dict__, (), ()), meta)
+    manifest, blobs = capture.prepare(store.blobs, module, collect(module.__dict__, (), ()), meta)
     assert manifest["format"] == FORMAT_VERSION and manifest["time"] == 1_000.0 and manifest["cell"] == 4
     assert manifest["modules"] == {"np": "numpy"}
     keys = blob_keys(manifest)
@@ -556,7 +556,7 @@ def test_a_save_tells_its_progress_against_a_total_it_corrects_as_it_goes(store:
     cap = collect(module.__dict__, (), ())
     meta = Meta(session="nb.ipynb", cell=1, last_cell=None, trigger="manual", status="ok", at=1_000.0)
     told: list[tuple[int, int]] = []
-    manifest, _ = capture.prepare(store, module, cap, meta, lambda d, t: told.append((d, t)))
+    manifest, _ = capture.prepare(store.blobs, module, cap, meta, lambda d, t: told.append((d, t)))
     # Every chunk of the array is told as it is written, and the end is all of it, of all of it.
     assert len(told) >= 6
     assert [d for d, _ in told] == sorted(d for d, _ in told)
@@ -568,5 +568,5 @@ def test_a_save_tells_its_progress_against_a_total_it_corrects_as_it_goes(store:
     # With the previous checkpoint's sizes, the guess is right from the first chunk, but for the few KiB of
     # the random generators' states.
     told.clear()
-    capture.prepare(store, module, cap, meta, lambda d, t: told.append((d, t)), previous=manifest)
+    capture.prepare(store.blobs, module, cap, meta, lambda d, t: told.append((d, t)), previous=manifest)
     assert told[0][1] == written and told[-1][1] - written < 10_000

@@ -71,7 +71,7 @@ def test_a_full_disk_is_said_once_loses_nothing_and_checkpoints_resume(
     store = Store(small_disk / "store", load_secret(Path(os.environ["JUPYTER_DATA_DIR"]) / "ckpt" / "secret"))
     first = store.checkpoints("full.ipynb")[0].id
     module = types.ModuleType("__main__")
-    restore_namespace(store, module, first, store.manifest(first))
+    restore_namespace(store.blobs, module, first, store.manifest(first))
     assert module.__dict__["small"] == list(range(100))  # the checkpoint before the disk filled is whole
 
     filler.unlink()  # space comes back

@@ -13,6 +13,7 @@ from typing import Any
 from conftest import cli
 
 from jupyter_ckpt.store import Store, load_secret
+from jupyter_ckpt.timeline import Timeline
 
 
 def store_at(dirs: Path) -> Store:
@@ -327,7 +328,7 @@ def test_a_large_array_is_mapped_on_restore_and_its_bytes_checked_after(kernels:
     second.ok("%checkpoint wait")
 
     # A chunk damaged on disk is mapped as it is, and reported once the background check reaches it.
-    record = store.resolve("lazy.ipynb", "latest")
+    record = Timeline(store).resolve("lazy.ipynb", "latest")
     m = store.manifest(record.id)
     chunk = m["groups"][m["variables"]["big"]["group"]]["buffers"][0]["chunks"][5]
     path = store.root / "blobs" / chunk[:2] / chunk

@@ -40,7 +40,7 @@ def test_sigkill_mid_write_leaves_every_earlier_checkpoint_restorable(kernels: A
     rounds = set()
     for record in records:
         module = types.ModuleType("__main__")
-        restore_namespace(store, module, record.id, store.manifest(record.id))
+        restore_namespace(store.blobs, module, record.id, store.manifest(record.id))
         rounds.add(module.__dict__["round_"])
         if "big" in module.__dict__:
             assert module.__dict__["big"].shape == (8_000_000,)

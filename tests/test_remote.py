@@ -17,6 +17,7 @@ from oracle import digest
 from jupyter_ckpt.checkpointer import Checkpointer
 from jupyter_ckpt.errors import IntegrityError, RemoteError
 from jupyter_ckpt.remote import Remote, Replica
+from jupyter_ckpt.remote_catalog import RemoteCatalog
 from jupyter_ckpt.restore import restore_namespace
 from jupyter_ckpt.store import Store, load_secret
 
@@ -122,7 +123,7 @@ def test_wrong_credentials_are_refused_with_a_clear_error(jupyter_dirs: Path, mo
         notebook(store).save()
         with pytest.raises(RemoteError, match="access denied, check the credentials"):
             Replica(store, Remote(f"s3://bucket-{port}/x")).push()
-        assert store.behind()[0] == 1  # nothing was lost: it is still waiting to be uploaded
+        assert RemoteCatalog(store).behind()[0] == 1  # nothing was lost: it is still waiting to be uploaded
     finally:
         server.terminate()
         server.wait(10)
@@ -183,7 +184,7 @@ def test_gc_keeps_the_blobs_of_a_writer_still_uploading_and_collects_a_dead_ones
     up.push()
     nb.module.data = nb.module.data + 1  # new chunks
     second = nb.save()
-    for key in a.blobs_to_upload(second):  # a writer uploading: its blobs are there, its record not yet
+    for key in up.catalog.blobs_to_upload(second):  # a writer uploading: its blobs are there, its record not yet
         up.remote.blobs.write_file(key, a.blobs.path(key))
     before = set(objects(s3, "users/alice/blobs/"))
 
@@ -256,5 +257,5 @@ def test_a_machine_killed_while_uploading_leaves_only_whole_checkpoints_in_the_b
     for cid in pulled:
         replica.fetch(cid)
         module = types.ModuleType("__main__")
-        restore_namespace(b, module, cid, b.manifest(cid))
+        restore_namespace(b.blobs, module, cid, b.manifest(cid))
         assert digest(module.__dict__, skip=("seal",)) == module.__dict__["seal"], f"checkpoint {cid} is torn"

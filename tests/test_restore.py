@@ -53,7 +53,7 @@ def notebook(code: str = NOTEBOOK) -> types.ModuleType:
 def save(store: Store, module: types.ModuleType, parent: int | None = None) -> tuple[int, Manifest]:
     """Checkpoint ``module`` as a kernel would: collect, prepare, link, commit; returns the id and stored manifest."""
     meta = Meta(session="nb.ipynb", cell=1, last_cell=None, trigger="manual", status="ok", at=1_000.0)
-    manifest, blobs = prepare(store, module, collect(module.__dict__, (), ()), meta)
+    manifest, blobs = prepare(store.blobs, module, collect(module.__dict__, (), ()), meta)
     linked = link(manifest, parent, store.manifest(parent) if parent is not None else None)
     cid = store.commit("nb.ipynb", linked, blobs)
     return cid, store.manifest(cid)
@@ -66,7 +66,7 @@ def user_names(module: types.ModuleType) -> list[str]:
 def test_a_fresh_module_gets_every_value_back(store: Store) -> None:
     cid, manifest = save(store, notebook())
     fresh = types.ModuleType("__main__")
-    report = restore_namespace(store, fresh, cid, manifest)
+    report = restore_namespace(store.blobs, fresh, cid, manifest)
     ns = fresh.__dict__
     assert user_names(fresh) == ["Point", "alias", "base", "data", "holder", "np", "p", "scale", "scaled", "view"]
     assert sorted(report.loaded) == [n for n in user_names(fresh) if n != "np"] and report.modules == ["np"]
@@ -81,7 +81,7 @@ def test_a_fresh_module_gets_every_value_back(store: Store) -> None:
 def test_objects_shared_before_are_shared_after(store: Store) -> None:
     cid, manifest = save(store, notebook())
     fresh = types.ModuleType("__main__")
-    restore_namespace(store, fresh, cid, manifest)
+    restore_namespace(store.blobs, fresh, cid, manifest)
     ns = fresh.__dict__
     assert ns["alias"] is ns["data"] and ns["holder"]["data"] is ns["data"]
     ns["data"].append(4)
@@ -91,7 +91,7 @@ def test_objects_shared_before_are_shared_after(store: Store) -> None:
 def test_a_view_comes_back_as_a_view_of_its_restored_base(store: Store) -> None:
     cid, manifest = save(store, notebook())
     fresh = types.ModuleType("__main__")
-    restore_namespace(store, fresh, cid, manifest)
+    restore_namespace(store.blobs, fresh, cid, manifest)
     base, view = fresh.__dict__["base"], fresh.__dict__["view"]
     assert np.shares_memory(base, view)
     base[102] = -1.0
@@ -104,7 +104,7 @@ def test_random_states_continue_the_same_stream(store: Store) -> None:
     expected = [random.random() for _ in range(3)], np.random.rand(3).tolist()
     random.seed(99)
     np.random.seed(99)
-    restore_namespace(store, module, cid, manifest)
+    restore_namespace(store.blobs, module, cid, manifest)
     assert ([random.random() for _ in range(3)], np.random.rand(3).tolist()) == expected
 
 
@@ -113,7 +113,7 @@ def test_variables_made_since_are_removed_but_hidden_and_excluded_ones_stay(stor
     cid, manifest = save(store, module)
     module.__dict__.update(late=1, token="s3cret", scratch=[0], _5="an output", Out={5: "an output"})
     del module.__dict__["scale"]
-    report = restore_namespace(store, module, cid, manifest, hidden=["token"], exclude=["scratch"])
+    report = restore_namespace(store.blobs, module, cid, manifest, hidden=["token"], exclude=["scratch"])
     assert report.removed == ["late"]
     assert "late" not in module.__dict__ and module.__dict__["scale"] == 3
     assert module.__dict__["token"] == "s3cret" and module.__dict__["scratch"] == [0]
@@ -129,7 +129,7 @@ def test_only_restores_the_named_variables_and_leaves_the_rest_and_the_random_st
     random.seed(5)
     expected = random.random()
     random.seed(5)
-    report = restore_namespace(store, module, cid, manifest, only=["scale", "np"])
+    report = restore_namespace(store.blobs, module, cid, manifest, only=["scale", "np"])
     assert report.loaded == ["scale"] and report.modules == ["np"] and report.removed == []
     assert ns["scale"] == 3 and ns["late"] == 1 and ns["holder"]["label"] == "second"
     assert random.random() == expected
@@ -141,7 +141,7 @@ def test_only_a_name_the_checkpoint_lacks_is_refused_before_anything_changes(sto
     module.__dict__["scale"] = 10
     before = dict(module.__dict__)
     with pytest.raises(BadArgument, match=f"checkpoint {cid} has no variable nope"):
-        restore_namespace(store, module, cid, manifest, only=["scale", "nope"])
+        restore_namespace(store.blobs, module, cid, manifest, only=["scale", "nope"])
     assert module.__dict__ == before
 
 
@@ -149,7 +149,7 @@ def test_only_a_variable_the_checkpoint_skipped_is_reported_with_its_reason(stor
     module = notebook("rows = (i for i in range(3))\nx = 1")
     cid, manifest = save(store, module)
     assert list(manifest["skipped"]) == ["rows"]
-    report = restore_namespace(store, module, cid, manifest, only=["rows"])
+    report = restore_namespace(store.blobs, module, cid, manifest, only=["rows"])
     assert report.not_restored["rows"].startswith("generator could not be serialized: TypeError")
 
 
@@ -157,7 +157,7 @@ def test_an_index_built_with_a_defaultdict_points_into_the_restored_list(store: 
     module = notebook("from collections import defaultdict\nrows = [[1], [2]]\nby_key = defaultdict(list, a=rows[0])")
     cid, manifest = save(store, module)
     fresh = types.ModuleType("__main__")
-    restore_namespace(store, fresh, cid, manifest)
+    restore_namespace(store.blobs, fresh, cid, manifest)
     assert fresh.__dict__["by_key"]["a"] is fresh.__dict__["rows"][0]
 
 
@@ -182,7 +182,7 @@ def test_a_variable_whose_class_is_gone_is_left_out_and_named_while_the_rest_com
     else:
         monkeypatch.delitem(sys.modules, gauges.__name__)
     fresh = types.ModuleType("__main__")
-    report = restore_namespace(store, fresh, cid, manifest)
+    report = restore_namespace(store.blobs, fresh, cid, manifest)
     assert user_names(fresh) == ["label", "x"] and fresh.__dict__["x"] == [1, 2]
     assert list(report.not_restored) == ["g"]
     error = "AttributeError" if gone == "class" else "ModuleNotFoundError"
@@ -191,7 +191,7 @@ def test_a_variable_whose_class_is_gone_is_left_out_and_named_while_the_rest_com
     assert "not restored: g (could not be loaded" in report.summary()
 
     live = notebook("x = None\ng = 'what the user has now'")
-    report = restore_namespace(store, live, cid, manifest)
+    report = restore_namespace(store.blobs, live, cid, manifest)
     assert live.__dict__["g"] == "what the user has now" and live.__dict__["x"] == [1, 2]
     assert report.not_restored["g"].endswith("; kept its current value")
 
@@ -204,7 +204,7 @@ def test_a_module_that_no_longer_imports_is_named_while_the_rest_comes_back(
     cid, manifest = save(store, module)
     monkeypatch.delitem(sys.modules, gauges.__name__)
     fresh = types.ModuleType("__main__")
-    report = restore_namespace(store, fresh, cid, manifest)
+    report = restore_namespace(store.blobs, fresh, cid, manifest)
     assert user_names(fresh) == ["x"] and report.modules == []
     assert report.not_restored == {
         "gg": f"import {gauges.__name__} failed: ModuleNotFoundError: No module named '{gauges.__name__}'"
@@ -262,7 +262,7 @@ def test_a_tampered_blob_refuses_the_restore_and_changes_nothing(store: Store, b
     before = dict(module.__dict__)
     state = random.getstate()
     with pytest.raises(IntegrityError, match="fails its signature check"):
-        restore_namespace(store, module, cid, manifest)
+        restore_namespace(store.blobs, module, cid, manifest)
     assert module.__dict__ == before and all(module.__dict__[n] is v for n, v in before.items())
     assert random.getstate() == state
 
@@ -273,7 +273,7 @@ def test_a_missing_blob_refuses_the_restore(store: Store) -> None:
     store.blobs.delete(_stream_of(manifest, "small"))
     module.__dict__["small"] = [2]
     with pytest.raises(IntegrityError, match="missing"):
-        restore_namespace(store, module, cid, manifest)
+        restore_namespace(store.blobs, module, cid, manifest)
     assert module.__dict__["small"] == [2]
 
 
@@ -292,7 +292,7 @@ def test_held_variables_are_kept_or_patched_in_place_and_rebound_ones_are_read(s
     table = ns["table"]
     table[500, :] = -1.0
     ns["rebound"] = [1, 2]  # equal content, another object
-    report = restore_namespace(store, module, cid, manifest, held=captured.ids)
+    report = restore_namespace(store.blobs, module, cid, manifest, held=captured.ids)
     assert report.patched == ["table"] and report.kept == ["untouched"] and report.loaded == ["rebound"]
     assert ns["table"] is table and np.array_equal(table, np.random.default_rng(0).random((1_000, 1_000)))
 
@@ -309,7 +309,7 @@ def test_a_lazy_restore_maps_large_raw_arrays_and_lists_their_chunks_as_unverifi
     module.__dict__.update(table=values.copy(), words=["a"] * 10)
     cid, manifest = save(store, module)
     fresh = types.ModuleType("__main__")
-    report = restore_namespace(store, fresh, cid, manifest, lazy=True)
+    report = restore_namespace(store.blobs, fresh, cid, manifest, lazy=True)
     chunks = manifest["groups"][[g["names"] for g in manifest["groups"]].index(["table"])]["buffers"][0]["chunks"]
     assert report.unverified == {key: ["table"] for key in chunks} and report.lazy_names() == ["table"]
     table = fresh.__dict__["table"]
@@ -317,7 +317,7 @@ def test_a_lazy_restore_maps_large_raw_arrays_and_lists_their_chunks_as_unverifi
     table[:] = 0.0  # the mapping is private: the chunk files keep the checkpoint's bytes
     assert b"".join(bytes(store.blobs.read(key)) for key in chunks) == values.tobytes()
     again = types.ModuleType("__main__")
-    restore_namespace(store, again, cid, manifest)
+    restore_namespace(store.blobs, again, cid, manifest)
     assert np.array_equal(again.__dict__["table"], values)
 
 
@@ -349,7 +349,7 @@ def test_code_that_runs_while_unpickling_finds_the_globals_of_the_checkpoint(sto
     )
     cid, manifest = save(store, module)
     fresh = types.ModuleType("__main__")
-    report = restore_namespace(store, fresh, cid, manifest)
+    report = restore_namespace(store.blobs, fresh, cid, manifest)
     assert report.not_restored == {}
     ns = fresh.__dict__
     assert ns["tokens"].pattern.split("a,b") == ["a", "b"] and ns["tokens"].lock.acquire(blocking=False)
@@ -359,7 +359,7 @@ def test_code_that_runs_while_unpickling_finds_the_globals_of_the_checkpoint(sto
     _flip_last_byte(store, manifest["random"]["key"])
     fresh = types.ModuleType("__main__")
     with pytest.raises(IntegrityError, match="fails its signature check"):
-        restore_namespace(store, fresh, cid, manifest)
+        restore_namespace(store.blobs, fresh, cid, manifest)
     assert user_names(fresh) == []
 
 
@@ -382,6 +382,6 @@ def test_code_run_while_loading_never_sees_the_live_value_of_a_variable_read_lat
     cid, manifest = save(store, module)
     assert len(manifest["groups"]) == 2  # the class with its object, and the separator
     module.__dict__.update({obj: None, sep: None})
-    report = restore_namespace(store, module, cid, manifest, held={})
+    report = restore_namespace(store.blobs, module, cid, manifest, held={})
     assert report.not_restored == {}
     assert (getattr(module, obj).sep, getattr(module, sep)) == (",", ",")

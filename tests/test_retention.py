@@ -17,8 +17,9 @@ from test_store import manifest
 from jupyter_ckpt.blobs import WriteLimit
 from jupyter_ckpt.checkpointer import Checkpointer
 from jupyter_ckpt.errors import StoreFullError
-from jupyter_ckpt.retention import Limits, never_thinned, thin, usage
+from jupyter_ckpt.retention import Limits, usage
 from jupyter_ckpt.store import Store
+from jupyter_ckpt.timeline import Timeline, never_thinned
 
 
 def commit_with_blob(store: Store, session: str, size: int, *, status: str = "ok") -> int:
@@ -29,7 +30,7 @@ def commit_with_blob(store: Store, session: str, size: int, *, status: str = "ok
 def test_manual_thinning_keeps_recent_dense_old_sparse_and_tags(store: Store) -> None:
     ids = [store.commit("nb.ipynb", manifest(), {}) for _ in range(40)]
     store.tag(ids[1], "savepoint")
-    thinned = thin(store, ["nb.ipynb"], keep_last=10, sparse=True)
+    thinned = Timeline(store).thin(["nb.ipynb"], keep_last=10, sparse=True)
     survivors = [r.id for r in store.checkpoints("nb.ipynb")]
     assert set(ids[-10:]) <= set(survivors)
     assert ids[1] in survivors
@@ -42,7 +43,7 @@ def test_thinning_to_a_size_keeps_tags_and_the_newest_good_states(store: Store) 
     ids = [commit_with_blob(store, "nb.ipynb", 100_000) for _ in range(12)]
     failed = commit_with_blob(store, "nb.ipynb", 100_000, status="error")
     store.tag(ids[0], "baseline")
-    thin(store, ["nb.ipynb"], target=350_000)
+    Timeline(store).thin(["nb.ipynb"], target=350_000)
     left = [r.id for r in store.checkpoints("nb.ipynb")]
     # The tag, the two newest good states (what crash recovery tries) and the newest of all stay.
     assert set(left) == {ids[0], ids[-2], ids[-1], failed}

@@ -192,7 +192,9 @@ async def test_malformed_requests_get_clear_errors_and_change_nothing(
         response = await http_server_client.fetch(url, method=method, headers=jp_auth_header, raise_error=False)
         assert response.code == 400 and "not a checkpoint id" in json.loads(response.body)["message"]
 
-    assert await api("GET", *CKPT, "checkpoints", params={"session": timeline["path"]}) == before
+    after = await api("GET", *CKPT, "checkpoints", params={"session": timeline["path"]})
+    # The free space of the disk under the store is the machine's, which other processes change meanwhile.
+    assert {**after, "store": {**after["store"], "free": 0}} == {**before, "store": {**before["store"], "free": 0}}
 
 
 async def test_writes_waiting_for_the_catalog_do_not_hold_up_other_requests(

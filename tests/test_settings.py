@@ -18,6 +18,7 @@ from jupyter_ckpt import capture, settings
 from jupyter_ckpt.capture import Meta, collect, link, prepare
 from jupyter_ckpt.restore import restore_namespace
 from jupyter_ckpt.store import Store
+from jupyter_ckpt.timeline import Timeline
 
 # What the cells set, as the user looks at it.
 LOOK = (
@@ -163,7 +164,7 @@ def test_a_record_from_elsewhere_applies_what_it_can_and_names_the_rest(defaults
 
 def _save(store: Store, module: types.ModuleType, parent: int | None = None) -> int:
     meta = Meta(session="nb.ipynb", cell=1, last_cell=None, trigger="manual", status="ok", at=1_000.0)
-    manifest, blobs = prepare(store, module, collect(module.__dict__, (), ()), meta)
+    manifest, blobs = prepare(store.blobs, module, collect(module.__dict__, (), ()), meta)
     linked = link(manifest, parent, store.manifest(parent) if parent is not None else None)
     return store.commit("nb.ipynb", linked, blobs)
 
@@ -175,8 +176,10 @@ def test_a_checkpoint_that_only_changed_a_setting_changed_the_state(store: Store
     pd.set_option("display.max_rows", 5)
     second = _save(store, module, first)
     assert store.manifest(second)["changed"] == ["pandas options"]
-    assert store.resolve("nb.ipynb", "-1", second).id == first  # an undo goes to the cell before the change
-    report = restore_namespace(store, module, first, store.manifest(first))
+    assert (
+        Timeline(store).resolve("nb.ipynb", "-1", head=second).id == first
+    )  # an undo goes to the cell before the change
+    report = restore_namespace(store.blobs, module, first, store.manifest(first))
     assert pd.get_option("display.max_rows") == 60 and report.not_restored == {}
 
 
@@ -195,5 +198,5 @@ def test_a_checkpoint_older_than_settings_leaves_the_live_ones_as_they_are(
     old = _save(store, module)
     assert "settings" not in store.manifest(old) or store.manifest(old)["settings"] == {}
     pd.set_option("display.max_rows", 5)
-    report = restore_namespace(store, types.ModuleType("__main__"), old, store.manifest(old))
+    report = restore_namespace(store.blobs, types.ModuleType("__main__"), old, store.manifest(old))
     assert report.not_restored == {} and pd.get_option("display.max_rows") == 5

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jupyter_ckpt.errors import BadArgument, IntegrityError, StoreFullError, StoreVersionError, UnknownCheckpoint
+from jupyter_ckpt.errors import BadArgument, IntegrityError, StoreFullError, StoreVersionError
+from jupyter_ckpt.remote_catalog import RemoteCatalog
 from jupyter_ckpt.store import Store, load_secret
 
 
@@ -133,26 +134,14 @@ def test_a_corrupt_catalog_is_reported_not_replaced(tmp_path: Path) -> None:
     assert (root / "catalog.sqlite").read_bytes() == b"this is not a database" * 100
 
 
-def test_refs_resolve_and_unknown_refs_are_clear(store: Store) -> None:
-    a = store.commit("nb.ipynb", manifest(), {})
-    b = store.commit("nb.ipynb", manifest(parent=a, status="error"), {})
-    store.tag(a, "baseline")
-    assert store.resolve("nb.ipynb", "latest").id == b
-    assert store.resolve("nb.ipynb", "last-good").id == a
-    assert store.resolve("nb.ipynb", "baseline").id == a
-    assert store.resolve("nb.ipynb", "-1", head=b).id == a
-    for bad in ("999", "nope", "-5"):
-        with pytest.raises(UnknownCheckpoint):
-            store.resolve("nb.ipynb", bad, head=b)
-
-
 def test_a_session_moves_whole_into_another_or_not_at_all(store: Store) -> None:
     a = store.commit("kernel-1", manifest(), {})
     cell = store.add_cell("kernel-1", None, 1, "x = 1", "ok", 0.1)
     store.set_policy("kernel-1", {"auto": True, "every": 3, "interval": None, "exclude": []})
     earlier = store.commit("nb.ipynb", manifest(), {})
-    uid = store.remote_record(a)["uid"]
-    store.mark_uploaded(a, uid)  # the remote store holds it under the old key
+    remote = RemoteCatalog(store)
+    uid = remote.record(a)["uid"]
+    remote.mark_uploaded(a, uid)  # the remote store holds it under the old key
 
     store.move_session("kernel-1", "nb.ipynb")
     assert [r.id for r in store.checkpoints("nb.ipynb")] == [a, earlier]
@@ -160,8 +149,8 @@ def test_a_session_moves_whole_into_another_or_not_at_all(store: Store) -> None:
     assert [s["key"] for s in store.sessions()] == ["nb.ipynb"]
     assert store.policy("nb.ipynb") == {"auto": True, "every": 3, "interval": None, "exclude": []}
     # Uploaded again under the new key, with a new uid; the old record is deleted at the next push.
-    assert store.remote_record(a)["uid"] != uid and store.tombstones() == [uid]
-    assert (a, store.remote_record(a)["uid"]) in store.to_upload()
+    assert remote.record(a)["uid"] != uid and remote.tombstones() == [uid]
+    assert (a, remote.record(a)["uid"]) in remote.to_upload()
 
     b = store.commit("kernel-2", manifest(), {})
     store.tag(b, "baseline")

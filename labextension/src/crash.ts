@@ -1,14 +1,7 @@
 // Tells the user when the server restores a crashed kernel, how far it is, and to which kernel checkpoint.
 import { Notification } from '@jupyterlab/apputils';
 import { PathExt } from '@jupyterlab/coreutils';
-import {
-  type ICheckpoint,
-  type ICrashEvent,
-  type IRestoring,
-  listCheckpoints,
-  requestAPI,
-  sessionQuery
-} from './api';
+import { events, type ICrashEvent, type IEvents, type IRow, listCheckpoints } from './api';
 import { crashProgressLine, label, numbers } from './format';
 import { offerReplay } from './replay';
 
@@ -46,15 +39,13 @@ export class CrashWatcher {
 
   private async _check(session: string): Promise<void> {
     const since = this._since.get(session) ?? this._start;
-    let events: ICrashEvent[];
-    let restoring: IRestoring[];
+    let reply: IEvents;
     try {
-      const query = `events${sessionQuery(session)}&since=${since}`;
-      ({ events, restoring } = await requestAPI<{ events: ICrashEvent[]; restoring: IRestoring[] }>(query));
+      reply = await events(since, session);
     } catch {
       return; // the next round asks again
     }
-    for (const r of restoring) {
+    for (const r of reply.restoring) {
       const message = crashProgressLine(PathExt.basename(r.session), r);
       const id = this._inProgress.get(r.kernel_id);
       if (id === undefined) {
@@ -63,7 +54,7 @@ export class CrashWatcher {
         Notification.update({ id, message });
       }
     }
-    const fresh = events.filter(e => e.time > since);
+    const fresh = reply.events.filter(e => e.time > since);
     if (!fresh.length) {
       return;
     }
@@ -78,13 +69,13 @@ export class CrashWatcher {
 
 /** Names checkpoints by their number in the session, as the sidebar does (ids when the list cannot be read). */
 async function labeller(session: string): Promise<(id: number) => string> {
-  let records: ICheckpoint[] = [];
+  let rows: IRow[] = [];
   try {
-    records = (await listCheckpoints(session)).checkpoints;
+    rows = (await listCheckpoints(session)).rows;
   } catch {
     // the ids then
   }
-  const numbered = numbers(records);
+  const numbered = numbers(rows);
   return id => label(numbered, id);
 }
 

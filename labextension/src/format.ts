@@ -1,11 +1,8 @@
 // How checkpoints read on screen, shared by the sidebar and the status bar.
-import type { ICheckpoint, IPreview, IRemote, IResumeOffer, IStoreUsage } from './api';
+import type { ICheckpoint, IPreview, IRemote, IResumeOffer, IRow, IStoreUsage } from './api';
 
 /** What every label calls them: checkpoints of the kernel's state, not Jupyter's file checkpoints. */
 export const NAME = 'Kernel checkpoints';
-
-/** How the kernel notes a restore that was the first thing it did (jupyter_ckpt/timeline.py NEW_KERNEL). */
-const NEW_KERNEL = 'new kernel: ';
 
 export function humanBytes(n: number | null | undefined): string {
   if (n === null || n === undefined || n < 0) {
@@ -57,6 +54,7 @@ export function remoteLine(remote: IRemote | null): string {
   return `${remote.url}: ${remote.behind} not uploaded yet (${humanBytes(remote.behind_bytes)})`;
 }
 
+/** How long ago, as a person says it: 40 s, 12 min, 3.5 h, 2 days (as jupyter_ckpt/format.py's age). */
 export function age(seconds: number): string {
   if (seconds < 60) {
     return `${Math.max(0, Math.round(seconds))} s`;
@@ -64,7 +62,10 @@ export function age(seconds: number): string {
   if (seconds < 3600) {
     return `${Math.round(seconds / 60)} min`;
   }
-  return `${(seconds / 3600).toFixed(1)} h`;
+  if (seconds < 48 * 3600) {
+    return `${(seconds / 3600).toFixed(1)} h`;
+  }
+  return `${Math.round(seconds / 86400)} days`;
 }
 
 /** "Resume where you left off: #12 after cell [9], 2.5 h ago, 7 variables". */
@@ -109,12 +110,9 @@ export function brief(p: IPreview): string {
   return `${shape(p) || p.type} ${humanBytes(p.size)}`;
 }
 
-/**
- * Each checkpoint's number in its notebook, from 1: its place in the session's checkpoints ordered by id,
- * as ``%checkpoint list`` shows it and ``#N`` names it in a REF.
- */
-export function numbers(records: ICheckpoint[]): Map<number, number> {
-  return new Map([...records].sort((a, b) => a.id - b.id).map((r, i) => [r.id, i + 1]));
+/** Each checkpoint's number in its notebook (``#N``), from the timeline's rows. */
+export function numbers(rows: IRow[]): Map<number, number> {
+  return new Map(rows.map(r => [r.id, r.number]));
 }
 
 /** How a checkpoint is named on screen: ``#N`` in its notebook, or its store-wide id when it is not numbered. */
@@ -123,43 +121,7 @@ export function label(numbered: Map<number, number>, id: number): string {
   return n === undefined ? `(id ${id})` : `#${n}`;
 }
 
-/** Whether a kernel started here: its first checkpoint has no parent, or it began by restoring one. */
-export function kernelStarted(r: ICheckpoint): boolean {
-  return r.parent === null || (r.message ?? '').startsWith(NEW_KERNEL);
-}
-
-export interface IRow extends ICheckpoint {
-  /** Indent of the branch the checkpoint is on. */
-  depth: number;
-  /** The checkpoint this one branched from, when it starts a branch. */
-  branchFrom: number | null;
-}
-
-/**
- * The checkpoints in timeline order: a checkpoint's first child continues its
- * line, every later child (a restore followed by new cells) starts a branch one
- * level deeper, listed after the line it left.
- */
-export function treeRows(records: ICheckpoint[]): IRow[] {
-  const known = new Set(records.map(r => r.id));
-  const children = new Map<number | null, ICheckpoint[]>();
-  for (const r of records) {
-    const parent = r.parent !== null && known.has(r.parent) ? r.parent : null;
-    children.set(parent, [...(children.get(parent) ?? []), r]);
-  }
-  const rows: IRow[] = [];
-  const stack: IRow[] = [...(children.get(null) ?? [])]
-    .reverse()
-    .map(r => ({ ...r, depth: 0, branchFrom: null }));
-  for (let row = stack.pop(); row !== undefined; row = stack.pop()) {
-    rows.push(row);
-    const kids = children.get(row.id) ?? [];
-    for (const kid of kids.slice(1).reverse()) {
-      stack.push({ ...kid, depth: row.depth + 1, branchFrom: row.id });
-    }
-    if (kids.length) {
-      stack.push({ ...kids[0], depth: row.depth, branchFrom: null });
-    }
-  }
-  return rows;
+/** A checkpoint in one line, under the name it goes by: "#3 [5] · 12:00:01 · cell · ok". */
+export function headline(r: ICheckpoint, name: string): string {
+  return `${name} ${cellLabel(r.cell)} · ${clock(r.time)} · ${r.trigger} · ${r.status}`;
 }

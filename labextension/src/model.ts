@@ -7,6 +7,7 @@ import {
   type ICheckpoint,
   type IRemote,
   type IResumeOffer,
+  type IRow,
   type IStoreUsage,
   listCheckpoints,
   resumeOffer
@@ -29,6 +30,7 @@ export interface IProgress {
 export class TimelineModel {
   private _notebook: DocumentWidget | null = null;
   private _checkpoints: ICheckpoint[] = [];
+  private _rows: IRow[] = [];
   private _remote: IRemote | null = null;
   private _store: IStoreUsage | null = null;
   private _offer: IResumeOffer | null = null;
@@ -63,6 +65,11 @@ export class TimelineModel {
   /** Oldest first. */
   get checkpoints(): ICheckpoint[] {
     return this._checkpoints;
+  }
+
+  /** The same checkpoints in timeline order, as the server lays them out: each branch after the line it left. */
+  get rows(): IRow[] {
+    return this._rows;
   }
 
   /** The object store the checkpoints are uploaded to, and how far it is behind; null without one. */
@@ -129,6 +136,7 @@ export class TimelineModel {
     this._notebook?.context.sessionContext.statusChanged.disconnect(this._onStatus, this);
     this._notebook = widget;
     this._checkpoints = [];
+    this._rows = [];
     this._remote = null;
     this._store = null;
     this._offer = null;
@@ -149,11 +157,12 @@ export class TimelineModel {
       return;
     }
     let checkpoints: ICheckpoint[] = [];
+    let rows: IRow[] = [];
     let remote: IRemote | null = null;
     let store: IStoreUsage | null = null;
     let error = '';
     try {
-      ({ checkpoints, remote, store } = await listCheckpoints(session));
+      ({ checkpoints, rows, remote, store } = await listCheckpoints(session));
     } catch (e) {
       // 404: the session has no checkpoints yet, which is not an error.
       if (!(e instanceof CheckpointAPIError && e.status === 404)) {
@@ -168,9 +177,10 @@ export class TimelineModel {
       this._offer = null; // the kernel restored something since it was asked (a cell, the timeline): offer taken
     }
     this._checkpoints = checkpoints;
+    this._rows = rows;
     this._remote = remote;
     this._store = store;
-    this._numbers = numbers(checkpoints);
+    this._numbers = numbers(rows);
     this._error = error;
     this._changed.emit();
   }

@@ -3,33 +3,30 @@ import { Dialog, InputDialog, Notification, showDialog } from '@jupyterlab/apput
 import { historyIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 import {
-  type ICheckpoint,
+  checkpointDetails,
+  deleteCheckpoint,
   type ICheckpointDetails,
-  type IPreview,
-  type IRestoreResult,
+  type IRow,
   type IResumeOffer,
-  requestAPI
+  restoreCheckpoint,
+  saveCheckpoint,
+  tagCheckpoint
 } from './api';
 import { h } from './dom';
 import {
-  age,
   cellLabel,
   clock,
-  humanBytes,
-  type IRow,
-  kernelStarted,
+  headline,
   NAME,
   progressLine,
   remoteLine,
   resumeLine,
-  shape,
   storeDetails,
-  storeLine,
-  treeRows
+  storeLine
 } from './format';
 import type { TimelineModel } from './model';
 import { offerReplay } from './replay';
-import { diffView } from './views';
+import { contentsView, rowView } from './views';
 
 export class CheckpointsPanel extends Widget {
   private _selected: number | null = null;
@@ -63,10 +60,7 @@ export class CheckpointsPanel extends Widget {
       return this._report('no running kernel to checkpoint', true);
     }
     await this._act(async () => {
-      const record = await requestAPI<ICheckpoint>('checkpoints', {
-        method: 'POST',
-        body: JSON.stringify({ session, kernel_id: kernelId })
-      });
+      const record = await saveCheckpoint(session, kernelId);
       await this._model.refresh();
       return `kernel checkpoint ${this._model.label(record.id)} saved`;
     });
@@ -81,10 +75,7 @@ export class CheckpointsPanel extends Widget {
     }
     this._model.dropOffer();
     await this._act(async () => {
-      const result = await requestAPI<IRestoreResult>(
-        `checkpoints/${offer.checkpoint}/restore`,
-        { method: 'POST', body: JSON.stringify({ kernel_id: kernelId }) }
-      );
+      const result = await restoreCheckpoint(offer.checkpoint, kernelId);
       Notification.success(result.summary, { autoClose: 5000 });
       offerReplay(kernelId, result);
       return result.summary;
@@ -111,10 +102,7 @@ export class CheckpointsPanel extends Widget {
       return;
     }
     await this._act(async () => {
-      const result = await requestAPI<IRestoreResult>(`checkpoints/${d.id}/restore`, {
-        method: 'POST',
-        body: JSON.stringify({ kernel_id: kernelId })
-      });
+      const result = await restoreCheckpoint(d.id, kernelId);
       Notification.success(result.summary, { autoClose: 5000 });
       offerReplay(kernelId, result);
       return result.summary;
@@ -135,7 +123,7 @@ export class CheckpointsPanel extends Widget {
     }
     const tag = (answer.value ?? '').trim() || null;
     await this._act(async () => {
-      await requestAPI<ICheckpoint>(`checkpoints/${d.id}`, { method: 'PATCH', body: JSON.stringify({ tag }) });
+      await tagCheckpoint(d.id, tag);
       const label = `kernel checkpoint ${this._model.label(d.id)}`;
       return tag ? `${label} tagged ${tag}` : `${label} untagged`;
     });
@@ -156,7 +144,7 @@ export class CheckpointsPanel extends Widget {
     }
     const label = `kernel checkpoint ${this._model.label(d.id)}`;
     await this._act(async () => {
-      await requestAPI<void>(`checkpoints/${d.id}`, { method: 'DELETE' });
+      await deleteCheckpoint(d.id);
       this._select(null);
       return `${label} deleted`;
     });
@@ -208,7 +196,7 @@ export class CheckpointsPanel extends Widget {
             h('progress', { max: progress.total, value: progress.done, title: progressLine(progress) })
           ])
     );
-    const rows = treeRows(model.checkpoints);
+    const rows = model.rows;
     // Redraw only on change: a row replaced under the pointer would swallow the click.
     const key = JSON.stringify([rows.map(r => [r.id, r.tag]), this._selected, model.error]);
     if (key !== this._listKey) {
@@ -225,47 +213,15 @@ export class CheckpointsPanel extends Widget {
     }
   }
 
-  /** Two lines: number, time, cell, trigger, status, size and tag, then every changed variable, wrapped. */
   private _row(r: IRow): HTMLElement {
     const model = this._model;
     const newest = model.checkpoints[model.checkpoints.length - 1];
-    const started = kernelStarted(r);
-    const changed = r.changed.join(', ');
-    return h(
-      'li',
-      {
-        class: [
-          'jp-ckpt-row',
-          r.id === this._selected && 'jp-mod-selected',
-          r.id === newest?.id && 'jp-ckpt-newest',
-          started && 'jp-ckpt-kernel-start'
-        ]
-          .filter(Boolean)
-          .join(' '),
-        'data-id': r.id,
-        style: `padding-left: ${0.5 + 1.25 * r.depth}em`,
-        title:
-          `Kernel checkpoint ${model.label(r.id)} (id ${r.id}), ${new Date(r.time * 1000).toLocaleString()} ` +
-          `(${age(Date.now() / 1000 - r.time)} ago)` +
-          (started ? '\nA new kernel started here' : '') +
-          (changed ? `\nChanged: ${changed}` : ''),
-        onclick: () => void this._select(r.id)
-      },
-      h(
-        'div',
-        { class: 'jp-ckpt-line' },
-        started && h('span', { class: 'jp-ckpt-kernel-label' }, 'new kernel'),
-        r.branchFrom !== null && h('span', { class: 'jp-ckpt-branch' }, `↳ from ${model.label(r.branchFrom)}`),
-        h('span', { class: 'jp-ckpt-id' }, model.label(r.id)),
-        h('span', { class: 'jp-ckpt-time' }, clock(r.time)),
-        h('span', { class: 'jp-ckpt-cell' }, cellLabel(r.cell)),
-        h('span', { class: 'jp-ckpt-trigger' }, r.trigger),
-        h('span', { class: `jp-ckpt-status jp-ckpt-status-${r.status}` }, r.status),
-        h('span', { class: 'jp-ckpt-size' }, humanBytes(r.new_bytes)),
-        r.tag && h('span', { class: 'jp-ckpt-tag' }, r.tag)
-      ),
-      changed && h('div', { class: 'jp-ckpt-changed' }, changed)
-    );
+    return rowView(r, {
+      prefix: 'jp-ckpt-',
+      marks: [r.id === this._selected && 'jp-mod-selected', r.id === newest?.id && 'jp-ckpt-newest'],
+      name: id => model.label(id),
+      select: () => void this._select(r.id)
+    });
   }
 
   private async _select(id: number | null): Promise<void> {
@@ -277,7 +233,7 @@ export class CheckpointsPanel extends Widget {
       return;
     }
     try {
-      const details = await requestAPI<ICheckpointDetails>(`checkpoints/${id}`);
+      const details = await checkpointDetails(id);
       if (this._selected === id) {
         this._details = details;
         this._pane.replaceChildren(this._detailsView(details));
@@ -292,7 +248,7 @@ export class CheckpointsPanel extends Widget {
     return h(
       'div',
       {},
-      h('h3', {}, `${this._model.label(d.id)} ${cellLabel(d.cell)} · ${clock(d.time)} · ${d.trigger} · ${d.status}`),
+      h('h3', {}, headline(d, this._model.label(d.id))),
       d.message && h('p', { class: 'jp-ckpt-message' }, d.message),
       h(
         'div',
@@ -301,45 +257,9 @@ export class CheckpointsPanel extends Widget {
         h('button', { class: 'jp-ckpt-tag-button jp-mod-styled', onclick: () => void this.tagSelected() }, 'Tag'),
         h('button', { class: 'jp-ckpt-delete jp-mod-styled jp-mod-warn', onclick: () => void this.deleteSelected() }, 'Delete')
       ),
-      h('h4', {}, 'Changes from the previous checkpoint'),
-      diffView(d.diff, 'jp-ckpt-'),
-      h('h4', {}, 'Variables'),
-      variablesView(d),
+      contentsView(d, 'jp-ckpt-', 'h4'),
       cell && h('h4', {}, `Cell ${cellLabel(cell.count)}`),
       cell && h('pre', { class: 'jp-ckpt-source' }, cell.source)
     );
   }
-}
-
-function variablesView(d: ICheckpointDetails): HTMLElement {
-  const names = Object.keys(d.variables).sort();
-  if (!names.length) {
-    return h('p', { class: 'jp-ckpt-empty' }, 'no variables');
-  }
-  const touched = new Set([...Object.keys(d.diff.added), ...Object.keys(d.diff.changed)]);
-  const rows = (name: string, v: IPreview) => [
-    h(
-      'tr',
-      { class: touched.has(name) && 'jp-ckpt-touched', 'data-name': name },
-      h('td', { class: 'jp-ckpt-name' }, name),
-      h('td', {}, shape(v)),
-      h('td', {}, humanBytes(v.size))
-    ),
-    h(
-      'tr',
-      { 'data-value': name },
-      h(
-        'td',
-        { class: 'jp-ckpt-value', colspan: 3, title: `${v.type}\n${v.repr}` },
-        h('div', { class: 'jp-ckpt-type' }, v.type),
-        h('div', { class: 'jp-ckpt-repr' }, v.repr)
-      )
-    )
-  ];
-  return h(
-    'table',
-    { class: 'jp-ckpt-variables' },
-    h('tr', {}, ['name', 'shape', 'size'].map(c => h('th', {}, c))),
-    names.flatMap(name => rows(name, d.variables[name]))
-  );
 }

@@ -1,7 +1,7 @@
 // Offers to rebuild, by running their cells again, the variables a restore could not bring back.
 import { Dialog, Notification, showDialog } from '@jupyterlab/apputils';
 import { Widget } from '@lumino/widgets';
-import { type IReplayOffer, requestAPI } from './api';
+import { type IReplayOffer, replay } from './api';
 import { h } from './dom';
 
 /** Ask before replaying: it runs code again, with its side effects, so the code is shown first. */
@@ -43,18 +43,12 @@ async function review(kernelId: string, offer: IReplayOffer): Promise<void> {
     body: new Widget({ node: replayCode(offer) }),
     buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Run them' })]
   });
-  if (answer.button.accept) {
-    await replay(kernelId);
+  if (!answer.button.accept) {
+    return;
   }
-}
-
-async function replay(kernelId: string): Promise<void> {
   try {
-    const result = await requestAPI<{ variables: { [name: string]: string } }>('replay', {
-      method: 'POST',
-      body: JSON.stringify({ kernel_id: kernelId })
-    });
-    const lines = Object.entries(result.variables).map(([name, outcome]) => `${name}: ${outcome}`);
+    const variables = await replay(kernelId);
+    const lines = Object.entries(variables).map(([name, outcome]) => `${name}: ${outcome}`);
     Notification.success(`Replay: ${lines.join('; ')}`, { autoClose: 8000 });
   } catch (error) {
     Notification.error(`Replay failed: ${error}`, { autoClose: false });

@@ -1,12 +1,13 @@
 // What the sidebar and the status item print, checked without a browser.
 import { describe, expect, it } from 'vitest';
-import type { ICheckpoint } from '../src/api';
+import type { IRow } from '../src/api';
 import {
   age,
   brief,
+  clock,
   crashProgressLine,
+  headline,
   humanBytes,
-  kernelStarted,
   label,
   numbers,
   progressLine,
@@ -15,15 +16,15 @@ import {
   resumeLine,
   shape,
   storeDetails,
-  storeLine,
-  treeRows
+  storeLine
 } from '../src/format';
 
-function checkpoint(id: number, parent: number | null, extra: Partial<ICheckpoint> = {}): ICheckpoint {
+/** A row as GET checkpoints gives it: the record, its number in the session, its place in the tree. */
+function row(id: number, number: number, extra: Partial<IRow> = {}): IRow {
   return {
     id,
     session: 'a.ipynb',
-    parent,
+    parent: null,
     time: 0,
     cell: id,
     trigger: 'cell',
@@ -33,46 +34,49 @@ function checkpoint(id: number, parent: number | null, extra: Partial<ICheckpoin
     new_bytes: 0,
     total_bytes: 0,
     changed: [],
+    kernel_start: false,
+    number,
+    depth: 0,
+    branch_from: null,
     ...extra
   };
 }
 
 describe('numbers', () => {
-  it('counts a notebook from 1 in id order, whatever ids the store gave', () => {
-    const n = numbers([checkpoint(40, 12), checkpoint(12, null), checkpoint(41, 40)]);
-    expect([n.get(12), n.get(40), n.get(41)]).toEqual([1, 2, 3]);
-    expect(label(n, 40)).toBe('#2');
+  it('names a checkpoint by the number the server gave it in its notebook, else by its id', () => {
+    const n = numbers([row(12, 1), row(41, 3, { depth: 1, branch_from: 12 }), row(40, 2)]);
+    expect([label(n, 12), label(n, 40), label(n, 41)]).toEqual(['#1', '#2', '#3']);
     expect(label(n, 7)).toBe('(id 7)');
   });
 });
 
-describe('kernelStarted', () => {
-  it('marks a root and a restore a new kernel began with, not a restore within a kernel', () => {
-    expect(kernelStarted(checkpoint(1, null))).toBe(true);
-    expect(kernelStarted(checkpoint(3, 2, { trigger: 'restore', message: 'new kernel: restored checkpoint 2' }))).toBe(
-      true
-    );
-    expect(kernelStarted(checkpoint(4, 2, { trigger: 'restore', message: 'restored checkpoint 2' }))).toBe(false);
+describe('headline', () => {
+  it('sums a checkpoint up in one line under its name', () => {
+    const r = row(40, 2, { cell: 5, trigger: 'restore', status: 'error', time: 3600 });
+    expect(headline(r, '#2')).toBe(`#2 [5] · ${clock(3600)} · restore · error`);
+    expect(headline({ ...r, cell: null }, '#2')).toBe(`#2  · ${clock(3600)} · restore · error`);
   });
 });
 
-describe('treeRows', () => {
-  it('lists a branch after the line it left, one level deeper', () => {
-    const rows = treeRows([checkpoint(1, null), checkpoint(2, 1), checkpoint(3, 1), checkpoint(4, 2)]);
-    expect(rows.map(r => [r.id, r.depth, r.branchFrom])).toEqual([
-      [1, 0, null],
-      [2, 0, null],
-      [4, 0, null],
-      [3, 1, 1]
+describe('age', () => {
+  it('says how long ago as jupyter_ckpt.format.age does: seconds, minutes, hours, then days', () => {
+    const seconds = [-3, 4.6, 59.4, 125, 3599, 5400, 47.9 * 3600, 48 * 3600, 3.4 * 86400, 10.6 * 86400];
+    expect(seconds.map(age)).toEqual([
+      '0 s',
+      '5 s',
+      '59 s',
+      '2 min',
+      '60 min',
+      '1.5 h',
+      '47.9 h',
+      '2 days',
+      '3 days',
+      '11 days'
     ]);
   });
-
-  it('shows a checkpoint whose parent was thinned away as a root', () => {
-    expect(treeRows([checkpoint(5, 2), checkpoint(6, 5)]).map(r => r.depth)).toEqual([0, 0]);
-  });
 });
 
-describe('sizes, ages and values', () => {
+describe('sizes, progress and values', () => {
   it('reads as a person would say it', () => {
     expect([humanBytes(512), humanBytes(1536), humanBytes(3 * 1024 ** 3), humanBytes(-1)]).toEqual([
       '512 B',
@@ -80,7 +84,6 @@ describe('sizes, ages and values', () => {
       '3.0 GiB',
       '-'
     ]);
-    expect([age(4.6), age(125), age(5400)]).toEqual(['5 s', '2 min', '1.5 h']);
     const progress = { what: 'restoring kernel checkpoint #3', done: 1.2 * 1024 ** 3, total: 4 * 1024 ** 3 };
     expect(progressLine(progress)).toBe('restoring kernel checkpoint #3: 1.2 GiB of 4.0 GiB');
     expect(progressPercent(progress)).toBe('Restoring kernel checkpoint #3… 30%');

@@ -1,22 +1,16 @@
 // The browser half of jupyter_ckpt.widget.Timeline (%checkpoint timeline): draws the traits, sends back clicks.
 // esbuild bundles it, with the modules the sidebar uses, into the ESM file anywidget loads (jupyter_ckpt/static/widget.js).
 import type { AnyModel, AnyWidget, RenderProps } from '@anywidget/types';
-import type { ICheckpoint, ICheckpointDetails } from '../api';
+import type { ICheckpointDetails, IRow } from '../api';
 import { h } from '../dom';
-import { cellLabel, clock, humanBytes, label, shape } from '../format';
-import { diffView } from '../views';
-
-/** A row of jupyter_ckpt.widget.tree_rows: a checkpoint with its number in the session and its place in the tree. */
-interface IWidgetRow extends ICheckpoint {
-  number: number;
-  depth: number;
-  branch_from: number | null;
-}
+import { headline, label, numbers } from '../format';
+import { contentsView, rowView } from '../views';
 
 /** The traits jupyter_ckpt.widget.Timeline syncs. */
 interface ITraits {
   session: string;
-  rows: IWidgetRow[];
+  /** The rows of jupyter_ckpt.timeline.tree_rows, as GET checkpoints gives them. */
+  rows: IRow[];
   head: number | null;
   selected: number | null;
   /** The selected checkpoint's details, or {} when none is selected. */
@@ -32,59 +26,19 @@ type Action = { action: 'restore' | 'delete'; id: number } | { action: 'tag'; id
 
 /** A checkpoint's name on screen: its number in the session, as the rows show it. */
 function nameOf(model: Model, id: number): string {
-  return label(new Map(model.get('rows').map(r => [r.id, r.number])), id);
+  return label(numbers(model.get('rows')), id);
 }
 
-function row(r: IWidgetRow, model: Model): HTMLElement {
-  const classes = ['ckpt-row'];
-  if (r.id === model.get('selected')) {
-    classes.push('ckpt-selected');
-  }
-  if (r.id === model.get('head')) {
-    classes.push('ckpt-head');
-  }
-  const select = () => {
-    model.set('selected', r.id);
-    model.save_changes();
-  };
-  return h(
-    'li',
-    { class: classes.join(' '), 'data-id': r.id, style: `padding-left: ${0.5 + 1.25 * r.depth}em`, onclick: select },
-    r.branch_from !== null && h('span', { class: 'ckpt-branch' }, `↳ from ${nameOf(model, r.branch_from)}`),
-    h('span', { class: 'ckpt-id', title: `id ${r.id}` }, `#${r.number}`),
-    h('span', { class: 'ckpt-time' }, clock(r.time)),
-    h('span', { class: 'ckpt-cell' }, cellLabel(r.cell)),
-    h('span', { class: 'ckpt-trigger' }, r.trigger),
-    h('span', { class: `ckpt-status ckpt-status-${r.status}` }, r.status),
-    h('span', { class: 'ckpt-size' }, humanBytes(r.new_bytes)),
-    h('span', { class: 'ckpt-changed' }, r.changed.join(', ')),
-    r.tag && h('span', { class: 'ckpt-tag' }, r.tag)
-  );
-}
-
-function variablesTable(d: ICheckpointDetails): HTMLElement {
-  const names = Object.keys(d.variables).sort();
-  if (!names.length) {
-    return h('p', { class: 'ckpt-empty' }, 'no variables');
-  }
-  const touched = new Set([...Object.keys(d.diff.added), ...Object.keys(d.diff.changed)]);
-  return h(
-    'table',
-    { class: 'ckpt-variables' },
-    h('tr', {}, ['name', 'type', 'shape', 'size', 'value'].map(c => h('th', {}, c))),
-    names.map(name => {
-      const v = d.variables[name];
-      return h(
-        'tr',
-        { class: touched.has(name) && 'ckpt-touched' },
-        h('td', { class: 'ckpt-name' }, name),
-        h('td', {}, v.type),
-        h('td', {}, shape(v)),
-        h('td', {}, humanBytes(v.size)),
-        h('td', { class: 'ckpt-repr' }, v.repr)
-      );
-    })
-  );
+function row(r: IRow, model: Model): HTMLElement {
+  return rowView(r, {
+    prefix: 'ckpt-',
+    marks: [r.id === model.get('selected') && 'ckpt-selected', r.id === model.get('head') && 'ckpt-head'],
+    name: id => nameOf(model, id),
+    select: () => {
+      model.set('selected', r.id);
+      model.save_changes();
+    }
+  });
 }
 
 function detailsPane(model: Model): HTMLElement {
@@ -102,7 +56,7 @@ function detailsPane(model: Model): HTMLElement {
   return h(
     'div',
     {},
-    h('h4', {}, `Kernel checkpoint ${nameOf(model, d.id)} ${cellLabel(d.cell)} · ${clock(d.time)} · ${d.trigger} · ${d.status}`),
+    h('h4', {}, `Kernel checkpoint ${headline(d, nameOf(model, d.id))}`),
     d.message && h('p', { class: 'ckpt-message' }, d.message),
     h(
       'div',
@@ -116,10 +70,7 @@ function detailsPane(model: Model): HTMLElement {
       ),
       h('button', { class: 'ckpt-delete', onclick: confirmDelete }, 'Delete')
     ),
-    h('h5', {}, 'Changes from the previous checkpoint'),
-    diffView(d.diff, 'ckpt-'),
-    h('h5', {}, 'Variables'),
-    variablesTable(d)
+    contentsView(d, 'ckpt-', 'h5')
   );
 }
 

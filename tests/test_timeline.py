@@ -1,0 +1,85 @@
+"""The stored timeline's rules, as every surface uses them through ``Timeline``: REFs, good states, the tree."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from jupyter_ckpt.errors import BadArgument, UnknownCheckpoint
+from jupyter_ckpt.store import NEW_KERNEL, Store
+from jupyter_ckpt.timeline import Timeline, good_states, never_thinned, tree_rows
+
+
+def manifest(
+    parent: int | None = None, status: str = "ok", changed: tuple[str, ...] = ("x",), **extra: Any
+) -> dict[str, Any]:
+    return {
+        "parent": parent,
+        "time": time.time(),
+        "cell": 1,
+        "last_cell": None,
+        "trigger": "cell",
+        "status": status,
+        "changed": list(changed),
+        "variables": {},
+        **extra,
+    }
+
+
+def test_refs_resolve_and_unknown_refs_are_clear(store: Store) -> None:
+    a = store.commit("nb.ipynb", manifest(), {})
+    b = store.commit("nb.ipynb", manifest(parent=a, status="error"), {})
+    store.tag(a, "baseline")
+    timeline = Timeline(store)
+    assert timeline.resolve("nb.ipynb", "latest").id == b
+    assert timeline.resolve("nb.ipynb", "last-good").id == a
+    assert timeline.resolve("nb.ipynb", "baseline").id == a
+    assert timeline.resolve("nb.ipynb", "#2").id == b
+    assert timeline.resolve("nb.ipynb", "-1", head=b).id == a
+    assert timeline.resolve("nb.ipynb", "previous", mine=[b]).id == a
+    for bad in ("999", "nope", "-5", "#3"):
+        with pytest.raises(UnknownCheckpoint):
+            timeline.resolve("nb.ipynb", bad, head=b)
+    with pytest.raises(UnknownCheckpoint, match="no earlier kernel"):
+        timeline.resolve("nb.ipynb", "previous", mine=[a, b])
+    assert timeline.find(str(b), None).id == b  # the command line: an id needs no session
+    with pytest.raises(BadArgument, match="give --session"):
+        timeline.find("baseline", None)
+
+
+def test_a_checkpoint_that_changed_nothing_holds_its_parents_state_for_undo_good_states_and_thinning(
+    store: Store,
+) -> None:
+    """One rule: a restore entry, or a cell that only printed, is the state of the checkpoint before it."""
+    a = store.commit("nb.ipynb", manifest(), {})
+    b = store.commit("nb.ipynb", manifest(parent=a), {})
+    printed = store.commit("nb.ipynb", manifest(parent=b, changed=()), {})
+    entry = store.commit("nb.ipynb", manifest(parent=a, changed=(), trigger="restore"), {})
+    timeline = Timeline(store)
+    records = timeline.checkpoints("nb.ipynb")
+    # Undo from the cell that only printed skips back over it to the state before b.
+    assert timeline.resolve("nb.ipynb", "-1", head=printed).id == a
+    # The restore entry stands for a, the printing cell for b: two distinct good states, newest first.
+    assert good_states(records) == [a, b]
+    assert timeline.resolve("nb.ipynb", "last-good").id == a
+    # What stands for a kept state is kept with it.
+    assert {a, b, printed, entry} <= never_thinned(records)
+
+
+def test_tree_rows_branch_and_carry_where_kernels_started(store: Store) -> None:
+    a = store.commit("nb.ipynb", manifest(), {})
+    b = store.commit("nb.ipynb", manifest(parent=a), {})
+    branch = store.commit(
+        "nb.ipynb", manifest(parent=a, changed=(), trigger="restore", message=NEW_KERNEL + f"restored {a}"), {}
+    )
+    after = store.commit("nb.ipynb", manifest(parent=branch), {})
+    rows = tree_rows(Timeline(store).checkpoints("nb.ipynb"))
+    assert [(r["id"], r["number"], r["depth"], r["branch_from"]) for r in rows] == [
+        (a, 1, 0, None),
+        (b, 2, 0, None),
+        (branch, 3, 1, a),
+        (after, 4, 1, None),
+    ]
+    assert [r["kernel_start"] for r in rows] == [True, False, True, False]
