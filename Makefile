@@ -12,11 +12,12 @@ $(PY):
 	$(PY) -m pip install --quiet --upgrade pip
 
 # The lab extension is built (npm) and copied into the venv by the pip install, which skips the build when
-# its output exists: a change to its sources removes the output, so that the next install builds again.
+# its output directory is newer than its sources: a change to its sources removes the whole output (not
+# only some files, which a build by hand could leave newer), so that the next install builds again.
 LABEXT_SOURCES := labextension/package.json $(wildcard labextension/src/*.ts labextension/src/*/*.ts labextension/style/*)
 
 $(STAMP): pyproject.toml $(PY) $(LABEXT_SOURCES)
-	rm -f jupyter_ckpt/labextension/static/style.js jupyter_ckpt/static/widget.js
+	rm -rf jupyter_ckpt/labextension jupyter_ckpt/static/widget.js
 	$(PY) -m pip install --quiet -e '.[test,dev]'
 	touch $@
 
