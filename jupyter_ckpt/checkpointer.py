@@ -17,7 +17,7 @@ import time
 import types
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from . import capture, settings
 from .blobs import BlobInfo, writer_alive
@@ -30,7 +30,7 @@ from .remote import Replica
 from .restore import Diff, RestoreReport, diff_manifests, restore_namespace
 from .retention import Limits, Retention, usage
 from .schedule import Scheduler
-from .store import NEW_KERNEL, CheckpointRecord, Store, check_tag
+from .store import NEW_KERNEL, Cell, CheckpointRecord, Store, check_tag
 from .timeline import Thinned, Timeline
 from .writer import ForkWriter, SyncWriter, WriterStopped, fork_unsafe_reason, resident_bytes, system_seconds
 
@@ -45,6 +45,24 @@ PULL_WAIT = 60.0  # seconds a look at the timeline waits for the remote one to b
 def no_progress(what: str) -> Progress:
     """A save's or restore's progress, told to nobody."""
     return untold
+
+
+class Status(TypedDict):
+    """Where things stand, as ``%checkpoint status`` shows it."""
+
+    store: str
+    session: str
+    policy: dict[str, Any]  # the session's Policy
+    checkpoints: int
+    bytes: int  # stored by this session's checkpoints
+    last_checkpoint_age: float | None  # seconds
+    writing: bool  # a background write is in progress
+    skipped: dict[str, str]  # variables the last checkpoint could not hold, and why
+    schedule: dict[str, Any]  # Scheduler.report(): how far behind, the overhead, cells skipped and why
+    remote: dict[str, Any] | None  # Replica.status(), with a remote store
+    usage: dict[str, int | str]  # retention.Usage: size against the budget, free space against the floor
+    retention_error: str | None
+    writer_stopped: str | None  # why a writer was last stopped for memory
 
 
 @dataclass
@@ -653,7 +671,7 @@ class Checkpointer:
             _, variables, skipped, _ = capture.pack(self.module, cap, capture.hash_only)
             return {"variables": variables, "modules": cap.modules, "skipped": skipped}
 
-    def history(self, ref: str | int | None = None) -> list[dict[str, Any]]:
+    def history(self, ref: str | int | None = None) -> list[Cell]:
         """The cells executed up to ``ref`` (default: now), oldest first."""
         if ref is None:
             return self.store.cells(self.last_cell)
@@ -663,7 +681,7 @@ class Checkpointer:
         """The session's checkpoints in the catalog now, without waiting for writes in progress."""
         return self.timeline.committed(self.session)
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> Status:
         """Where things stand, without waiting for a write in progress."""
         with self._lock:
             writing = self._fork is not None and self._fork.busy

@@ -40,6 +40,7 @@ from typing import Any
 
 from . import serialize
 from .errors import BadArgument
+from .store import Cell
 
 # Method names that change their object in place: a call ``x.append(...)`` mutates ``x``.
 MUTATORS = frozenset(
@@ -184,7 +185,7 @@ class Part:
     variable the positions in ``cells`` of those it needs."""
 
     names: list[str]
-    cells: list[dict[str, Any]]
+    cells: list[Cell]
     needs: dict[str, set[int]]
     mutated: set[str] = field(default_factory=set)  # what those cells change in place
 
@@ -194,7 +195,7 @@ class Recipe:
     """The cells to run again, oldest first, to rebuild ``names``; or why they cannot be."""
 
     names: list[str]
-    cells: list[dict[str, Any]] = field(default_factory=list)  # every cell replay would run, oldest first
+    cells: list[Cell] = field(default_factory=list)  # every cell replay would run, oldest first
     problems: dict[str, str] = field(default_factory=dict)
     mutated: set[str] = field(default_factory=set)  # what those cells change in place
     parts: list[Part] = field(default_factory=list)  # run one after another, each on its own
@@ -246,7 +247,7 @@ class _Index:
         return chosen
 
 
-def plan(missing: Iterable[str], cells: list[dict[str, Any]]) -> Recipe:
+def plan(missing: Iterable[str], cells: list[Cell]) -> Recipe:
     """The recipe of each missing variable from the lineage ``cells`` (oldest first, as ``Store.cells`` gives)."""
     recipe = Recipe(sorted(set(missing)))
     read = [cell_names(c["source"]) for c in cells]

@@ -20,7 +20,7 @@ from typing import Any
 
 from .blobs import BlobInfo
 from .errors import IntegrityError, UnknownCheckpoint
-from .store import CELL_FIELDS, Store
+from .store import Store, recorded
 
 
 class RemoteCatalog:
@@ -82,7 +82,7 @@ class RemoteCatalog:
             "manifest": row["manifest"],
             "mac": row["mac"],
             "blobs": [[b["key"], b["size"], b["stored"]] for b in blobs],
-            "cells": [{k: c[k] for k in CELL_FIELDS} for c in cells],
+            "cells": [recorded(c) for c in cells],
         }
 
     def tombstones(self) -> list[str]:

@@ -43,7 +43,7 @@ import time
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from .blobs import BlobInfo, LocalBlobs, make_dir
 from .errors import (
@@ -129,6 +129,26 @@ _IDENTITY_SQL = (
 )
 # What a cell's signature covers, with the signature of the cell before it.
 CELL_FIELDS = ("count", "source", "status", "duration", "time")
+
+
+class Cell(TypedDict):
+    """One recorded cell as the catalog keeps it: its ``CELL_FIELDS``, and its signature (``mac``), chained to
+    that of the cell before it in its lineage (``prev``)."""
+
+    id: int
+    session_id: int
+    prev: int | None
+    count: int | None
+    source: str
+    status: str
+    duration: float | None
+    time: float
+    mac: str | None
+
+
+def recorded(cell: Cell) -> dict[str, Any]:
+    """A cell as users, and the remote store's records, see it: its ``CELL_FIELDS``."""
+    return {k: v for k, v in cell.items() if k in CELL_FIELDS}
 
 
 @dataclass
@@ -469,20 +489,20 @@ class Store:
 
     def cells(
         self, last_cell: int | None, limit: int = 10_000, *, after: int | None = None, tip: str | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[Cell]:
         """The cells of one lineage, oldest first, ending with ``last_cell`` (and starting after cell ``after``
         when the lineage goes through it).
 
         Each cell's signature is checked, chained to the one before it, and ``tip`` (a manifest's
         ``history``) must be the newest one's: a cell edited, dropped or moved raises IntegrityError.
         """
-        out: list[dict[str, Any]] = []
+        out: list[Cell] = []
         cursor = last_cell
         while cursor is not None and cursor != after and len(out) < limit:
             rows = self._query("SELECT * FROM cells WHERE id=?", (cursor,))
             if not rows:
                 raise IntegrityError(f"the execution history lacks cell {cursor}: it was removed from the catalog")
-            out.append(dict(rows[0]))
+            out.append(cast(Cell, dict(rows[0])))
             cursor = rows[0]["prev"]
         if tip is not None and (not out or out[0]["mac"] != tip):
             raise IntegrityError("the execution history does not end where its checkpoint recorded it")
@@ -497,7 +517,7 @@ class Store:
                 )
         return out[::-1]
 
-    def history(self, manifest: Manifest, *, after: int | None = None) -> list[dict[str, Any]]:
+    def history(self, manifest: Manifest, *, after: int | None = None) -> list[Cell]:
         """The verified cells a checkpoint recorded, oldest first (after cell ``after``)."""
         return self.cells(manifest["last_cell"], after=after, tip=manifest.get("history"))
 

@@ -34,7 +34,7 @@ from typing import Any
 from .errors import BadArgument, CheckpointError, UnknownCheckpoint, UnknownSession
 from .manifest import Manifest
 from .restore import diff_manifests
-from .store import CELL_FIELDS, CheckpointRecord, Store, parse_id
+from .store import CheckpointRecord, Store, parse_id, recorded
 
 _NOTHING: Manifest = {"variables": {}, "modules": {}}
 
@@ -238,8 +238,9 @@ class Timeline:
         """The cells executed from the parent's state to this checkpoint's, oldest first (verified)."""
         cells = self.store.history(manifest)
         ids = [c["id"] for c in cells]
-        start = ids.index(parent["last_cell"]) + 1 if parent.get("last_cell") in ids else 0
-        return [{k: c[k] for k in CELL_FIELDS} for c in cells[start:]]
+        last = parent.get("last_cell")
+        start = ids.index(last) + 1 if last is not None and last in ids else 0
+        return [recorded(c) for c in cells[start:]]
 
     def details(self, checkpoint_id: int) -> dict[str, Any]:
         """One checkpoint's record, variable previews, cells and diff to its parent, read from the store alone."""
