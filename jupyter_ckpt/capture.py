@@ -259,16 +259,32 @@ def _contents(o: Any) -> list[Any]:
     return []
 
 
-def group(variables: dict[str, Any], budget: int = REACH_BUDGET) -> list[list[str]]:
-    """Partition variable names so that variables sharing any object are in one group."""
-    parent: dict[str, str] = {n: n for n in variables}
+class Partition:
+    """Names joined into groups (a union-find): ``join`` two names' groups, then read the ``groups``."""
 
-    def root(n: str) -> str:
-        while parent[n] != n:
-            parent[n] = parent[parent[n]]
-            n = parent[n]
+    def __init__(self, names: Iterable[str]) -> None:
+        self._parent = {n: n for n in names}
+
+    def _root(self, n: str) -> str:
+        while self._parent[n] != n:
+            self._parent[n] = self._parent[self._parent[n]]
+            n = self._parent[n]
         return n
 
+    def join(self, a: str, b: str) -> None:
+        self._parent[self._root(a)] = self._root(b)
+
+    def groups(self, order: Iterable[str]) -> list[list[str]]:
+        """Each group's names in ``order``, the groups in the order of their first names."""
+        found: dict[str, list[str]] = {}
+        for n in order:
+            found.setdefault(self._root(n), []).append(n)
+        return list(found.values())
+
+
+def group(variables: dict[str, Any], budget: int = REACH_BUDGET) -> list[list[str]]:
+    """Partition variable names so that variables sharing any object are in one group."""
+    partition = Partition(variables)
     owner: dict[int, str] = {}
     oversized: str | None = None
     for name in sorted(variables):
@@ -277,15 +293,12 @@ def group(variables: dict[str, Any], budget: int = REACH_BUDGET) -> list[list[st
         except _Overflow:
             # Too big to trace: keep all such variables together, which is always correct.
             if oversized is not None:
-                parent[root(name)] = root(oversized)
+                partition.join(name, oversized)
             oversized = name
             continue
         for other in met:
-            parent[root(name)] = root(other)
-    groups: dict[str, list[str]] = {}
-    for name in sorted(variables):
-        groups.setdefault(root(name), []).append(name)
-    return list(groups.values())
+            partition.join(name, other)
+    return partition.groups(sorted(variables))
 
 
 def process_states() -> dict[str, Any]:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import serialize
+from .capture import Partition
 from .errors import BadArgument
 from .store import Cell
 
@@ -263,23 +264,13 @@ def plan(missing: Iterable[str], cells: list[Cell]) -> Recipe:
             recipe.problems[name] = f"cell [{failed[0]['count']}] that it needs failed; replay never runs a failed cell"
             continue
         needs[name] = steps
-    # Recipes that share a cell are one part: union-find over the cells they need.
-    parent = {n: n for n in needs}
-
-    def root(n: str) -> str:
-        while parent[n] != n:
-            parent[n] = parent[parent[n]]
-            n = parent[n]
-        return n
-
+    # Recipes that share a cell are one part.
+    partition = Partition(needs)
     owner: dict[int, str] = {}
     for name, steps in needs.items():
         for i in steps:
-            parent[root(name)] = root(owner.setdefault(i, name))
-    groups: dict[str, list[str]] = {}
-    for name in sorted(needs, key=lambda n: min(needs[n])):  # the parts in the order of their first cells
-        groups.setdefault(root(name), []).append(name)
-    for names in groups.values():
+            partition.join(name, owner.setdefault(i, name))
+    for names in partition.groups(sorted(needs, key=lambda n: min(needs[n]))):  # in the order of their first cells
         indices = sorted(set().union(*(needs[n] for n in names)))
         position = {i: p for p, i in enumerate(indices)}
         recipe.parts.append(
