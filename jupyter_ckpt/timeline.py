@@ -163,10 +163,6 @@ class Timeline:
         """A checkpoint's number in its session (the REF ``#N``)."""
         return numbers(self.committed(session)).get(checkpoint_id)
 
-    def rows(self, session: str) -> list[dict[str, Any]]:
-        """A session's checkpoints as ``tree_rows`` lays them out."""
-        return tree_rows(self.checkpoints(session))
-
     # -- REFs -------------------------------------------------------------------
 
     def resolve(
