@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypedDict
 
-from . import capture, settings
+from . import capture, serialize, settings
 from .blobs import BlobInfo, writer_alive
 from .errors import BadArgument, CheckpointError, IntegrityError, StoreFullError, UnknownCheckpoint
 from .manifest import Manifest, Skipped
@@ -244,6 +244,7 @@ class Checkpointer:
 
     def idle_tick(self) -> int | None:
         """Called while the kernel is idle: commit finished writes, take an owed or periodic checkpoint."""
+        serialize.index_library()  # here, not in every forked writer (50 ms with pandas, sklearn, torch imported)
         with self._lock:
             self.commit_finished()
             if self._owed is not None and (not self.policy.budgeted or self.schedule.idle_due()):

@@ -243,6 +243,12 @@ def _publicity(place: tuple[str, str]) -> tuple[bool, int, str, str]:
 _LIBRARY = _Library()
 
 
+def index_library() -> None:
+    """Bring the index of the objects library modules hold up to date (``_Library``). The kernel calls it while
+    idle, so that the writers it forks inherit the index instead of each building it again."""
+    _LIBRARY.current()
+
+
 def _attribute(module: str, name: str) -> Any:
     """What a library module holds under ``name``: an object saved by ``_Library``'s index."""
     return getattr(importlib.import_module(module), name)

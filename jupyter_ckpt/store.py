@@ -367,6 +367,10 @@ class Store:
         """The signature of one cell: its fields, chained to the signature of the cell before it."""
         return self.sign(json.dumps([prev_mac, *(cell[k] for k in CELL_FIELDS)]))
 
+    def _cell_signed(self, cell: Any, prev_mac: str | None) -> bool:
+        """Whether a recorded cell's stored signature is its own, chained to ``prev_mac``."""
+        return isinstance(cell["mac"], str) and hmac.compare_digest(self._cell_mac(prev_mac, cell), cell["mac"])
+
     @staticmethod
     def _mac_of(db: sqlite3.Connection, cell: int | None) -> str | None:
         """A recorded cell's signature as stored (None for no cell)."""
@@ -510,7 +514,7 @@ class Store:
         with self._lock:
             before = [c["mac"] for c in out[1:]] + [self._mac_of(self._connect(), out[-1]["prev"])] if out else []
         for cell, prev_mac in zip(out, before, strict=True):
-            if not isinstance(cell["mac"], str) or not hmac.compare_digest(self._cell_mac(prev_mac, cell), cell["mac"]):
+            if not self._cell_signed(cell, prev_mac):
                 raise IntegrityError(
                     f"cell [{cell['count']}] of the execution history fails its signature check: it was "
                     "changed, moved or removed after it ran; it will not be shown or run again"
@@ -758,7 +762,7 @@ class Store:
             macs[cell["id"]] = cell["mac"]
             if cell["prev"] is not None and cell["prev"] not in macs:
                 problems.append(f"session {cell['skey']}: cell [{cell['count']}] follows a cell that was removed")
-            elif cell["mac"] != self._cell_mac(macs.get(cell["prev"]), cell):
+            elif not self._cell_signed(cell, macs.get(cell["prev"])):
                 problems.append(
                     f"session {cell['skey']}: cell [{cell['count']}] fails its signature check (changed, moved "
                     "or removed after it ran); replay will not run it"
