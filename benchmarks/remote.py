@@ -81,7 +81,7 @@ def timed(fn: Any) -> tuple[float, Any]:
     return time.perf_counter() - start, out
 
 
-def bench_tier(url: str, mib: int, cells: int) -> dict[str, Any]:
+def bench_tier(url: str, mib: int, cells: int, rounds: int) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="ckpt-remote-"))
     secret = load_secret(work / "secret")
     module = namespace(mib)
@@ -96,20 +96,26 @@ def bench_tier(url: str, mib: int, cells: int) -> dict[str, Any]:
     base = replica.remote.root + "/baseline.pkl"
     pickle_put_s, _ = timed(lambda: fs.pipe_file(base, payload))
 
-    b = Store(work / "b", secret)
-    fresh = Replica(b, Remote(url))
-    restored = types.ModuleType("__main__")
+    def restore(n: int) -> tuple[float, types.ModuleType]:  # as a kernel on a new machine: pull, fetch, restore
+        b = Store(work / f"b{n}", secret)
+        restored = types.ModuleType("__main__")
+        fresh = Replica(b, Remote(url))
+        seconds, _ = timed(lambda: Checkpointer(b, "bench.ipynb", restored, lazy=False, replica=fresh).restore())
+        return seconds, restored
 
-    def restore() -> None:  # as a kernel does: the replica's thread pulls, the restore fetches what it needs
-        Checkpointer(b, "bench.ipynb", restored, lazy=False, replica=fresh).restore("latest")
-
-    restore_s, _ = timed(restore)
     keys = [path for path in fs.find(replica.remote.root + "/blobs")]
-    with ThreadPoolExecutor(8) as pool:  # the floor: the checkpoint's own objects, downloaded as the fetch does
-        floor_s, _ = timed(lambda: list(pool.map(fs.cat_file, keys)))
-    pickle_get_s, data = timed(lambda: fs.cat_file(base))
-    unpickle_s, _ = timed(lambda: pickle.loads(data))
-    assert np.array_equal(restored.arrays[0], module.arrays[0])
+    restores, floors, gets, loads = [], [], [], []
+    for n in range(rounds):  # alternated: the restore, then its floor, then the pickle file
+        seconds, restored = restore(n)
+        restores.append(seconds)
+        with ThreadPoolExecutor(8) as pool:  # the floor: the checkpoint's own objects, downloaded as the fetch does
+            floors.append(timed(lambda: list(pool.map(fs.cat_file, keys)))[0])
+        get_s, data = timed(lambda: fs.cat_file(base))
+        gets.append(get_s)
+        loads.append(timed(lambda data=data: pickle.loads(data))[0])
+        assert np.array_equal(restored.arrays[0], module.arrays[0])
+    restore_s, floor_s = statistics.median(restores), statistics.median(floors)
+    pickle_get_s, unpickle_s = statistics.median(gets), statistics.median(loads)
 
     uploaded = sum(info["size"] for info in replica.remote.listing("").values() if not info["name"].endswith(".pkl"))
     for i in range(cells):  # each cell changes a few rows of one array and one small object
@@ -179,6 +185,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--mib", type=int, default=256, help="size of the array data in the namespace")
     p.add_argument("--cells", type=int, default=10, help="cells of the session whose uploaded bytes are counted")
+    p.add_argument("--rounds", type=int, default=3, help="alternated rounds of the restore and its floors (medians)")
     p.add_argument("--objects", type=int, default=32, help="4 MiB objects per client in the client comparison")
     args = p.parse_args()
     server, endpoint = start_moto()
@@ -193,7 +200,7 @@ def main() -> None:
 
         boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="bench")
         result = {
-            "tier": bench_tier("s3://bench/tier", args.mib, args.cells),
+            "tier": bench_tier("s3://bench/tier", args.mib, args.cells, args.rounds),
             "clients": bench_clients(endpoint, "bench", args.objects),
             "mib": args.mib,
         }

@@ -336,6 +336,8 @@ class Meta:
 
 
 Put = Callable[[bytes | memoryview, bool], BlobInfo]
+# Told each out-of-band buffer stored, with its chunk keys (``writewatch.observed``).
+Hashed = Callable[[memoryview, list[str]], None]
 
 
 def hash_only(data: bytes | memoryview, compress: bool) -> BlobInfo:
@@ -344,7 +346,9 @@ def hash_only(data: bytes | memoryview, compress: bool) -> BlobInfo:
     return BlobInfo(content_key(view), view.nbytes, view.nbytes, new=False)
 
 
-def _put_buffer(put: Put, buf: memoryview, blobs: dict[str, BlobInfo], tally: Tally) -> Buffer:
+def _put_buffer(
+    put: Put, buf: memoryview, blobs: dict[str, BlobInfo], tally: Tally, hashed: Hashed | None = None
+) -> Buffer:
     """Store one out-of-band buffer as content-addressed chunks; returns its size and chunk keys.
 
     A cell that changes a few rows of a large array writes the chunks those rows
@@ -365,13 +369,16 @@ def _put_buffer(put: Put, buf: memoryview, blobs: dict[str, BlobInfo], tally: Ta
             tally.add(info.size)  # here, in the thread that saves: a progress display is the kernel's
     for info in chunks:
         blobs[info.key] = info
-    return {"size": view.nbytes, "chunks": [info.key for info in chunks]}
+    keys = [info.key for info in chunks]
+    if hashed is not None:
+        hashed(view, keys)
+    return {"size": view.nbytes, "chunks": keys}
 
 
 def _put_group(
-    put: Put, packed: serialize.Packed, blobs: dict[str, BlobInfo], tally: Tally
+    put: Put, packed: serialize.Packed, blobs: dict[str, BlobInfo], tally: Tally, hashed: Hashed | None = None
 ) -> tuple[str, list[Buffer]]:
-    buffers = [_put_buffer(put, buf, blobs, tally) for buf in packed.buffers]
+    buffers = [_put_buffer(put, buf, blobs, tally, hashed) for buf in packed.buffers]
     for buffer, mappable in zip(buffers, packed.mappable, strict=True):
         if mappable:
             buffer["mappable"] = True
@@ -398,11 +405,13 @@ def pack(
     put: Put,
     tally: Tally | None = None,
     hints: dict[str, int] | None = None,
+    hashed: Hashed | None = None,
 ) -> tuple[list[Group], dict[str, dict[str, Any]], dict[str, Skipped], dict[str, BlobInfo]]:
     """Serialize every group through ``put``: returns groups, variables, skipped ones and blobs.
 
     ``tally`` counts the bytes put. Its total is each group's pickled size once it
-    is known, and until then the largest of its variables' ``hints``.
+    is known, and until then the largest of its variables' ``hints``. ``hashed`` is
+    told each buffer's chunk keys.
     """
     tally = tally or Tally(0, untold)
     blobs: dict[str, BlobInfo] = {}
@@ -436,7 +445,7 @@ def pack(
             skipped[names[0]] = {"reason": e.reason, "type": type(value).__qualname__}
             continue
         tally.expect(tally.done + packed.nbytes + ahead)
-        key, buffer_keys = _put_group(put, packed, blobs, tally)
+        key, buffer_keys = _put_group(put, packed, blobs, tally, hashed)
         index = len(groups)
         groups.append({"key": key, "buffers": buffer_keys, "names": names, "serializer": packed.serializer})
         for n in names:
@@ -466,6 +475,7 @@ def prepare(
     meta: Meta,
     progress: Progress | None = None,
     previous: Manifest | None = None,
+    hashed: Hashed | None = None,
 ) -> tuple[Manifest, dict[str, BlobInfo]]:
     """Serialize a checkpoint and make its blobs durable in ``blobs`` (the store's); returns the manifest and
     blobs to commit.
@@ -474,7 +484,8 @@ def prepare(
     has tied it to its parent: this half can run in a forked child that touches
     no catalog, no stream and no socket, while an earlier child still writes.
     ``progress`` is told the bytes written of those to write, a total first
-    guessed from the sizes in the ``previous`` checkpoint and of the values.
+    guessed from the sizes in the ``previous`` checkpoint and of the values. ``hashed`` is told each
+    variable's buffer as it was stored, with its chunk keys.
     """
 
     def put(data: bytes | memoryview, compress: bool) -> BlobInfo:
@@ -482,7 +493,7 @@ def prepare(
 
     tally = Tally(0, progress or untold)
     hints = size_hints(capture, previous) if progress is not None else None
-    groups, variables, skipped, written = pack(module, capture, put, tally, hints)
+    groups, variables, skipped, written = pack(module, capture, put, tally, hints, hashed)
     packed_random = serialize.dumps(capture.random, module)
     tally.expect(tally.done + packed_random.nbytes)
     random_key, random_buffers = _put_group(put, packed_random, written, tally)

@@ -33,12 +33,15 @@ from .schedule import Scheduler
 from .store import NEW_KERNEL, Cell, CheckpointRecord, Store, check_tag
 from .timeline import Thinned, Timeline
 from .writer import ForkWriter, SyncWriter, WriterStopped, fork_unsafe_reason, resident_bytes, system_seconds
+from .writewatch import Seen, WriteWatch, observed
 
 TRIGGERS = ("cell", "interval", "manual", "loop", "restore", "crash-restore")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Bytes of the kernel's memory a checkpoint is assumed to cost a second of (the fork, the pages copied while
 # the writer runs, the writer's CPU), until the kernel's first checkpoint is measured.
 PRIOR_RATE = 1 << 30
+# What a writer hands back to commit: the manifest, its blobs, and the buffers it hashed (``WriteWatch.learn``).
+Written = tuple[Manifest, dict[str, BlobInfo], list[Seen]]
 PULL_WAIT = 60.0  # seconds a look at the timeline waits for the remote one to be pulled at kernel start
 
 
@@ -150,6 +153,9 @@ class Checkpointer:
         self._lock = threading.RLock()
         self._sync = SyncWriter()
         self._fork = ForkWriter(store.blobs.tmp, _encode, _decode) if background else None
+        # The pages of the large buffers written since the newest checkpoint's writer started: what an undo
+        # need not hash.
+        self._watch = WriteWatch()
         self.lazy = lazy
         self.replay_mode = check_mode(replay_mode)
         self._run_cell = run_cell
@@ -290,13 +296,23 @@ class Checkpointer:
             outcome: dict[str, int | None] = {}
 
             previous = self._head_manifest
+            epoch = self._watch.arm()  # before the writer starts: a page written after this is marked
 
-            def job(progress: Progress | None) -> tuple[Manifest, dict[str, BlobInfo]]:
-                return capture.prepare(self.store.blobs, self.module, cap, meta, progress, previous)
+            def job(progress: Progress | None) -> Written:
+                hashed: list[Seen] = []
+
+                def observe(view: memoryview, keys: list[str]) -> None:
+                    if (seen := observed(view, keys)) is not None:
+                        hashed.append(seen)
+
+                manifest, blobs = capture.prepare(self.store.blobs, self.module, cap, meta, progress, previous, observe)
+                return manifest, blobs, hashed
 
             def done(result: Any, error: BaseException | None) -> None:
                 try:
                     outcome["id"] = self._finish(cap, meta, result, error, raise_errors=wait)
+                    if outcome["id"] is not None:
+                        self._watch.learn(epoch, result[2])
                 finally:
                     self._settled(meta.at)
 
@@ -416,7 +432,7 @@ class Checkpointer:
             if writer_alive(path.name):
                 continue
             try:
-                manifest, blobs = _decode(json.loads(path.read_text())["ok"])
+                manifest, blobs, _ = _decode(json.loads(path.read_text())["ok"])
                 if manifest["session"] == self.session:
                     found.append((float(manifest["time"]), manifest, blobs, path))
             except (OSError, ValueError, KeyError, TypeError):
@@ -528,6 +544,7 @@ class Checkpointer:
                 target.id,
                 manifest,
                 held=self._held,
+                known=self._watch.keys,
                 only=only,
                 hidden=self._hidden(),
                 exclude=self.policy.exclude,
@@ -784,11 +801,11 @@ class Checkpointer:
             return thinned
 
 
-def _encode(outcome: tuple[Manifest, dict[str, BlobInfo]]) -> list[Any]:
-    manifest, blobs = outcome
-    return [manifest, [[b.key, b.size, b.stored, b.new] for b in blobs.values()]]
+def _encode(outcome: Written) -> list[Any]:
+    manifest, blobs, hashed = outcome
+    return [manifest, [[b.key, b.size, b.stored, b.new] for b in blobs.values()], hashed]
 
 
-def _decode(data: list[Any]) -> tuple[Manifest, dict[str, BlobInfo]]:
-    manifest, blobs = data
-    return manifest, {b[0]: BlobInfo(*b) for b in blobs}
+def _decode(data: list[Any]) -> Written:
+    manifest, blobs, *hashed = data  # a result left by an older version has no buffers hashed
+    return manifest, {b[0]: BlobInfo(*b) for b in blobs}, [(a, s, k) for a, s, k in (hashed[0] if hashed else [])]

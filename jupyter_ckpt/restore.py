@@ -18,7 +18,7 @@ import random
 import sys
 import textwrap
 import types
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -152,22 +152,37 @@ def read_group(
     return serialize.Packed(entry.get("serializer", "pickle"), payload, buffers)
 
 
-def _chunk_keys(flat: memoryview) -> list[str]:
-    """The content key of every chunk of a live buffer, hashed on every core (xxhash releases the GIL)."""
+# Per chunk of a live buffer, its content key if known without hashing it, else None (``WriteWatch.keys``).
+KnownKeys = Callable[[memoryview], list[str | None]]
+
+
+def _chunk_keys(flat: memoryview, known: KnownKeys | None = None) -> list[str]:
+    """The content key of every chunk of a live buffer: those ``known`` gives, and the others hashed on every
+    core (xxhash releases the GIL)."""
+    keys = known(flat) if known is not None else [None] * -(-flat.nbytes // CHUNK)
+
+    def key(index: int) -> str:
+        return keys[index] or content_key(flat[index * CHUNK : (index + 1) * CHUNK])
+
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        return list(pool.map(lambda start: content_key(flat[start : start + CHUNK]), range(0, flat.nbytes, CHUNK)))
+        return list(pool.map(key, range(len(keys))))
 
 
 def _patches(
-    blobs: LocalBlobs, module: types.ModuleType, target: Group, namespace: dict[str, Any]
+    blobs: LocalBlobs,
+    module: types.ModuleType,
+    target: Group,
+    namespace: dict[str, Any],
+    known: KnownKeys | None = None,
 ) -> list[Patch] | None:
     """The chunks to copy into the live objects of a group to give them the target's content, or None.
 
     The live objects are pickled again with the target's pickler: their stream
     must be the target's, byte for byte, and their buffers the same sizes. Every
-    chunk of those buffers is then hashed, and the chunks that differ from the
-    target's are read (verified) to be copied in. An empty list means the live
-    objects hold the target's content already. None means the group must be read.
+    chunk of those buffers is then hashed (or its key ``known``), and the chunks
+    that differ from the target's are read (verified) to be copied in. An empty
+    list means the live objects hold the target's content already. None means the
+    group must be read.
     """
     # Interned, as the namespace's own keys are: pickle memoizes strings by identity, so a function whose
     # name is the variable's name pickles to other bytes under an equal string that is another object.
@@ -183,7 +198,8 @@ def _patches(
         flat = view.cast("B") if view.format != "B" or view.ndim != 1 else view
         if flat.nbytes != then["size"]:
             return None
-        changed = [(i, t) for i, (n, t) in enumerate(zip(_chunk_keys(flat), then["chunks"], strict=True)) if n != t]
+        live = _chunk_keys(flat, known)
+        changed = [(i, t) for i, (n, t) in enumerate(zip(live, then["chunks"], strict=True)) if n != t]
         if changed and flat.readonly:
             return None  # a text column's buffer, or a read-only array: rebuild the group
         plan += [(flat, i * CHUNK, blobs.read(t)) for i, t in changed]
@@ -259,6 +275,7 @@ def restore_namespace(
     manifest: Manifest,
     *,
     held: dict[str, int] | None = None,
+    known: KnownKeys | None = None,
     only: Iterable[str] | None = None,
     hidden: Iterable[str] = (),
     exclude: Iterable[str] = (),
@@ -271,7 +288,8 @@ def restore_namespace(
     ``held`` maps names to the ids of the objects they were bound to at the
     last checkpoint or restore: only groups whose variables are still bound to
     those objects are compared with the target (a hint that saves pickling
-    what was rebound; the comparison reads the bytes). With ``lazy``, large raw
+    what was rebound; the comparison reads the bytes, or takes the keys of the
+    chunks ``known`` unchanged since they were hashed). With ``lazy``, large raw
     arrays are mapped and listed in ``unverified``. ``progress`` is told how many
     bytes of the variables are read of those to read.
     """
@@ -291,7 +309,7 @@ def restore_namespace(
         if held is None or any(wanted is not None and n not in wanted for n in names):
             continue
         if all(n in namespace and id(namespace[n]) == held.get(n) for n in names):
-            plan = _patches(blobs, module, entry, namespace)
+            plan = _patches(blobs, module, entry, namespace, known)
             if plan is not None:
                 plans[index] = plan
     for index in _shared_across({i: manifest["groups"][i]["names"] for i in plans}, namespace):

@@ -1,0 +1,160 @@
+"""writewatch.py: a chunk's key is taken as known only when no page of it can have changed since it was hashed.
+
+Each test is one way the shortcut could be wrong: a write it must see (from a thread, from a system call,
+through /proc/self/mem, by the kernel dropping the pages), memory that is not what was registered (mapped
+again at the same address, a file mapping another process writes), or knowledge from another writer's
+epoch. The first test shows the shortcut at work, so that the others do not pass for want of it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import mmap
+import os
+import threading
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jupyter_ckpt.capture import CHUNK
+from jupyter_ckpt.checkpointer import Checkpointer
+from jupyter_ckpt.restore import _chunk_keys
+from jupyter_ckpt.store import Store
+from jupyter_ckpt.writewatch import PAGE, WATCH_MIN, WriteWatch, address_of, observed
+
+pytestmark = pytest.mark.skipif(not WriteWatch().available, reason="needs userfaultfd WP_ASYNC and PAGEMAP_SCAN")
+
+SIZE = 8 * CHUNK
+MIDDLE = CHUNK // 2  # a page here lies in one chunk; a page at a chunk's edge may also hold its neighbour's bytes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+
+
+def watched(buffer: memoryview, rounds: int = 2) -> WriteWatch:
+    """A watch that knows the keys of ``buffer``: the first round registers it, the next arms it."""
+    watch = WriteWatch()
+    for _ in range(rounds):
+        epoch = watch.arm()
+        seen = observed(buffer, _chunk_keys(buffer))
+        assert seen is not None
+        watch.learn(epoch, [seen])
+    return watch
+
+
+def unknown(watch: WriteWatch, buffer: memoryview) -> list[int]:
+    return [i for i, key in enumerate(watch.keys(buffer)) if key is None]
+
+
+@pytest.fixture
+def array() -> np.ndarray:
+    return np.random.default_rng(0).random(SIZE // 8)
+
+
+def flat(a: np.ndarray) -> memoryview:
+    return memoryview(a).cast("B")
+
+
+def test_nothing_written_since_the_writer_started_means_every_key_is_known(array: np.ndarray) -> None:
+    watch = watched(flat(array))
+    assert unknown(watch, flat(array)) == []
+    assert watch.keys(flat(array)) == _chunk_keys(flat(array))
+
+
+def test_memory_registered_after_the_writer_started_is_not_trusted_until_armed(array: np.ndarray) -> None:
+    assert unknown(watched(flat(array), rounds=1), flat(array)) == list(range(8))
+
+
+def test_a_write_from_the_cells_thread_or_another_is_seen(array: np.ndarray) -> None:
+    watch = watched(flat(array))
+    array[(2 * CHUNK + MIDDLE) // 8] = -1.0
+    thread = threading.Thread(target=lambda: array.__setitem__((6 * CHUNK + MIDDLE) // 8, -1.0))
+    thread.start()
+    thread.join()
+    assert unknown(watch, flat(array)) == [2, 6]
+
+
+def test_a_system_call_reading_into_the_buffer_is_seen(array: np.ndarray, tmp_path: Path) -> None:
+    watch = watched(flat(array))
+    source = tmp_path / "bytes"
+    source.write_bytes(os.urandom(PAGE))
+    with source.open("rb", buffering=0) as f:
+        f.readinto(flat(array)[3 * CHUNK + MIDDLE : 3 * CHUNK + MIDDLE + PAGE])
+    assert unknown(watch, flat(array)) == [3]
+
+
+def test_a_write_through_proc_self_mem_is_seen(array: np.ndarray) -> None:
+    watch = watched(flat(array))
+    with open("/proc/self/mem", "r+b", buffering=0) as mem:
+        mem.seek((address_of(flat(array)) or 0) + 5 * CHUNK + MIDDLE)
+        mem.write(b"changed")
+    assert unknown(watch, flat(array)) == [5]
+
+
+def test_pages_the_kernel_dropped_read_as_written(array: np.ndarray) -> None:
+    watch = watched(flat(array))
+    start = -(-(address_of(flat(array)) or 0) // PAGE) * PAGE + CHUNK  # a page inside chunk 1
+    assert libc.madvise(ctypes.c_void_p(start), PAGE, 4) == 0  # MADV_DONTNEED: it reads as zeros now
+    assert unknown(watch, flat(array)) == [1]
+
+
+def test_memory_mapped_again_at_the_same_address_is_not_trusted(array: np.ndarray) -> None:
+    watch = watched(flat(array))
+    lo = -(-(address_of(flat(array)) or 0) // PAGE) * PAGE
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x10  # MAP_FIXED: a new mapping over the old pages
+    assert libc.mmap(lo, 4 * CHUNK, mmap.PROT_READ | mmap.PROT_WRITE, flags, -1, 0) == lo
+    assert unknown(watch, flat(array)) == [0, 1, 2, 3, 4]  # chunk 4 shares its first page with the new mapping
+
+
+def test_a_file_mapping_is_never_trusted(tmp_path: Path) -> None:
+    path = tmp_path / "shared.bin"
+    path.write_bytes(os.urandom(SIZE))
+    with path.open("r+b") as f, mmap.mmap(f.fileno(), SIZE) as shared:
+        view = memoryview(shared)
+        try:
+            watch = watched(view)
+            with path.open("r+b") as other:  # another process's write changes no page table of this one
+                other.write(b"changed")
+            assert unknown(watch, view) == list(range(8))
+        finally:
+            view.release()
+
+
+def test_what_a_writer_hashed_is_forgotten_when_another_starts(array: np.ndarray) -> None:
+    watch = watched(flat(array))
+    epoch = watch.arm()  # a save that failed, or whose writer has not reported yet
+    assert unknown(watch, flat(array)) == list(range(8))
+    watch.learn(epoch - 1, [(address_of(flat(array)) or 0, SIZE, _chunk_keys(flat(array)))])  # too late
+    assert unknown(watch, flat(array)) == list(range(8))
+
+
+def test_small_or_read_only_buffers_are_not_watched(array: np.ndarray) -> None:
+    assert observed(flat(array)[: WATCH_MIN - 1], []) is None
+    array.flags.writeable = False
+    assert observed(flat(array), []) is None
+
+
+def test_an_undo_reads_the_bytes_changed_between_cells(store: Store) -> None:
+    """End to end: after two checkpoints the undo takes the known keys, and still restores a change that
+    a thread made after the newest one."""
+    module = types.ModuleType("__main__")
+    first = np.random.default_rng(0).random(SIZE // 8)
+    module.__dict__["table"] = first.copy()
+    table = module.__dict__["table"]
+    ckpt = Checkpointer(store, "watch.ipynb", module)
+    ckpt.save(trigger="cell")
+    table[0] = -1.0
+    ckpt.save(trigger="cell")
+    ckpt.wait()
+    table[0] = first[0]
+    ckpt.save(trigger="cell")  # holds the first state again; the watch knows its keys
+    ckpt.wait()
+    assert unknown(ckpt._watch, flat(table)) == []
+    table[(7 * CHUNK + MIDDLE) // 8] = -2.0  # as a widget callback would, after the newest checkpoint
+    report = ckpt.restore("-1")  # table[0] == -1.0
+    assert report.patched == ["table"]
+    expected = first.copy()
+    expected[0] = -1.0
+    assert np.array_equal(table, expected)
