@@ -106,9 +106,9 @@ def sizes(pid: int) -> tuple[int, int]:
 
 class Sampler:
     """The peak of the PSS summed over a kernel's process tree (and what its writers alone held then), and the
-    least headroom, every 20 ms."""
+    least headroom, every ``interval`` seconds."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, interval: float = 0.02) -> None:
         from jupyter_ckpt import memory
 
         self._headroom = memory.headroom
@@ -116,12 +116,13 @@ class Sampler:
         self.peak = 0
         self.writers = 0
         self.least: int | None = None
+        self._interval = interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        while not self._stop.wait(0.02):
+        while not self._stop.wait(self._interval):
             kernel, *writers = [sizes(p) for p in tree(self.pid)]
             total = kernel[0] + sum(pss for pss, _ in writers)
             if total > self.peak:

@@ -35,6 +35,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from cow import Sampler  # this script's directory is on sys.path
 from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
 
@@ -86,6 +87,7 @@ class Kernel:
         self.client = self.manager.client()
         self.client.start_channels()
         self.client.wait_for_ready(timeout=60)
+        self.pid: int = self.manager.provisioner.process.pid  # type: ignore[union-attr]
 
     def send(self, code: str, *, silent: bool = False, expressions: dict[str, str] | None = None) -> str:
         """Send an execute request without waiting; returns its id."""
@@ -365,6 +367,8 @@ def run_session(
     out: dict[str, Any] = {"pattern": pattern, "cell_s": [], "pause_s": [], "hooks_s": [], "fork_s": []}
     env = {**env, **mode.env()}
     kernel = Kernel(mode.python, env, log)
+    # The peak of the kernel's and its writers' memory (PSS), every 0.2 s: cheap enough beside the cells.
+    sampler = Sampler(kernel.pid, interval=0.2)
     started = time.monotonic()
     phase = "run"
     full = pattern == "cell by cell"  # undo and restores are measured once, on the plainest pattern
@@ -391,6 +395,8 @@ def run_session(
             out["hooks_s"].append(m["post_last"] - m["post_first"])
             out["fork_s"].append(m["fork_s"])
         out.update(mode.finish(kernel, timeout=max(cap - (time.monotonic() - started), 60)))
+        sampler.stop()
+        out["peak_bytes"] = sampler.peak
         out["bytes"] = mode.stored_bytes()
         out["gap_s"] = largest_gap(out["cell_s"], out.pop("saved_cells", None))
         if not full:
@@ -414,6 +420,7 @@ def run_session(
         else:
             out["failed"] = f"{reason} ({len(out['cell_s'])}/{len(cells)} cells)"[:300]
     finally:
+        sampler.stop()
         out.setdefault("bytes", mode.stored_bytes())
         kernel.stop()
     if "failed" in out or not full:
@@ -604,6 +611,8 @@ def markdown(report: dict[str, Any]) -> str:
         "Hooks (fork) = the tool's post-cell hooks per cell, and the kernel's time in `os.fork` within them; "
         "both are part of the pause, the rest of which is the reply. Gap = the most seconds of execution between "
         "two cells whose end state was checkpointed (jupyter-ckpt; the others checkpoint every cell). "
+        "Peak = the most memory (PSS) the kernel and its writers held together, sampled every 0.2 s; the no-tool "
+        "row gives the median of its runs. "
         "Undo, restores and matches are measured on the cell-by-cell runs. "
         "Matched: run / undo / cold restore / full restore, "
         "variable digests against the baseline run "
@@ -611,9 +620,9 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         "| notebook | pattern | tool | pause p50 ms | pause p95 ms | hooks (fork) p50/p95 ms | added time "
         "| beyond noise | drain s "
-        "| checkpoints | gap s | bytes stored | undo s | cold restore s | full restore s | read s "
+        "| checkpoints | gap s | peak | bytes stored | undo s | cold restore s | full restore s | read s "
         "| matched (run / undo / restore / full) |",
-        "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
+        "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
     ]
     ratios = []
     for nb, pattern, rounds in [(nb, p, e) for nb, by in report["notebooks"].items() for p, e in by.items()]:
@@ -622,7 +631,9 @@ def markdown(report: dict[str, Any]) -> str:
         totals = " and ".join(f"{t:.1f} s" for t in seconds)
         if len(seconds) > 2:
             totals = f"{len(seconds)}, {min(seconds):.1f}–{max(seconds):.1f} s"
-        lines.append(f"| {nb} | {pattern} | no tool | | | | runs of {totals} | | | | | | | | | | |")
+        peaks = [r["peak_bytes"] for r in runs if r.get("peak_bytes")]
+        peak = human_bytes(int(statistics.median(peaks))) if peaks else ""
+        lines.append(f"| {nb} | {pattern} | no tool | | | | runs of {totals} | | | | | {peak} | | | | | | |")
         names = dict.fromkeys(name for e in rounds for name in e["tools"])
         tools = {name: median_run([e["tools"][name] for e in rounds if name in e["tools"]]) for name in names}
         for name, (r, spread) in tools.items():
@@ -640,7 +651,8 @@ def markdown(report: dict[str, Any]) -> str:
                 f"| {nb} | {pattern} | {name} | {cell(s.get('pause_p50_ms'))} | {cell(s.get('pause_p95_ms'))} "
                 f"| {forks} | {added} | {beyond_noise(rounds, name)} | {cell(r.get('drain_s'), '{:.2f}')} "
                 f"| {r.get('checkpoints', '–')} "
-                f"| {cell(r.get('gap_s'), '{:.1f}')} | {human_bytes(r['bytes'])} "
+                f"| {cell(r.get('gap_s'), '{:.1f}')} | {human_bytes(r['peak_bytes']) if r.get('peak_bytes') else '–'} "
+                f"| {human_bytes(r['bytes'])} "
                 f"| {undo} | {restore} | {full} | {read_cell(r)} | {matched} |"
             )
         for peer in ("dill", "kishu"):

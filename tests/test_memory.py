@@ -186,7 +186,7 @@ def test_after_a_writer_is_stopped_the_state_is_written_inline_until_the_copies_
     ckpt = Checkpointer(store, "stopped.ipynb", module, notify=notes.append, background=True)
     monkeypatch.setattr(memory, "reserve", lambda room: room.free + GIB)  # as if memory ran short at once
     ckpt.record_cell(1, "big = ...", True, 1.0)
-    assert ckpt.save(trigger="cell", cell=1) is None  # forked; the watcher stops the child within 20 ms
+    assert ckpt.save(trigger="cell", cell=1) is None, notes  # forked; the watcher stops the child within 20 ms
     ckpt.wait()  # the stopped child's state, written inline
     assert [r.cell for r in ckpt.checkpoints()] == [1]
     assert len(notes) == 1 and notes[0].startswith("jupyter-ckpt: stopped a checkpoint writer: only ")
