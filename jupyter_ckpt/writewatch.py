@@ -138,6 +138,7 @@ class WriteWatch:
         self._uffd = self._pagemap = -1
         self._epoch = 0
         self._registered: set[tuple[int, int]] = set()  # page ranges, registered with the userfaultfd
+        self._armed: set[tuple[int, int]] = set()  # those write-protected by the last arm
         self._known: dict[int, tuple[int, list[str]]] = {}  # address -> size and chunk keys, as of the epoch
         self._libc: ctypes.CDLL | None = None  # None: not available here, every chunk is hashed
         self._vec = (_Region * _VEC)()
@@ -193,18 +194,22 @@ class WriteWatch:
         """
         self._epoch += 1
         self._known = {}
+        self._armed = set()
         for lo, hi in list(self._registered):
             try:
                 self._scan(lo, hi, flags=_SCAN_WP_MATCHING, mask=_IS_WPALLOWED)
             except OSError:
                 self._registered.discard((lo, hi))  # unmapped meanwhile: nothing there to protect
+            else:
+                self._armed.add((lo, hi))
         return self._epoch
 
     def learn(self, epoch: int, hashed: Iterable[Seen]) -> None:
         """What the writer started after ``arm`` returned ``epoch`` hashed; ignored if another arm came since.
 
         The buffers' memory is registered here, after the writer started, so it is protected only from the
-        next arm: until then it reads as written, and its chunks are hashed.
+        next arm: until then its chunks are hashed (a page not yet protected reads as written, but a page
+        dropped since the writer started reads as unwritten, as it would after an arm).
         """
         if not self.available or epoch != self._epoch:
             return
@@ -228,7 +233,7 @@ class WriteWatch:
         if address is None or self._known.get(address, (-1, []))[0] != view.nbytes:
             return unknown
         lo, hi = _pages(address, view.nbytes)
-        if (lo, hi) not in self._registered:
+        if (lo, hi) not in self._armed:
             return unknown
         try:  # pages of registered memory, protected and not written since
             clean = self._scan(lo, hi, flags=0, mask=_IS_WPALLOWED | _IS_WRITTEN, inverted=_IS_WRITTEN)
