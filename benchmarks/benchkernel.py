@@ -15,6 +15,7 @@ import io
 import json
 import os
 import pickle
+import resource
 import sys
 import time
 import types
@@ -29,18 +30,24 @@ _NOT_USER = {"In", "Out", "exit", "quit", "get_ipython", "open", "init_kishu"}
 _IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), tuple, frozenset)
 
 
-def _mark(name: str) -> Any:
+def _mark(name: str, usage: bool = False) -> Any:
+    """A hook that records the time, and with ``usage`` the kernel's CPU seconds (user, system) and minor faults
+    (the copies on write a writer's pages cost are system time and faults)."""
+
     def hook(*args: Any) -> None:
         if name == "pre_first":
             _cells.append({})
         _cells[-1][name] = time.monotonic()
+        if usage:
+            ru = resource.getrusage(resource.RUSAGE_SELF)
+            _cells[-1][f"{name}_usage"] = [ru.ru_utime, ru.ru_stime, ru.ru_minflt]
 
     hook.__name__ = f"bench_{name}"
     return hook
 
 
-_pre_first, _pre_last = _mark("pre_first"), _mark("pre_last")
-_post_first, _post_last = _mark("post_first"), _mark("post_last")
+_pre_first, _pre_last = _mark("pre_first"), _mark("pre_last", usage=True)
+_post_first, _post_last = _mark("post_first", usage=True), _mark("post_last")
 
 
 def _timed(fork: Any) -> Any:
@@ -73,7 +80,8 @@ def reorder(ip: Any) -> None:
 
 
 def history() -> str:
-    """Every cell's marks so far, oldest first: JSON ``[{pre_first, pre_last, post_first, post_last, fork_s}]``."""
+    """Every cell's marks so far, oldest first: JSON ``[{pre_first, pre_last, post_first, post_last, fork_s,
+    pre_last_usage, post_first_usage}]``."""
     return json.dumps([{"fork_s": 0.0, **marks} for marks in _cells[1:]])
 
 

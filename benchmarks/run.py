@@ -364,7 +364,7 @@ def run_session(
 ) -> dict[str, Any]:
     """Run the notebook under one mode and pattern; after a cell-by-cell run, also undo in the live kernel and
     restore in a new one."""
-    out: dict[str, Any] = {"pattern": pattern, "cell_s": [], "pause_s": [], "hooks_s": [], "fork_s": []}
+    out: dict[str, Any] = {"pattern": pattern, "cell_s": [], "pause_s": [], "hooks_s": [], "fork_s": [], "usage": []}
     env = {**env, **mode.env()}
     kernel = Kernel(mode.python, env, log)
     # The peak of the kernel's and its writers' memory (PSS), every 0.2 s: cheap enough beside the cells.
@@ -394,6 +394,8 @@ def run_session(
             out["pause_s"].append((m["pre_last"] - m["pre_first"]) + (reply.end - m["post_first"]))
             out["hooks_s"].append(m["post_last"] - m["post_first"])
             out["fork_s"].append(m["fork_s"])
+            # The cell's own code: the kernel's user and system CPU seconds, and its minor faults.
+            out["usage"].append([b - a for a, b in zip(m["pre_last_usage"], m["post_first_usage"], strict=True)])
         out.update(mode.finish(kernel, timeout=max(cap - (time.monotonic() - started), 60)))
         sampler.stop()
         out["peak_bytes"] = sampler.peak
@@ -490,13 +492,16 @@ def percentile(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
 
 
-def fastest(*runs: dict[str, Any]) -> dict[str, list[float]]:
+def fastest(*runs: dict[str, Any]) -> dict[str, Any]:
     """Per cell, the lowest time and pause over two complete no-tool runs: the reference for every tool."""
     done = [r for r in runs if "failed" not in r]
-    return {k: [min(values) for values in zip(*(r[k] for r in done), strict=True)] for k in ("cell_s", "pause_s")}
+    ref = {k: [min(values) for values in zip(*(r[k] for r in done), strict=True)] for k in ("cell_s", "pause_s")}
+    # The CPU the cells' code used, of the run whose cells took less time in all.
+    ref["usage"] = min(done, key=lambda r: sum(r["cell_s"]))["usage"]
+    return ref
 
 
-def summarize(result: dict[str, Any], ref: dict[str, list[float]]) -> dict[str, Any]:
+def summarize(result: dict[str, Any], ref: dict[str, Any]) -> dict[str, Any]:
     """Per-cell pause and added time relative to the same cells of the reference.
 
     A run that timed out gets a lower bound: the cell time it had spent, minus the reference's whole run.
@@ -515,6 +520,13 @@ def summarize(result: dict[str, Any], ref: dict[str, list[float]]) -> dict[str, 
         values = result[f"{key}_s"]
         if any(values):
             summary.update({f"{key}_p{q}_ms": 1000 * percentile(values, q) for q in (50, 95)})
+    if result.get("usage") and ref.get("usage") and not lower_bound:
+        # Where the added time goes: the kernel's own extra user and system time (copies on write are system
+        # time), and the rest, the time the cells' thread waited to run (a writer beside it on the cores).
+        user, system, faults = (
+            sum(u[i] for u in result["usage"]) - sum(u[i] for u in ref["usage"][:n]) for i in range(3)
+        )
+        summary.update(added_user_s=user, added_system_s=system, added_faults=faults, waited_s=added - user - system)
     return summary
 
 
@@ -624,7 +636,7 @@ def markdown(report: dict[str, Any]) -> str:
         "| matched (run / undo / restore / full) |",
         "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
     ]
-    ratios = []
+    ratios, where = [], []
     for nb, pattern, rounds in [(nb, p, e) for nb, by in report["notebooks"].items() for p, e in by.items()]:
         runs = [r for e in rounds for r in (e["baseline"], e.get("baseline_2", {})) if "cell_s" in r]
         seconds = [sum(r["cell_s"]) for r in runs if "failed" not in r]
@@ -644,6 +656,11 @@ def markdown(report: dict[str, Any]) -> str:
             kinds = ("run", "undo", "restore", "full_restore")
             matched = " / ".join(matches(r.get(f"{k}_diffs")) for k in kinds)
             undo, restore, full = (r.get(f"{k}_failed") or cell(r.get(f"{k}_s"), "{:.2f}") for k in kinds[1:])
+            if "waited_s" in s:
+                where.append(
+                    f"| {nb} | {pattern} | {name} | {s['added_s']:.2f} | {s['added_user_s']:.2f} "
+                    f"| {s['added_system_s']:.2f} | {s['waited_s']:.2f} | {s['added_faults']:+,.0f} |"
+                )
             forks = f"{s['hooks_p50_ms']:.0f}/{s['hooks_p95_ms']:.0f}" if "hooks_p50_ms" in s else "–"
             if "fork_p50_ms" in s:
                 forks += f" ({s['fork_p50_ms']:.0f}/{s['fork_p95_ms']:.0f})"
@@ -668,6 +685,17 @@ def markdown(report: dict[str, Any]) -> str:
                 f"| {ratio(theirs.get('restore_s'), ours.get('restore_s'))} |"
                 + (" peer run incomplete |" if "failed" in theirs else " |")
             )
+    if where:
+        lines += [
+            "",
+            "Where the added time goes (the run of median added time, against the reference's CPU): the cells' "
+            "own extra user and system CPU seconds in the kernel (a copy on write is system time and a fault), "
+            "and the rest, the time the cells' thread waited to run:",
+            "",
+            "| notebook | pattern | tool | added s | user s | system s | waited s | minor faults |",
+            "|---|---|---|--:|--:|--:|--:|--:|",
+            *where,
+        ]
     if "throughput" in report:
         size = next(iter(report["throughput"].values()))[0]["bytes"]
         lines += [
