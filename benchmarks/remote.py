@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import pickle
+import resource
 import socket
 import statistics
 import subprocess
@@ -75,13 +76,20 @@ def namespace(mib: int) -> types.ModuleType:
     return module
 
 
+def cpu_seconds(server: subprocess.Popen[bytes]) -> tuple[float, float]:
+    """CPU seconds used so far by this process (the client) and by the object store's server."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    fields = Path(f"/proc/{server.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return usage.ru_utime + usage.ru_stime, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def timed(fn: Any) -> tuple[float, Any]:
     start = time.perf_counter()
     out = fn()
     return time.perf_counter() - start, out
 
 
-def bench_tier(url: str, mib: int, cells: int, rounds: int) -> dict[str, Any]:
+def bench_tier(url: str, server: subprocess.Popen[bytes], mib: int, cells: int, rounds: int) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="ckpt-remote-"))
     secret = load_secret(work / "secret")
     module = namespace(mib)
@@ -104,18 +112,30 @@ def bench_tier(url: str, mib: int, cells: int, rounds: int) -> dict[str, Any]:
         return seconds, restored
 
     keys = [path for path in fs.find(replica.remote.root + "/blobs")]
-    restores, floors, gets, loads = [], [], [], []
-    for n in range(rounds):  # alternated: the restore, then its floor, then the pickle file
+    restores, floors, gets, loads, pulls = [], [], [], [], []
+    cpu: dict[str, list[float]] = {"restore": [], "restore, server": [], "download": [], "download, server": []}
+    for n in range(rounds):  # alternated: the restore, then its floors, then the pickle file
+        before = cpu_seconds(server)
         seconds, restored = restore(n)
+        after = cpu_seconds(server)
         restores.append(seconds)
+        cpu["restore"].append(after[0] - before[0])
+        cpu["restore, server"].append(after[1] - before[1])
+        # What any restore must do first: learn the timeline (list the records, read the newest).
+        pulls.append(timed(Replica(Store(work / f"c{n}", secret), Remote(url)).pull)[0])
         with ThreadPoolExecutor(8) as pool:  # the floor: the checkpoint's own objects, downloaded as the fetch does
             floors.append(timed(lambda: list(pool.map(fs.cat_file, keys)))[0])
+        done = cpu_seconds(server)
+        cpu["download"].append(done[0] - after[0])
+        cpu["download, server"].append(done[1] - after[1])
         get_s, data = timed(lambda: fs.cat_file(base))
         gets.append(get_s)
         loads.append(timed(lambda data=data: pickle.loads(data))[0])
         assert np.array_equal(restored.arrays[0], module.arrays[0])
     restore_s, floor_s = statistics.median(restores), statistics.median(floors)
     pickle_get_s, unpickle_s = statistics.median(gets), statistics.median(loads)
+    # The least any restore takes: the pull, the download of the objects, and unpickling the same objects.
+    least_s = statistics.median(pulls) + floor_s + unpickle_s
 
     uploaded = sum(info["size"] for info in replica.remote.listing("").values() if not info["name"].endswith(".pkl"))
     for i in range(cells):  # each cell changes a few rows of one array and one small object
@@ -135,6 +155,10 @@ def bench_tier(url: str, mib: int, cells: int, rounds: int) -> dict[str, Any]:
         "restore_vs_pickle_get": restore_s / pickle_get_s,
         "download_objects_s": floor_s,
         "restore_vs_download_objects": restore_s / floor_s,
+        "pull_s": statistics.median(pulls),
+        "unpickle_s": unpickle_s,
+        "restore_vs_pull_download_unpickle": restore_s / least_s,
+        "cpu_s": {k: statistics.median(v) for k, v in cpu.items()},
         "restore_vs_pickle_get_and_load": restore_s / (pickle_get_s + unpickle_s),
         "session_cells": cells,
         "uploaded_first": uploaded,
@@ -200,7 +224,7 @@ def main() -> None:
 
         boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="bench")
         result = {
-            "tier": bench_tier("s3://bench/tier", args.mib, args.cells, args.rounds),
+            "tier": bench_tier("s3://bench/tier", server, args.mib, args.cells, args.rounds),
             "clients": bench_clients(endpoint, "bench", args.objects),
             "mib": args.mib,
         }
