@@ -109,6 +109,7 @@ def bench_tier(url: str, server: subprocess.Popen[bytes], mib: int, cells: int, 
         restored = types.ModuleType("__main__")
         fresh = Replica(b, Remote(url))
         seconds, _ = timed(lambda: Checkpointer(b, "bench.ipynb", restored, lazy=False, replica=fresh).restore())
+        fresh.wait_fetched()  # not timed: the local tier is written after the restore, while the kernel is in use
         return seconds, restored
 
     keys = [path for path in fs.find(replica.remote.root + "/blobs")]

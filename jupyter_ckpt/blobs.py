@@ -147,6 +147,8 @@ class LocalBlobs:
         self._secret = secret
         self.limit = WriteLimit()
         self._room_lock = threading.Lock()
+        # Blob files fetched from elsewhere and checked, held in memory until written here (``hold_fetched``).
+        self._fetched: dict[str, bytes] = {}
         if create:
             make_dir(self.root, private=True)
             make_dir(self.tmp, private=True)
@@ -163,7 +165,7 @@ class LocalBlobs:
     # -- BlobStorage -----------------------------------------------------------
 
     def has(self, key: str) -> bool:
-        return self.path(key).exists()
+        return key in self._fetched or self.path(key).exists()
 
     def read_file(self, key: str) -> bytes:
         with self._open(key) as f:
@@ -172,9 +174,32 @@ class LocalBlobs:
     def write_file(self, key: str, source: bytes | Path) -> None:
         """Place a blob file (fetched from elsewhere) once its header and signature check out here."""
         data = source.read_bytes() if isinstance(source, Path) else source
-        self._read_verified(key, io.BytesIO(data), None, len(data))
+        self.check_file(key, data)
         self._keep_free(len(data), "fetched")
         self._write(key, [data], "fetched")
+
+    def check_file(self, key: str, data: bytes) -> None:
+        """Check a whole blob file's header and signature, without decoding it; raises IntegrityError."""
+        codec, _, length, mac = self._header(key, io.BytesIO(data), len(data))
+        if not hmac.compare_digest(mac, self._mac(key, codec, memoryview(data)[len(data) - length :])):
+            raise IntegrityError(f"blob {key} fails its signature check: it was modified after it was written")
+
+    def hold_fetched(self, key: str, data: bytes) -> None:
+        """Serve a blob file fetched from elsewhere from memory, once checked, until ``write_fetched``."""
+        self.check_file(key, data)
+        self._fetched[key] = data
+
+    def write_fetched(self, key: str) -> tuple[int, int]:
+        """Write a blob file held by ``hold_fetched`` here and let go of it; returns its sizes."""
+        data = self._fetched[key]
+        self._keep_free(len(data), "fetched")
+        self._write(key, [data], "fetched")
+        del self._fetched[key]
+        return self.sizes(data)
+
+    def drop_fetched(self) -> None:
+        """Let go of the fetched blob files held in memory and not written."""
+        self._fetched.clear()
 
     def delete(self, key: str) -> None:
         self.path(key).unlink(missing_ok=True)
@@ -315,6 +340,8 @@ class LocalBlobs:
         The header is checked, the signature is not: whoever maps the payload
         verifies it with ``read`` afterwards.
         """
+        if key in self._fetched:
+            return None
         with self._open(key) as f:
             codec, header_size, length, _ = self._header(key, f, os.fstat(f.fileno()).st_size)
         if codec != CODEC_RAW or header_size != _PAGE:
@@ -325,19 +352,25 @@ class LocalBlobs:
         """The verified content of a blob, read into ``into`` when given (raw blobs go straight there).
 
         Raises IntegrityError, naming the blob, if it is missing, truncated, damaged
-        or fails its signature check; nothing is returned before the check.
+        or fails its signature check; nothing is returned before the check. A
+        blob held in memory (``hold_fetched``) was checked as it came.
         """
+        fetched = self._fetched.get(key)
+        if fetched is not None:
+            return self._read_verified(key, io.BytesIO(fetched), into, len(fetched), checked=True)
         with self._open(key) as f:
             return self._read_verified(key, f, into, os.fstat(f.fileno()).st_size)
 
-    def _read_verified(self, key: str, f: io.BufferedIOBase, into: memoryview | None, size: int) -> memoryview:
+    def _read_verified(
+        self, key: str, f: io.BufferedIOBase, into: memoryview | None, size: int, checked: bool = False
+    ) -> memoryview:
         codec, _, length, mac = self._header(key, f, size)
         raw = codec == CODEC_RAW and into is not None
         if raw and into is not None and into.nbytes != length:
             raise IntegrityError(f"blob {key} holds {length} bytes where {into.nbytes} were expected")
         payload = into if raw and into is not None else memoryview(bytearray(length))
         f.readinto(payload)
-        if not hmac.compare_digest(mac, self._mac(key, codec, payload)):
+        if not checked and not hmac.compare_digest(mac, self._mac(key, codec, payload)):
             raise IntegrityError(f"blob {key} fails its signature check: it was modified after it was written")
         if codec == CODEC_ZSTD:
             content = memoryview(zstandard.ZstdDecompressor().decompress(payload, max_output_size=2**63 - 1))

@@ -534,23 +534,24 @@ class Checkpointer:
         with self._lock:
             target = self.resolve(ref)
             manifest = self.store.manifest(target.id)
-            if self.replica is not None:
-                self.replica.fetch(target.id)
             number = self.timeline.number(self.session, target.id)
             after = " into the new kernel after a crash" if trigger == "crash-restore" else ""
-            report = restore_namespace(
-                self.store.blobs,
-                self.module,
-                target.id,
-                manifest,
-                held=self._held,
-                known=self._watch.keys,
-                only=only,
-                hidden=self._hidden(),
-                exclude=self.policy.exclude,
-                lazy=self.lazy,
-                progress=self._progress(f"restoring kernel checkpoint #{number}{after}"),
-            )
+            # Pulled from the remote store: read from the downloaded bytes, written here afterwards.
+            fetched = self.replica.fetched(target.id) if self.replica is not None else contextlib.nullcontext()
+            with fetched:
+                report = restore_namespace(
+                    self.store.blobs,
+                    self.module,
+                    target.id,
+                    manifest,
+                    held=self._held,
+                    known=self._watch.keys,
+                    only=only,
+                    hidden=self._hidden(),
+                    exclude=self.policy.exclude,
+                    lazy=self.lazy,
+                    progress=self._progress(f"restoring kernel checkpoint #{number}{after}"),
+                )
             report.number = number
             if only is None:
                 self._record_restore(target, manifest, trigger)

@@ -25,12 +25,13 @@ bytes; what was uploaded, pulled and fetched is recorded in the local catalog by
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from typing import Any
 from .blobs import BlobStat, BlobStorage, check_key
 from .errors import IntegrityError, RemoteError
 from .manifest import FORMAT_VERSION
+from .memory import headroom
 from .notice import Notice
 from .remote_catalog import RemoteCatalog
 from .store import Store
@@ -170,6 +172,7 @@ class Replica:
         self.pulled = threading.Event()
         self._pulling: str | None = None  # the session to pull in the next round (``follow``)
         self._thread: threading.Thread | None = None
+        self._keeping: threading.Thread | None = None  # writes the last fetch's blobs to the local tier
 
     @property
     def error(self) -> str | None:
@@ -248,14 +251,60 @@ class Replica:
             return imported
 
     def fetch(self, checkpoint_id: int) -> None:
-        """Download, in parallel, the blobs of a pulled checkpoint that are not here; each is verified."""
-        missing = self.catalog.missing_blobs(checkpoint_id)
-        list(self._pool.map(self._fetch_blob, missing))
-        if missing or checkpoint_id in self.catalog.remote_only():
-            self.catalog.mark_local(checkpoint_id)
+        """Download, in parallel, the blobs of a pulled checkpoint that are not here, check each and write it
+        to the local tier."""
+        with self.fetched(checkpoint_id):
+            pass
+        self.wait_fetched()
 
-    def _fetch_blob(self, key: str) -> None:
-        self.catalog.add_fetched_blob(key, self.remote.blobs.read_file(key))
+    @contextlib.contextmanager
+    def fetched(self, checkpoint_id: int) -> Iterator[None]:
+        """Inside the block, a pulled checkpoint's blobs are readable from the local tier (``restore_namespace``).
+
+        Those missing are downloaded in parallel and checked once, and held in memory, where a restore reads
+        them without reading them back from disk or checking them again; once the block is left, a thread
+        writes them to the local tier (``wait_fetched``), and the checkpoint is local once all are written.
+        Blobs that would take more than a quarter of the memory left are written as they come instead.
+        """
+        self.wait_fetched()
+        missing = self.catalog.missing_blobs(checkpoint_id)
+        if not missing and checkpoint_id not in self.catalog.remote_only():
+            yield  # here already
+            return
+        room = headroom()
+        write = room is not None and sum(missing.values()) > room.free // 4
+        try:
+            list(self._pool.map(lambda key: self._fetch_blob(key, write), missing))
+        except BaseException:
+            self.store.blobs.drop_fetched()
+            raise
+        try:
+            yield
+        finally:
+            held = [] if write else list(missing)
+            self._keeping = threading.Thread(target=self._keep, args=(checkpoint_id, held), name="jupyter-ckpt-fetched")
+            self._keeping.start()
+
+    def _fetch_blob(self, key: str, write: bool) -> None:
+        self.store.blobs.hold_fetched(key, self.remote.blobs.read_file(key))
+        if write:
+            self.catalog.add_fetched_blob(key)
+
+    def _keep(self, checkpoint_id: int, keys: list[str]) -> None:
+        """Write fetched blobs held in memory to the local tier; the checkpoint is then local. A failure (a full
+        disk) is said once, what is held is let go, and the checkpoint stays to be fetched again."""
+        try:
+            for key in keys:
+                self.catalog.add_fetched_blob(key)
+            self.catalog.mark_local(checkpoint_id)
+        except Exception as e:
+            self.store.blobs.drop_fetched()
+            self._notify(f"jupyter-ckpt: checkpoint {checkpoint_id} was fetched but not kept here: {e}")
+
+    def wait_fetched(self) -> None:
+        """Block until the blobs of the last fetch are written to the local tier (or failed to be)."""
+        if self._keeping is not None:
+            self._keeping.join()
 
     def gc(self, grace: float = 24 * 3600) -> tuple[int, int]:
         """Delete remote blobs no record names, once older than ``grace`` seconds; returns (objects, bytes).

@@ -135,18 +135,21 @@ class RemoteCatalog:
             return set()
         return {r["checkpoint_id"] for r in self.store._query("SELECT checkpoint_id FROM uids WHERE local=0")}
 
-    def missing_blobs(self, checkpoint_id: int) -> list[str]:
-        """The blobs of a checkpoint pulled from the remote store that are not here yet."""
+    def missing_blobs(self, checkpoint_id: int) -> dict[str, int]:
+        """The blobs of a checkpoint pulled from the remote store that are not here yet, with their file sizes."""
         rows = self.store._query("SELECT local FROM uids WHERE checkpoint_id=?", (checkpoint_id,))
         if not rows or rows[0]["local"]:
-            return []
-        keys = [r["blob"] for r in self.store._query("SELECT blob FROM refs WHERE checkpoint_id=?", (checkpoint_id,))]
-        return [k for k in keys if not self.store.blobs.has(k)]
+            return {}
+        rows = self.store._query(
+            "SELECT refs.blob, blobs.stored FROM refs LEFT JOIN blobs ON blobs.key = refs.blob WHERE checkpoint_id=?",
+            (checkpoint_id,),
+        )
+        return {r["blob"]: r["stored"] or 0 for r in rows if not self.store.blobs.has(r["blob"])}
 
-    def add_fetched_blob(self, key: str, data: bytes) -> None:
-        """Keep a blob file fetched from the remote store, once its header and signature check out here."""
-        self.store.blobs.write_file(key, data)
-        size, stored = self.store.blobs.sizes(data)
+    def add_fetched_blob(self, key: str) -> None:
+        """Write a blob file fetched from the remote store, held in memory since it checked out
+        (``LocalBlobs.hold_fetched``), to the local tier."""
+        size, stored = self.store.blobs.write_fetched(key)
         with self.store._transaction() as db:
             db.execute("INSERT OR IGNORE INTO blobs (key, size, stored) VALUES (?, ?, ?)", (key, size, stored))
             db.execute("INSERT OR IGNORE INTO uploaded_blobs VALUES (?)", (key,))

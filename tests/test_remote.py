@@ -14,6 +14,7 @@ from conftest import cli
 from objectstore import NOTEBOOK, S3, machine, notebook, objects
 from oracle import digest
 
+from jupyter_ckpt.capture import blob_keys
 from jupyter_ckpt.checkpointer import Checkpointer
 from jupyter_ckpt.errors import IntegrityError, RemoteError
 from jupyter_ckpt.remote import Remote, Replica
@@ -259,3 +260,32 @@ def test_a_machine_killed_while_uploading_leaves_only_whole_checkpoints_in_the_b
         module = types.ModuleType("__main__")
         restore_namespace(b.blobs, module, cid, b.manifest(cid))
         assert digest(module.__dict__, skip=("seal",)) == module.__dict__["seal"], f"checkpoint {cid} is torn"
+
+
+def test_a_restore_reads_the_downloaded_bytes_and_a_full_disk_here_loses_nothing(s3: S3, jupyter_dirs: Path) -> None:
+    a, up = machine(jupyter_dirs / "a", s3)
+    first = notebook(a, up)
+    first.save()
+    up.push()
+    want = digest(first.module.__dict__)
+
+    b, down = machine(jupyter_dirs / "b", s3)
+    (cid,) = down.pull()
+    b.blobs.limit.keep_free = 1 << 62  # no disk has this much free: every write here is refused
+    said: list[str] = []
+    down._notify = said.append
+    module = types.ModuleType("__main__")
+    with down.fetched(cid):
+        restore_namespace(b.blobs, module, cid, b.manifest(cid))  # from the downloaded bytes
+    down.wait_fetched()
+    assert digest(module.__dict__) == want
+    assert len(said) == 1 and "was fetched but not kept here" in said[0] and "nearly full" in said[0], said
+    assert RemoteCatalog(b).remote_only() == {cid}  # to be fetched again
+    assert set(RemoteCatalog(b).missing_blobs(cid)) == set(blob_keys(b.manifest(cid)))  # nor kept in memory
+
+    b.blobs.limit.keep_free = 0  # room again: the next fetch keeps it
+    down.fetch(cid)
+    assert RemoteCatalog(b).remote_only() == set()
+    module = types.ModuleType("__main__")
+    restore_namespace(b.blobs, module, cid, b.manifest(cid))
+    assert digest(module.__dict__) == want
