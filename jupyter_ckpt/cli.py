@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -137,10 +138,9 @@ def _cmd_export(store: Store, args: argparse.Namespace) -> None:
 
     record = Timeline(store).find(args.ref, args.session)
     manifest = store.manifest(record.id)
-    if args.replica is not None:
-        args.replica.fetch(record.id)
     module = types.ModuleType("__main__")
-    report = restore_namespace(store.blobs, module, record.id, manifest)
+    with args.replica.fetched(record.id) if args.replica is not None else contextlib.nullcontext():
+        report = restore_namespace(store.blobs, module, record.id, manifest)
     try:  # the whole namespace: private to its owner, like the store
         f = os.fdopen(os.open(args.file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
     except OSError as e:
