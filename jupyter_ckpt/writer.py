@@ -143,7 +143,8 @@ def shared_writable_mapping() -> str | None:
         if len(fields) < 2 or fields[1][1] != "w" or fields[1][3] != "s":
             continue
         path = fields[5].strip() if len(fields) > 5 else "anonymous shared memory"
-        if not (path.endswith("-shm") or path.startswith("/dev/shm/sem.")):
+        name = path.removesuffix(" (deleted)")  # a catalog deleted while open is still mapped
+        if not (name.endswith("-shm") or name.startswith("/dev/shm/sem.")):
             return path
     return None
 

@@ -6,6 +6,7 @@ import ast
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -21,7 +22,7 @@ from bystanders import leaving
 from jupyter_ckpt import memory
 from jupyter_ckpt.checkpointer import Checkpointer
 from jupyter_ckpt.store import Store
-from jupyter_ckpt.writer import ForkWriter, WriterStopped
+from jupyter_ckpt.writer import ForkWriter, WriterStopped, shared_writable_mapping
 
 GIB, MIB = 1 << 30, 1 << 20
 UNLIMITED_V1 = "9223372036854771712"  # what a v1 group without a limit reads
@@ -263,3 +264,19 @@ def test_a_rewrite_beside_a_writer_with_little_memory_left_kills_nothing(kernels
     assert fresh.value("float(a[::4096].sum())") == checksum
     if kills is not None:
         assert oom_kills() == kills
+
+
+def test_a_catalog_deleted_while_open_does_not_stop_the_forks(tmp_path: Path) -> None:
+    """SQLite's WAL index stays mapped after its file is deleted ("catalog.sqlite-shm (deleted)"): it holds no
+    variable, so writers still fork."""
+    db = sqlite3.connect(tmp_path / "catalog.sqlite")
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("CREATE TABLE t (x)")
+        db.commit()
+        for path in tmp_path.iterdir():
+            path.unlink()
+        assert f"{tmp_path}/catalog.sqlite-shm (deleted)" in Path("/proc/self/maps").read_text()
+        assert "catalog.sqlite" not in (shared_writable_mapping() or "")
+    finally:
+        db.close()
