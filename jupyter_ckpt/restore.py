@@ -159,13 +159,12 @@ KnownKeys = Callable[[memoryview], list[str | None]]
 def _chunk_keys(flat: memoryview, known: KnownKeys | None = None) -> list[str]:
     """The content key of every chunk of a live buffer: those ``known`` gives, and the others hashed on every
     core (xxhash releases the GIL)."""
-    keys = known(flat) if known is not None else [None] * -(-flat.nbytes // CHUNK)
-
-    def key(index: int) -> str:
-        return keys[index] or content_key(flat[index * CHUNK : (index + 1) * CHUNK])
-
+    keys: list[str | None] = known(flat) if known is not None else [None] * -(-flat.nbytes // CHUNK)
+    unknown = [i for i, key in enumerate(keys) if key is None]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        return list(pool.map(key, range(len(keys))))
+        found = pool.map(lambda i: content_key(flat[i * CHUNK : (i + 1) * CHUNK]), unknown)
+        hashed = dict(zip(unknown, found, strict=True))
+    return [hashed[i] if key is None else key for i, key in enumerate(keys)]
 
 
 def _patches(
