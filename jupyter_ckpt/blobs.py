@@ -8,7 +8,10 @@ A blob file is a fixed header followed by the payload::
 Compressed blobs (zstd level 1) have a 64-byte header; raw blobs (numeric
 buffers that do not compress) a 4096-byte one, so the payload is page-aligned
 and a restore reads it straight into the array's memory, with no copy between.
-The key is the xxh3-128 of the content, so equal content is one blob, written once.
+An array's bytes are shuffled before zstd (codecs 2-5, below), and such a blob
+says version 2 in its header, so that a version that cannot decode it refuses it;
+every other blob says 1. The key is the xxh3-128 of the content (never of the
+shuffled or compressed bytes), so equal content is one blob, written once.
 
 The file is the same wherever it is kept: ``LocalBlobs`` (the fast tier, a
 directory) and ``remote.RemoteBlobs`` (an object store) both implement
@@ -47,8 +50,18 @@ _SMALL_HEADER = 64
 _PAGE = mmap.PAGESIZE
 CODEC_RAW = 0
 CODEC_ZSTD = 1
-# Compress only when it pays: keep the raw bytes unless zstd saves a tenth.
+# zstd over an array's bytes regrouped by their place in the item (the byte shuffle of HDF5 and Blosc): the
+# high bytes of small integers and the sign and exponent bytes of floats line up in long runs, which zstd
+# then takes 1.2x smaller and 2.4x faster than the same bytes unshuffled (int64 labels). Item size -> codec.
+CODEC_SHUFFLED = {2: 2, 4: 3, 8: 4, 16: 5}
+_ITEM_SIZE = {codec: size for size, codec in CODEC_SHUFFLED.items()}
+# The version a shuffled blob says in its header (others say FORMAT_VERSION), and the highest one read here.
+BLOB_VERSION = 2
+# Compress only when it pays: keep the raw bytes unless zstd saves a tenth; an array's chunk, a fifth, since
+# kept raw it costs no compression to write or read and a lazy restore can map it (random doubles, which
+# shuffled zstd takes to 0.84, stay raw).
 _MIN_RATIO = 0.9
+_MIN_RATIO_SHUFFLED = 0.8
 _KEY = re.compile(r"^[0-9a-f]{32}$")
 # Bytes other writes may have under way beside one that checks the floor of free space: two writers, each
 # with a few threads writing 4 MiB chunks. The floor is kept with this much to spare (at most the floor
@@ -107,6 +120,32 @@ class BlobStorage(Protocol):
 def content_key(data: bytes | memoryview) -> str:
     """The content address of a blob: xxh3-128, hex."""
     return xxhash.xxh3_128_hexdigest(data)
+
+
+_scratch = threading.local()
+
+
+def _shuffle(view: memoryview, itemsize: int) -> memoryview:
+    """The bytes of ``view``'s items grouped by their place in the item: every first byte, every second, ...
+
+    Into a buffer this thread keeps for the purpose, valid until its next call: a fresh one every chunk
+    made the shuffle half as fast (a page fault for each of its pages).
+    """
+    import numpy  # only arrays have items to shuffle, so numpy is here
+
+    buffer = getattr(_scratch, "shuffled", None)
+    if buffer is None or buffer.nbytes < view.nbytes:
+        buffer = _scratch.shuffled = numpy.empty(view.nbytes, numpy.uint8)
+    shuffled = buffer[: view.nbytes].reshape(itemsize, -1)
+    shuffled[...] = numpy.frombuffer(view, numpy.uint8).reshape(-1, itemsize).T
+    return shuffled.data.cast("B")
+
+
+def _unshuffle(shuffled: memoryview, itemsize: int, into: memoryview) -> None:
+    import numpy
+
+    target = numpy.frombuffer(into, numpy.uint8).reshape(-1, itemsize)
+    target[...] = numpy.frombuffer(shuffled, numpy.uint8).reshape(itemsize, -1).T
 
 
 def check_key(key: str) -> str:
@@ -215,8 +254,12 @@ class LocalBlobs:
 
     # -- writing -----------------------------------------------------------------
 
-    def put(self, data: bytes | memoryview, *, compress: bool = True) -> BlobInfo:
-        """Encode and write one blob unless it is here already; returns its key and sizes."""
+    def put(self, data: bytes | memoryview, compress: bool = True, itemsize: int = 1) -> BlobInfo:
+        """Encode and write one blob unless it is here already; returns its key and sizes.
+
+        ``itemsize``: the size of the array items ``data`` holds, whose bytes are shuffled before they are
+        compressed (2, 4, 8 or 16; any other size compresses them as they are).
+        """
         view = memoryview(data).cast("B")
         key = content_key(view)
         path = self.path(key)
@@ -225,13 +268,17 @@ class LocalBlobs:
             return BlobInfo(key, len(view), path.stat().st_size, new=False)
         codec, payload = CODEC_RAW, view
         if compress:
-            packed = zstandard.ZstdCompressor(level=1).compress(view)  # one per call: they are not thread-safe
-            if len(packed) < _MIN_RATIO * len(view):
-                codec, payload = CODEC_ZSTD, memoryview(packed)
-        header_size = _SMALL_HEADER if codec == CODEC_ZSTD or len(view) < _PAGE else _PAGE
-        header = _HEADER.pack(
-            MAGIC, FORMAT_VERSION, codec, 0, header_size, len(payload), self._mac(key, codec, payload)
-        )
+            shuffled = itemsize in CODEC_SHUFFLED and len(view) % itemsize == 0
+            zstd = zstandard.ZstdCompressor(level=1)  # one per call: they are not thread-safe
+            if shuffled:
+                packed, ratio = zstd.compress(_shuffle(view, itemsize)), _MIN_RATIO_SHUFFLED
+            else:
+                packed, ratio = zstd.compress(view), _MIN_RATIO
+            if len(packed) < ratio * len(view):
+                codec, payload = CODEC_SHUFFLED[itemsize] if shuffled else CODEC_ZSTD, memoryview(packed)
+        header_size = _PAGE if codec == CODEC_RAW and len(view) >= _PAGE else _SMALL_HEADER
+        version = BLOB_VERSION if codec in _ITEM_SIZE else FORMAT_VERSION
+        header = _HEADER.pack(MAGIC, version, codec, 0, header_size, len(payload), self._mac(key, codec, payload))
         self._claim(header_size + len(payload))
         self._write(key, [header + b"\0" * (header_size - len(header)), payload], "written")
         return BlobInfo(key, len(view), header_size + len(payload), new=True)
@@ -326,8 +373,10 @@ class LocalBlobs:
         magic, version, codec, _, header_size, length, mac = _HEADER.unpack(head)
         if magic != MAGIC:
             raise IntegrityError(f"blob {key} is not a jupyter-ckpt blob")
-        if version > FORMAT_VERSION:
+        if version > BLOB_VERSION:
             raise StoreVersionError(f"blob {key} was written by a newer jupyter-ckpt (format {version})")
+        if codec > max(_ITEM_SIZE):
+            raise IntegrityError(f"blob {key} has a damaged header")
         if size != header_size + length:
             raise IntegrityError(f"blob {key} is truncated ({size} of {header_size + length} bytes)")
         if header_size not in (_SMALL_HEADER, _PAGE) or f.read(header_size - _HEADER.size).strip(b"\0"):
@@ -372,15 +421,19 @@ class LocalBlobs:
         f.readinto(payload)
         if not checked and not hmac.compare_digest(mac, self._mac(key, codec, payload)):
             raise IntegrityError(f"blob {key} fails its signature check: it was modified after it was written")
+        if codec == CODEC_RAW:
+            return payload
+        content = memoryview(zstandard.ZstdDecompressor().decompress(payload, max_output_size=2**63 - 1))
+        if into is not None and into.nbytes != content.nbytes:
+            raise IntegrityError(f"blob {key} holds {content.nbytes} bytes where {into.nbytes} were expected")
         if codec == CODEC_ZSTD:
-            content = memoryview(zstandard.ZstdDecompressor().decompress(payload, max_output_size=2**63 - 1))
             if into is None:
                 return content
-            if into.nbytes != content.nbytes:
-                raise IntegrityError(f"blob {key} holds {content.nbytes} bytes where {into.nbytes} were expected")
             into[:] = content
             return into
-        return payload
+        target = into if into is not None else memoryview(bytearray(content.nbytes))
+        _unshuffle(content, _ITEM_SIZE[codec], target)
+        return target
 
     @staticmethod
     def sizes(data: bytes) -> tuple[int, int]:

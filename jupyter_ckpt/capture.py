@@ -335,36 +335,44 @@ class Meta:
     at: float = field(default_factory=time.time)
 
 
-Put = Callable[[bytes | memoryview, bool], BlobInfo]
+# Store one blob: its bytes, whether to try compressing them, and the size of the array items they hold.
+Put = Callable[[bytes | memoryview, bool, int], BlobInfo]
 # Told each out-of-band buffer stored, with its chunk keys (``writewatch.observed``).
 Hashed = Callable[[memoryview, list[str]], None]
 
 
-def hash_only(data: bytes | memoryview, compress: bool) -> BlobInfo:
+def hash_only(data: bytes | memoryview, compress: bool, itemsize: int) -> BlobInfo:
     """A ``Put`` that stores nothing: what ``diff`` uses to describe the live namespace."""
     view = memoryview(data).cast("B")
     return BlobInfo(content_key(view), view.nbytes, view.nbytes, new=False)
 
 
 def _put_buffer(
-    put: Put, buf: memoryview, blobs: dict[str, BlobInfo], tally: Tally, hashed: Hashed | None = None
+    put: Put,
+    buf: memoryview,
+    itemsize: int,
+    blobs: dict[str, BlobInfo],
+    tally: Tally,
+    hashed: Hashed | None = None,
 ) -> Buffer:
-    """Store one out-of-band buffer as content-addressed chunks; returns its size and chunk keys.
+    """Store one out-of-band buffer (of items of ``itemsize`` bytes) as content-addressed chunks; returns its
+    size and chunk keys.
 
     A cell that changes a few rows of a large array writes the chunks those rows
     fall in, not the array. Whether chunks are compressed is decided on the first
-    one: random doubles do not compress and are kept raw, page-aligned.
+    one (stored in fewer bytes than it holds): random doubles do not compress and
+    are kept raw, page-aligned.
     """
     view = buf.cast("B") if buf.format != "B" or buf.ndim != 1 else buf
-    first = put(view[:CHUNK], True)
+    first = put(view[:CHUNK], True, itemsize)
     tally.add(first.size)
-    compress = first.stored < min(view.nbytes, CHUNK) * 0.9 if first.new else first.stored < first.size
+    compress = first.stored < first.size
     # Hashing, compressing, signing and writing release the GIL: chunks go through on every core, and
     # twice as many threads as cores keep the cores busy while others wait for their fsync.
     chunks = [first]
     with ThreadPoolExecutor(max_workers=2 * (os.cpu_count() or 1)) as pool:
         starts = range(CHUNK, view.nbytes, CHUNK)
-        for info in pool.map(lambda start: put(view[start : start + CHUNK], compress), starts):
+        for info in pool.map(lambda start: put(view[start : start + CHUNK], compress, itemsize), starts):
             chunks.append(info)
             tally.add(info.size)  # here, in the thread that saves: a progress display is the kernel's
     for info in chunks:
@@ -378,11 +386,14 @@ def _put_buffer(
 def _put_group(
     put: Put, packed: serialize.Packed, blobs: dict[str, BlobInfo], tally: Tally, hashed: Hashed | None = None
 ) -> tuple[str, list[Buffer]]:
-    buffers = [_put_buffer(put, buf, blobs, tally, hashed) for buf in packed.buffers]
-    for buffer, mappable in zip(buffers, packed.mappable, strict=True):
+    buffers = []
+    for buf, mappable in zip(packed.buffers, packed.mappable, strict=True):
+        # An array's buffer: its exporter is the array, whose items are shuffled before compression.
+        buffer = _put_buffer(put, buf, getattr(buf.obj, "itemsize", 1) if mappable else 1, blobs, tally, hashed)
         if mappable:
             buffer["mappable"] = True
-    info = put(packed.payload, True)
+        buffers.append(buffer)
+    info = put(packed.payload, True, 1)
     blobs[info.key] = info
     tally.add(info.size)
     return info.key, buffers
@@ -488,15 +499,12 @@ def prepare(
     variable's buffer as it was stored, with its chunk keys.
     """
 
-    def put(data: bytes | memoryview, compress: bool) -> BlobInfo:
-        return blobs.put(data, compress=compress)
-
     tally = Tally(0, progress or untold)
     hints = size_hints(capture, previous) if progress is not None else None
-    groups, variables, skipped, written = pack(module, capture, put, tally, hints, hashed)
+    groups, variables, skipped, written = pack(module, capture, blobs.put, tally, hints, hashed)
     packed_random = serialize.dumps(capture.random, module)
     tally.expect(tally.done + packed_random.nbytes)
-    random_key, random_buffers = _put_group(put, packed_random, written, tally)
+    random_key, random_buffers = _put_group(blobs.put, packed_random, written, tally)
     tally.finish()
     manifest: Manifest = {
         "format": FORMAT_VERSION,

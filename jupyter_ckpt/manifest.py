@@ -3,7 +3,9 @@
 ``capture.prepare`` builds it, ``capture.link`` ties it to its parent, ``Store.commit``
 signs and stores it, and ``restore``, ``timeline`` and the adapters read it. One
 format version covers the manifest, the blob files and the catalog: a store or a
-record written with a higher one is refused, never half read.
+record written with a higher one is refused, never half read. A blob file whose
+codec came later says its own higher version (``blobs.BLOB_VERSION``), so that an
+older jupyter-ckpt refuses that blob and reads the others.
 """
 
 from __future__ import annotations

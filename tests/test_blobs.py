@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jupyter_ckpt.blobs import MAGIC, LocalBlobs, content_key
+from jupyter_ckpt.blobs import BLOB_VERSION, CODEC_SHUFFLED, CODEC_ZSTD, MAGIC, LocalBlobs, content_key
 from jupyter_ckpt.errors import IntegrityError, StoreVersionError
 from jupyter_ckpt.manifest import FORMAT_VERSION
 
@@ -66,6 +66,62 @@ def test_a_raw_blob_smaller_than_a_page_keeps_the_small_header(blobs: LocalBlobs
     assert info.stored == 64 + 4
     assert blobs.raw_extent(info.key) is None  # nothing to map: it is read
     assert bytes(blobs.read(info.key)) == b"tiny"
+
+
+LABELS = np.random.default_rng(1).integers(0, 1000, 100_000)  # small integers: six zero bytes of eight
+READINGS = np.round(np.random.default_rng(2).normal(20, 5, 100_000), 1)  # a sensor's doubles, one decimal
+
+
+def header(blobs: LocalBlobs, key: str) -> tuple[int, int]:
+    """The version and codec a blob file says."""
+    data = blobs.path(key).read_bytes()
+    return data[8], data[9]
+
+
+@pytest.mark.parametrize("array", [LABELS, READINGS, LABELS.astype(np.int32), LABELS.astype(np.int16)])
+def test_an_array_is_stored_smaller_with_its_bytes_shuffled_by_item_and_read_back_exactly(
+    blobs: LocalBlobs, array: np.ndarray
+) -> None:
+    shuffled = blobs.put(array.data, True, array.itemsize)
+    plain = LocalBlobs(blobs.root.parent / "plain", SECRET, create=True).put(array.data)
+    assert shuffled.key == plain.key == content_key(array.tobytes())  # the key is the content's, however stored
+    assert shuffled.stored < plain.stored < array.nbytes
+    assert header(blobs, shuffled.key) == (BLOB_VERSION, CODEC_SHUFFLED[array.itemsize])
+    assert bytes(blobs.read(shuffled.key)) == array.tobytes()
+    into = np.empty_like(array)
+    blobs.read(shuffled.key, into=memoryview(into).cast("B"))
+    assert np.array_equal(into, array)
+
+
+def test_only_shuffled_blobs_say_the_version_that_older_jupyter_ckpt_refuses(blobs: LocalBlobs) -> None:
+    # An older version reads every blob whose header says FORMAT_VERSION, and refuses a higher one cleanly.
+    assert header(blobs, blobs.put(TEXT).key) == (FORMAT_VERSION, CODEC_ZSTD)
+    assert header(blobs, blobs.put(NOISE).key)[0] == FORMAT_VERSION
+    assert header(blobs, blobs.put(LABELS.data, True, 8).key)[0] == BLOB_VERSION > FORMAT_VERSION
+
+
+def test_random_doubles_stay_raw_and_mappable_though_shuffling_would_save_a_little(blobs: LocalBlobs) -> None:
+    doubles = np.random.default_rng(3).random(100_000)
+    info = blobs.put(doubles.data, True, 8)
+    assert info.stored == mmap.PAGESIZE + doubles.nbytes and blobs.raw_extent(info.key) is not None
+
+
+def test_items_of_another_size_are_compressed_as_they_are(blobs: LocalBlobs) -> None:
+    records = np.zeros(50_000, dtype=[("a", "i4"), ("b", "f8")])  # 12 bytes an item
+    info = blobs.put(records.data, True, records.itemsize)
+    assert header(blobs, info.key) == (FORMAT_VERSION, CODEC_ZSTD)
+    assert bytes(blobs.read(info.key)) == records.tobytes()
+
+
+def test_a_shuffled_blob_told_another_item_size_fails_its_signature_check(blobs: LocalBlobs) -> None:
+    info = blobs.put(LABELS.data, True, 8)
+
+    def other_item_size(data: bytearray) -> None:
+        data[9] = CODEC_SHUFFLED[4]
+
+    edited(blobs, info.key, other_item_size)
+    with pytest.raises(IntegrityError, match="fails its signature check"):
+        blobs.read(info.key)
 
 
 def test_an_empty_blob_round_trips(blobs: LocalBlobs) -> None:
@@ -157,7 +213,7 @@ def test_a_blob_signed_with_another_secret_is_refused(blobs: LocalBlobs) -> None
 
 
 def _set_version(data: bytearray) -> None:
-    data[8] = FORMAT_VERSION + 1
+    data[8] = BLOB_VERSION + 1
 
 
 def _flip_codec(data: bytearray) -> None:
@@ -191,6 +247,10 @@ def _cut_inside_header(data: bytearray) -> None:
     del data[20:]
 
 
+def _unknown_codec(data: bytearray) -> None:
+    data[9] = 200
+
+
 DAMAGE = [
     (_flip_codec, IntegrityError, "fails its signature check"),  # the codec is signed
     (_bad_magic, IntegrityError, "is not a jupyter-ckpt blob"),
@@ -200,6 +260,7 @@ DAMAGE = [
     (_cut, IntegrityError, "is truncated"),
     (_cut_inside_header, IntegrityError, "is truncated"),
     (_set_version, StoreVersionError, "was written by a newer jupyter-ckpt"),
+    (_unknown_codec, IntegrityError, "has a damaged header"),
 ]
 
 

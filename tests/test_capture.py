@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from jupyter_ckpt import capture
-from jupyter_ckpt.blobs import BlobInfo, content_key
+from jupyter_ckpt.blobs import content_key
 from jupyter_ckpt.capture import (
     CHUNK,
     Capture,
@@ -486,10 +486,7 @@ def test_hash_only_gives_the_keys_a_write_would_and_writes_nothing(store: Store)
     hashed = packed(variables)
     assert store.blobs.listing() == {}
 
-    def put(data: bytes | memoryview, compress: bool) -> BlobInfo:
-        return store.blobs.put(data, compress=compress)
-
-    written = packed(variables, put)
+    written = packed(variables, store.blobs.put)
     assert hashed[0] == written[0] and hashed[1] == written[1]
     assert set(hashed[3]) == set(written[3]) == set(store.blobs.listing())
     assert not any(info.new for info in hashed[3].values())
