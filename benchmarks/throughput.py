@@ -12,11 +12,17 @@ shared VM is noisy). A second row per dataset writes the namespace again after o
 pickle rewrites everything, jupyter-ckpt hashes and writes the one chunk that changed.
 
     python benchmarks/throughput.py [--scale 1] [--repeat 3]   # prints JSON
+
+Memory is made to cost the same to touch in every run as ``run.py`` does (free page reporting off, free
+memory touched first; ``--memory-as-found`` leaves it alone, as ``run.py`` asks, having done it already):
+with reporting on, each fresh buffer of either tool could fault in the host, and pickle 5's own time
+ranged 0.5-2.9 s over one run's repetitions.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import pickle
@@ -31,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from run import host_backed_memory  # this script's directory is on sys.path
 
 from jupyter_ckpt import capture
 from jupyter_ckpt.store import Store
@@ -123,9 +130,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", type=float, default=float(os.environ.get("BENCH_SCALE") or 1))
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--memory-as-found", action="store_true", help="leave free page reporting as it is")
     args = parser.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
-    results = {name: measure(namespace, args.repeat) for name, namespace in datasets(args.scale).items()}
+    with contextlib.redirect_stdout(sys.stderr), host_backed_memory(not args.memory_as_found) as memory:
+        print(f"memory: {memory}")
+        results = {name: measure(namespace, args.repeat) for name, namespace in datasets(args.scale).items()}
     json.dump(results, sys.stdout, indent=1)
 
 
