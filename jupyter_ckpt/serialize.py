@@ -376,7 +376,7 @@ def _reduce_array(obj: Any) -> Any:
         order = "C" if obj.flags.c_contiguous else "F"
         data = obj if order == "C" else obj.T
         if obj.dtype.kind in "mM":
-            data = data.reshape(-1).view(numpy.uint8)  # datetimes refuse the buffer protocol; their bytes do not
+            data = data.reshape(-1).view(numpy.int64)  # datetimes refuse the buffer protocol; their integers do not
         return _array_from, (pickle.PickleBuffer(data), obj.dtype, obj.shape, order)
     lo, hi = _extent(root)
     start, end = _extent(obj)
