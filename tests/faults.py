@@ -53,11 +53,13 @@ SEAL = "\nseal = __import__('oracle').digest(globals(), skip=('seal',))"
 SETUP = (
     "import random\nimport numpy as np\nrng = np.random.default_rng(0)\nrandom.seed(0)\n"
     "data = rng.random(200_000)\nview = data[3::7]\nobjs = [{'i': i} for i in range(20_000)]\n"
+    "labels = rng.integers(0, 100, 700_000)\n"
     "d = {'k': [0]}\nalias = d\ngen = 0\nmeta = {'gen': 0, 'sum': float(data.sum()), 'n': len(objs)}" + SEAL
 )
 MUTATIONS = [
     "data[(gen * 7919) % data.size :: 997] += gen",
     "view[gen % 20 :: 101] *= -1.0",
+    "labels[(gen * 104_729) % labels.size] += gen",
     "objs.extend({'i': -gen, 's': 'x' * (gen % 50)} for _ in range(2_000))",
     "alias['k'].append(gen)",
     "d = dict(d)",

@@ -289,3 +289,22 @@ def test_a_restore_reads_the_downloaded_bytes_and_a_full_disk_here_loses_nothing
     module = types.ModuleType("__main__")
     restore_namespace(b.blobs, module, cid, b.manifest(cid))
     assert digest(module.__dict__) == want
+
+
+def test_a_restore_from_a_changed_object_is_refused_and_changes_nothing(s3: S3, jupyter_dirs: Path) -> None:
+    a, up = machine(jupyter_dirs / "a", s3)
+    notebook(a, up).save()
+    up.push()
+    key, data = max(objects(s3, "users/alice/blobs/").items(), key=lambda item: len(item[1]))
+    s3.client().put_object(Bucket=s3.bucket, Key=key, Body=data[:-1] + bytes([data[-1] ^ 1]))
+
+    b, down = machine(jupyter_dirs / "b", s3)
+    (cid,) = down.pull()
+    module = types.ModuleType("__main__")
+    module.__dict__["data"] = "the live value"
+    before = dict(module.__dict__)
+    with pytest.raises(IntegrityError, match="fails its signature check"), down.fetched(cid):
+        restore_namespace(b.blobs, module, cid, b.manifest(cid))
+    assert module.__dict__ == before
+    down.wait_fetched()
+    assert RemoteCatalog(b).remote_only() == {cid} and not b.blobs.has(key.rsplit("/", 1)[1])
