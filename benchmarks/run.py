@@ -914,9 +914,9 @@ def main() -> None:
                     report["notebooks"].setdefault(nb, {}).setdefault(pattern, []).append(entry)
         print("throughput ...", end=" ", flush=True)
         t0 = time.monotonic()
-        sizes = ["--scale", str(scale), "--repeat", str(THROUGHPUT_REPEAT)]
+        options = ["--memory-as-found", "--scale", str(scale), "--repeat", str(THROUGHPUT_REPEAT)]
         measured = subprocess.run(
-            [sys.executable, str(BENCH / "throughput.py"), "--memory-as-found", *sizes],
+            [sys.executable, str(BENCH / "throughput.py"), *options],
             capture_output=True,
             text=True,
             check=True,
