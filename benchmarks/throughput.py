@@ -5,7 +5,7 @@ Both take the same namespace of numpy arrays to durable files on the same disk:
 - pickle 5: ``pickle.dumps(namespace, protocol=5, buffer_callback=...)``, then the stream and
   every out-of-band buffer written to one file, and one ``fsync``;
 - jupyter-ckpt: what a background writer does for a checkpoint (``capture.prepare``): group,
-  pickle, hash and sign every 4 MiB chunk, compress where it pays, write each blob and fsync it.
+  pickle, hash and sign every 4 MiB chunk, compress where it pays, write each blob, and fsync them together.
 
 Throughput = the arrays' bytes / the wall time, median of alternating repetitions (the disk of a
 shared VM is noisy). A second row per dataset writes the namespace again after one element changed:

@@ -368,7 +368,7 @@ def _put_buffer(
     tally.add(first.size)
     compress = first.stored < first.size
     # Hashing, compressing, signing and writing release the GIL: chunks go through on every core, and
-    # twice as many threads as cores keep the cores busy while others wait for their fsync.
+    # twice as many threads as cores keep the cores busy while one syncs its batch's files (``blobs.Batch``).
     chunks = [first]
     with ThreadPoolExecutor(max_workers=2 * (os.cpu_count() or 1)) as pool:
         starts = range(CHUNK, view.nbytes, CHUNK)
@@ -501,10 +501,11 @@ def prepare(
 
     tally = Tally(0, progress or untold)
     hints = size_hints(capture, previous) if progress is not None else None
-    groups, variables, skipped, written = pack(module, capture, blobs.put, tally, hints, hashed)
-    packed_random = serialize.dumps(capture.random, module)
-    tally.expect(tally.done + packed_random.nbytes)
-    random_key, random_buffers = _put_group(blobs.put, packed_random, written, tally)
+    with blobs.batch() as batch:
+        groups, variables, skipped, written = pack(module, capture, batch.put, tally, hints, hashed)
+        packed_random = serialize.dumps(capture.random, module)
+        tally.expect(tally.done + packed_random.nbytes)
+        random_key, random_buffers = _put_group(batch.put, packed_random, written, tally)
     tally.finish()
     manifest: Manifest = {
         "format": FORMAT_VERSION,

@@ -6,12 +6,13 @@ import mmap
 import os
 import struct
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from jupyter_ckpt.blobs import BLOB_VERSION, CODEC_SHUFFLED, CODEC_ZSTD, MAGIC, LocalBlobs, content_key
+from jupyter_ckpt.blobs import _BATCH_OPEN, BLOB_VERSION, CODEC_SHUFFLED, CODEC_ZSTD, MAGIC, LocalBlobs, content_key
 from jupyter_ckpt.errors import IntegrityError, StoreVersionError
 from jupyter_ckpt.manifest import FORMAT_VERSION
 
@@ -195,6 +196,41 @@ def test_clean_tmp_removes_only_the_files_of_writers_that_are_gone(blobs: LocalB
 def test_a_write_leaves_no_temp_file(blobs: LocalBlobs) -> None:
     blobs.put(TEXT)
     blobs.put(NOISE)
+    assert list(blobs.tmp.iterdir()) == []
+
+
+def test_a_batch_makes_its_blobs_visible_only_when_it_ends(blobs: LocalBlobs) -> None:
+    with blobs.batch() as batch:
+        text, noise = batch.put(TEXT), batch.put(NOISE)
+        assert not blobs.has(text.key) and not blobs.has(noise.key) and blobs.listing() == {}
+    assert bytes(blobs.read(text.key)) == TEXT and bytes(blobs.read(noise.key)) == NOISE
+    assert list(blobs.tmp.iterdir()) == []
+
+
+def test_a_batch_that_fails_leaves_no_blob_and_no_temp_file(blobs: LocalBlobs) -> None:
+    with pytest.raises(RuntimeError, match="the save failed"), blobs.batch() as batch:
+        keys = [batch.put(TEXT).key, batch.put(NOISE).key]
+        raise RuntimeError("the save failed")
+    assert not any(blobs.has(k) for k in keys)
+    assert list(blobs.tmp.iterdir()) == []
+
+
+def test_the_same_content_twice_in_a_batch_is_one_new_blob(blobs: LocalBlobs) -> None:
+    with blobs.batch() as batch:
+        first, again = batch.put(NOISE), batch.put(bytearray(NOISE))
+    assert again == first and first.new
+    assert list(blobs.listing()) == [first.key]
+
+
+def test_a_batch_of_many_blobs_from_many_threads_keeps_few_files_open_and_writes_them_all(
+    blobs: LocalBlobs,
+) -> None:
+    contents = [f"blob {i} ".encode() * 100 for i in range(3 * _BATCH_OPEN + 5)]
+    open_before = len(os.listdir("/proc/self/fd"))
+    with blobs.batch() as batch, ThreadPoolExecutor(4) as pool:
+        infos = list(pool.map(batch.put, contents))
+        assert len(os.listdir("/proc/self/fd")) - open_before <= _BATCH_OPEN
+    assert [bytes(blobs.read(info.key)) for info in infos] == contents
     assert list(blobs.tmp.iterdir()) == []
 
 

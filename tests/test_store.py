@@ -187,6 +187,10 @@ def test_a_full_disk_gives_a_clear_error_and_keeps_earlier_checkpoints(tmp_path:
         noise = os.urandom(3 << 20)
         with pytest.raises(StoreFullError, match="full"):
             store.blobs.put(noise)
+        with pytest.raises(StoreFullError, match="full"), store.blobs.batch() as batch:
+            fitted = batch.put(os.urandom(1 << 20))  # fits, but its checkpoint does not: it never shows
+            batch.put(noise)
+        assert not store.blobs.has(fitted.key)
         assert list((small / "store" / "blobs" / "tmp").iterdir()) == []
         assert store.verify() == []
         assert store.manifest(cid)["status"] == "ok"
