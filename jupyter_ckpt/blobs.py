@@ -319,7 +319,7 @@ class LocalBlobs:
         """Place a blob file (fetched from elsewhere) once its header and signature check out here."""
         data = source.read_bytes() if isinstance(source, Path) else source
         self.check_file(key, data)
-        self._write_fetched(key, data)
+        self._write_fetched({key: data})
 
     def check_file(self, key: str, data: bytes) -> None:
         """Check a whole blob file's header and signature, without decoding it; raises IntegrityError."""
@@ -332,17 +332,19 @@ class LocalBlobs:
         self.check_file(key, data)
         self._fetched[key] = data
 
-    def write_fetched(self, key: str) -> tuple[int, int]:
-        """Write a blob file held by ``hold_fetched`` here and let go of it; returns its sizes."""
-        data = self._fetched[key]
-        self._write_fetched(key, data)
-        del self._fetched[key]
-        return self.sizes(data)
+    def write_fetched(self, keys: list[str]) -> dict[str, tuple[int, int]]:
+        """Write blob files held by ``hold_fetched`` here, together, and let go of them; returns their sizes."""
+        held = {key: self._fetched[key] for key in keys}
+        self._write_fetched(held)
+        for key in keys:
+            del self._fetched[key]  # only now: until its file is in place, a reader finds it here
+        return {key: self.sizes(data) for key, data in held.items()}
 
-    def _write_fetched(self, key: str, data: bytes) -> None:
-        self._keep_free(len(data), "fetched")
+    def _write_fetched(self, files: dict[str, bytes]) -> None:
+        self._keep_free(sum(len(data) for data in files.values()), "fetched")
         with self.batch("fetched") as batch:
-            batch.write(key, [data])
+            for key, data in files.items():
+                batch.write(key, [data])
 
     def drop_fetched(self) -> None:
         """Let go of the fetched blob files held in memory and not written."""

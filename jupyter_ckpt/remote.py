@@ -226,7 +226,7 @@ class Replica:
     def _upload_blob(self, key: str) -> None:
         if not self.remote.blobs.has(key):  # immutable and content-addressed: never uploaded twice
             self.remote.blobs.write_file(key, self.store.blobs.path(key))
-        self.catalog.mark_blob_uploaded(key)
+        self.catalog.mark_blobs_uploaded([key])
 
     def pull(self, session: str | None = None) -> list[int]:
         """Import the records of checkpoints this store has not seen (of one session, or all); returns their ids.
@@ -278,6 +278,7 @@ class Replica:
         except BaseException:
             self.store.blobs.drop_fetched()
             raise
+        self.catalog.mark_blobs_uploaded(missing)  # they came from there: the next push need not look for them
         try:
             yield
         finally:
@@ -288,14 +289,13 @@ class Replica:
     def _fetch_blob(self, key: str, write: bool) -> None:
         self.store.blobs.hold_fetched(key, self.remote.blobs.read_file(key))
         if write:
-            self.catalog.add_fetched_blob(key)
+            self.catalog.add_fetched_blobs([key])
 
     def _keep(self, checkpoint_id: int, keys: list[str]) -> None:
         """Write fetched blobs held in memory to the local tier; the checkpoint is then local. A failure (a full
         disk) is said once, what is held is let go, and the checkpoint stays to be fetched again."""
         try:
-            for key in keys:
-                self.catalog.add_fetched_blob(key)
+            self.catalog.add_fetched_blobs(keys)
             self.catalog.mark_local(checkpoint_id)
         except Exception as e:
             self.store.blobs.drop_fetched()

@@ -16,6 +16,7 @@ them, and records what a push, a pull or a fetch did.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from .blobs import BlobInfo
@@ -45,9 +46,10 @@ class RemoteCatalog:
         )
         return [r["blob"] for r in rows]
 
-    def mark_blob_uploaded(self, key: str) -> None:
+    def mark_blobs_uploaded(self, keys: Iterable[str]) -> None:
+        """The remote store holds these blobs (uploaded from here, or fetched from there)."""
         with self.store._transaction() as db:
-            db.execute("INSERT OR IGNORE INTO uploaded_blobs VALUES (?)", (key,))
+            db.executemany("INSERT OR IGNORE INTO uploaded_blobs VALUES (?)", [(key,) for key in keys])
 
     def mark_uploaded(self, checkpoint_id: int, uid: str) -> None:
         """The record is in the remote store (unless it changed since it was read: a tag set meanwhile)."""
@@ -146,13 +148,15 @@ class RemoteCatalog:
         )
         return {r["blob"]: r["stored"] or 0 for r in rows if not self.store.blobs.has(r["blob"])}
 
-    def add_fetched_blob(self, key: str) -> None:
-        """Write a blob file fetched from the remote store, held in memory since it checked out
-        (``LocalBlobs.hold_fetched``), to the local tier."""
-        size, stored = self.store.blobs.write_fetched(key)
+    def add_fetched_blobs(self, keys: list[str]) -> None:
+        """Write blob files fetched from the remote store, held in memory since they checked out
+        (``LocalBlobs.hold_fetched``), to the local tier, together."""
+        sizes = self.store.blobs.write_fetched(keys)
         with self.store._transaction() as db:
-            db.execute("INSERT OR IGNORE INTO blobs (key, size, stored) VALUES (?, ?, ?)", (key, size, stored))
-            db.execute("INSERT OR IGNORE INTO uploaded_blobs VALUES (?)", (key,))
+            db.executemany(
+                "INSERT OR IGNORE INTO blobs (key, size, stored) VALUES (?, ?, ?)",
+                [(key, size, stored) for key, (size, stored) in sizes.items()],
+            )
 
     def mark_local(self, checkpoint_id: int) -> None:
         with self.store._transaction() as db:

@@ -308,3 +308,28 @@ def test_a_restore_from_a_changed_object_is_refused_and_changes_nothing(s3: S3, 
     assert module.__dict__ == before
     down.wait_fetched()
     assert RemoteCatalog(b).remote_only() == {cid} and not b.blobs.has(key.rsplit("/", 1)[1])
+
+
+def test_a_checkpoint_after_a_restore_from_the_bucket_uploads_without_asking_it_for_what_came_from_it(
+    s3: S3, jupyter_dirs: Path
+) -> None:
+    a, up = machine(jupyter_dirs / "a", s3)
+    notebook(a, up).save()
+    up.push()
+
+    b, down = machine(jupyter_dirs / "b", s3)
+    (cid,) = down.pull()
+    module = types.ModuleType("__main__")
+    b.blobs.limit.keep_free = 1 << 62  # the local tier is not written after the restore: no disk has this much free
+    with down.fetched(cid):
+        restore_namespace(b.blobs, module, cid, b.manifest(cid))
+    down.wait_fetched()
+    b.blobs.limit.keep_free = 0
+    asked: list[str] = []
+    exists = down.remote.exists
+    down.remote.exists = lambda path: asked.append(path) or exists(path)  # type: ignore[method-assign]
+    module.__dict__["note"] = "written on the second machine"
+    new = Checkpointer(b, "nb.ipynb", module).save()
+    assert new is not None and down.push() == 1
+    fetched = set(blob_keys(b.manifest(cid)))
+    assert {path.rsplit("/", 1)[1] for path in asked} == set(blob_keys(b.manifest(new))) - fetched != set()
