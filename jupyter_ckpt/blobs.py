@@ -224,7 +224,7 @@ class Batch:
         tmp = self._blobs.tmp / f"{key}.{os.getpid()}.{threading.get_ident()}"
         try:
             path.parent.mkdir(mode=0o700, exist_ok=True)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            fd = self._create(tmp)
         except OSError as e:
             self._raise(e)
         written = (fd, tmp, path)
@@ -243,6 +243,19 @@ class Batch:
             if len(self._waiting) >= _BATCH_OPEN:
                 full, self._waiting = self._waiting, []
         self._sync(full)
+
+    def _create(self, tmp: Path) -> int:
+        """Open a new temp file; in a process out of file descriptors, sync (and so close) those waiting first."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+        try:
+            return os.open(tmp, flags, 0o600)
+        except OSError as e:
+            if e.errno != errno.EMFILE:
+                raise
+        with self._lock:
+            waiting, self._waiting = self._waiting, []
+        self._sync(waiting)
+        return os.open(tmp, flags, 0o600)
 
     def __enter__(self) -> Batch:
         return self

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import resource
 import struct
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -230,6 +231,19 @@ def test_a_batch_of_many_blobs_from_many_threads_keeps_few_files_open_and_writes
     with blobs.batch() as batch, ThreadPoolExecutor(4) as pool:
         infos = list(pool.map(batch.put, contents))
         assert len(os.listdir("/proc/self/fd")) - open_before <= _BATCH_OPEN
+    assert [bytes(blobs.read(info.key)) for info in infos] == contents
+    assert list(blobs.tmp.iterdir()) == []
+
+
+def test_a_batch_in_a_process_short_of_file_descriptors_writes_every_blob(blobs: LocalBlobs) -> None:
+    contents = [f"blob {i} ".encode() * 100 for i in range(_BATCH_OPEN)]
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 8, hard))
+    try:
+        with blobs.batch() as batch:
+            infos = [batch.put(content) for content in contents]
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     assert [bytes(blobs.read(info.key)) for info in infos] == contents
     assert list(blobs.tmp.iterdir()) == []
 
