@@ -42,6 +42,8 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 PRIOR_RATE = 1 << 30
 # What a writer hands back to commit: the manifest, its blobs, and the buffers it hashed (``WriteWatch.learn``).
 Written = tuple[Manifest, dict[str, BlobInfo], list[Seen]]
+# Bytes of pages made writable again at a time, during which a fork waits: under a millisecond.
+WRITABLE_SLICE = 4 << 20
 PULL_WAIT = 60.0  # seconds a look at the timeline waits for the remote one to be pulled at kernel start
 
 
@@ -139,6 +141,9 @@ class Checkpointer:
         self._last_time = 0.0
         self.schedule = scheduler or Scheduler()
         self._cost_at_fork: float | None = None  # _writers_cost() when the first running writer was forked
+        self._forks = 0  # writers forked so far
+        self._forking = threading.Lock()  # held to fork a writer, or to make pages writable between forks
+        self._writable_after = 0  # the pages were made writable again once that many had exited
         self._reported: set[tuple[str, str]] = set()
         self._skipped: dict[str, Skipped] = {}
         self._head_manifest: Manifest | None = None
@@ -248,6 +253,26 @@ class Checkpointer:
             self.schedule.charge(self._accruing())
             self._cost_at_fork = None
 
+    def make_writable_again(self) -> None:
+        """Once no writer is alive, make writable the pages the forks left write-protected
+        (``WriteWatch.left_protected``), so that the next cells do not take a fault on each.
+
+        Called while the kernel is idle, without the lock held. Between slices a writer may be forked (a fork
+        waits for one slice at most): the pages are then shared again, and a write would copy them, so it
+        stops there.
+        """
+        with self._lock:
+            fork, forks = self._fork, self._forks
+            if fork is None or forks == self._writable_after or fork.busy:
+                return
+        for lo, hi in self._watch.left_protected():
+            for start in range(lo, hi, WRITABLE_SLICE):
+                with self._forking:
+                    if self._forks != forks:
+                        return
+                    self._watch.make_writable(start, min(hi, start + WRITABLE_SLICE))
+        self._writable_after = forks
+
     def idle_tick(self) -> int | None:
         """Called while the kernel is idle: commit finished writes, take an owed or periodic checkpoint."""
         serialize.index_library()  # here, not in every forked writer (50 ms with pandas, sklearn, torch imported)
@@ -321,7 +346,10 @@ class Checkpointer:
             self._saving.append(meta.at)
             self.store.blobs.hold(self._saving[0])
             try:
-                writer.submit(job, done, self._progress("saving a kernel checkpoint") if wait else None)
+                with self._forking:
+                    writer.submit(job, done, self._progress("saving a kernel checkpoint") if wait else None)
+                    if writer is self._fork:
+                        self._forks += 1
             finally:
                 self._release_if_idle()
             self.schedule.taken(time.perf_counter() - started)

@@ -159,7 +159,7 @@ class Checkpoints(StoreOptions):
         1.0,
         help="Seconds between the idle thread's checks (it also looks a quarter second after each cell): commit "
         "finished background writes (also while a cell runs) and, while the kernel is idle, take an owed or "
-        "periodic checkpoint.",
+        "periodic checkpoint, and make writable again the pages a finished writer shared.",
     ).tag(config=True)
     background = Bool(
         True,

@@ -224,14 +224,16 @@ class CellHooks:
             if self._cell_ended.wait(self.config.idle_poll):  # a cell just ended: look again once its grace is over
                 self._cell_ended.clear()
                 self._stop.wait(self.ckpt.schedule.grace)
-            with self.ckpt._lock:
-                try:
+            try:
+                with self.ckpt._lock:
                     if self._executing:  # mid-cell, the namespace is in flux: only commit what is written
                         self.ckpt.commit_finished()
                     else:
                         self.ckpt.idle_tick()
-                except Exception as e:  # the kernel must outlive any failed periodic checkpoint
-                    self.notice(f"jupyter-ckpt: periodic checkpoint failed: {e}")
+                if not self._executing:
+                    self.ckpt.make_writable_again()  # without the lock, which it takes a slice at a time
+            except Exception as e:  # the kernel must outlive any failed periodic checkpoint
+                self.notice(f"jupyter-ckpt: periodic checkpoint failed: {e}")
 
     def close(self) -> None:
         self._stop.set()

@@ -30,6 +30,7 @@ import ctypes
 import mmap
 import os
 import platform
+import re
 import sys
 import weakref
 from collections.abc import Iterable
@@ -49,7 +50,12 @@ _USER_MODE_ONLY = 1  # allowed without privileges (vm.unprivileged_userfaultfd =
 _FEATURE_WP_ASYNC = 1 << 15
 _REGISTER_MODE_WP = 1 << 1
 _SCAN_WP_MATCHING = 1 << 0
-_IS_WPALLOWED, _IS_WRITTEN = 1 << 0, 1 << 1
+_IS_WPALLOWED, _IS_WRITTEN, _IS_PRESENT = 1 << 0, 1 << 1, 1 << 3
+_MADV_POPULATE_WRITE = 23  # Linux 5.14
+# In /proc/self/pagemap, the top byte of a present page (bit 63) that this process alone maps (bit 56), not
+# swapped, not a file's, and not write-protected by this watch (bit 57): a run of these bytes, a run of pages.
+_EXCLUSIVE_RUN = re.compile(rb"\x81+")
+_PAGEMAP_READ = 1 << 16  # pages whose entries are read at once: 512 KiB
 _VEC = 1024  # regions returned per PAGEMAP_SCAN call
 
 
@@ -101,17 +107,24 @@ def address_of(view: memoryview) -> int | None:
     return ctypes.addressof(ctypes.c_char.from_buffer(view))
 
 
-def _private_anonymous(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Those ranges lying wholly in private anonymous mappings (``/proc/self/maps``)."""
+def _anonymous_mappings(writable: bool = False) -> list[tuple[int, int]]:
+    """This process's private anonymous mappings, or only the writable ones, in order (``/proc/self/maps``)."""
     spans = []
     with open("/proc/self/maps") as maps:
         for line in maps:
             fields = line.split(maxsplit=5)
-            path = fields[5].strip() if len(fields) > 5 else ""
-            if fields[1][3] == "p" and (not path or path == "[heap]" or path.startswith("[anon:")):
+            mode, path = fields[1], fields[5].strip() if len(fields) > 5 else ""
+            if mode[3] != "p" or (writable and mode[:2] != "rw"):
+                continue
+            if not path or path == "[heap]" or path.startswith("[anon:"):
                 lo, hi = (int(x, 16) for x in fields[0].split("-"))
                 spans.append((lo, hi))
-    spans.sort()
+    return sorted(spans)
+
+
+def _private_anonymous(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Those ranges lying wholly in private anonymous mappings."""
+    spans = _anonymous_mappings()
     kept = []
     for lo, hi in ranges:
         # Adjacent private anonymous mappings are one span for this purpose: merge as we go.
@@ -224,6 +237,42 @@ class WriteWatch:
             except OSError:
                 wanted.discard((lo, hi))
         self._registered = wanted
+
+    def left_protected(self) -> list[tuple[int, int]]:
+        """The runs of pages a fork may have left write-protected, to make writable again (``make_writable``).
+
+        After a fork, Linux write-protects every page of private memory in both processes; once the child has
+        exited, the first write to each page in this one still takes a fault, about a microsecond each, which
+        the next cells pay (80,000 faults over five cells of ``benchmarks/notebooks/smallobjs.ipynb``). These
+        are the present pages of the private writable anonymous memory that this process alone maps: a page
+        another process still maps (a writer, a worker forked by the user's code) would be copied instead.
+        Pages this watch protects are left out, since a write there is what it watches for. Empty where
+        ``PAGEMAP_SCAN`` is missing.
+        """
+        if not self.available:
+            return []
+        runs = []
+        for lo, hi in _anonymous_mappings(writable=True):
+            try:
+                present = self._scan(lo, hi, flags=0, mask=_IS_PRESENT)
+            except OSError:  # unmapped meanwhile
+                continue
+            for start, end in present:
+                for at in range(start, end, _PAGEMAP_READ * PAGE):  # in reads of a bounded size
+                    size = min(end - at, _PAGEMAP_READ * PAGE) // PAGE * 8
+                    try:
+                        entries = os.pread(self._pagemap, size, at // PAGE * 8)
+                    except OSError:
+                        continue
+                    for match in _EXCLUSIVE_RUN.finditer(entries[7::8]):
+                        runs.append((at + match.start() * PAGE, at + match.end() * PAGE))
+        return runs
+
+    def make_writable(self, lo: int, hi: int) -> None:
+        """Make pages writable in one pass, as a write to each would, without writing them
+        (``MADV_POPULATE_WRITE``); a page unmapped meanwhile is skipped with its mapping."""
+        assert self._libc is not None
+        self._libc.madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), _MADV_POPULATE_WRITE)
 
     def keys(self, view: memoryview) -> list[str | None]:
         """Per chunk of a live byte buffer: the key its writer hashed, if no page of it was written since the

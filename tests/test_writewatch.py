@@ -11,9 +11,12 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
+import resource
+import signal
 import threading
 import types
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -162,3 +165,68 @@ def test_an_undo_reads_the_bytes_changed_between_cells(store: Store) -> None:
     expected = first.copy()
     expected[0] = -1.0
     assert np.array_equal(table, expected)
+
+
+def records(module: types.ModuleType) -> list[dict[str, Any]]:
+    module.__dict__["records"] = [{"id": i, "tags": [i], "score": 0.5} for i in range(200_000)]
+    return module.__dict__["records"]
+
+
+def faults_writing(rows: list[dict[str, Any]]) -> int:
+    """The minor page faults a cell takes writing one field of every record."""
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for row in rows:
+        row["score"] += 1
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+
+def private_dirty() -> int:
+    """Bytes of memory this process alone has written (``/proc/self/smaps_rollup``)."""
+    with open("/proc/self/smaps_rollup") as rollup:
+        return sum(int(line.split()[1]) << 10 for line in rollup if line.startswith("Private_Dirty:"))
+
+
+def test_once_its_writer_is_gone_the_next_cell_is_spared_a_fault_on_every_page(store: Store) -> None:
+    module = types.ModuleType("__main__")
+    rows = records(module)
+    ckpt = Checkpointer(store, "nb.ipynb", module, background=True)
+    ckpt.save(trigger="cell")
+    ckpt.wait()  # the writer has exited: the pages it shared are still write-protected here
+    left = faults_writing(rows)
+    ckpt.save(trigger="cell")
+    ckpt.wait()
+    ckpt.make_writable_again()
+    assert faults_writing(rows) < left / 20, left
+
+
+def test_pages_a_process_forked_by_the_user_still_maps_are_not_copied(store: Store) -> None:
+    module = types.ModuleType("__main__")
+    rows = records(module)
+    ckpt = Checkpointer(store, "nb.ipynb", module, background=True)
+    ckpt.save(trigger="cell")
+    ckpt.wait()
+    worker = os.fork()  # a worker of the user's, as multiprocessing forks it: it shares every page
+    if worker == 0:
+        signal.pause()
+        os._exit(0)
+    try:
+        before = private_dirty()
+        ckpt.make_writable_again()
+        assert private_dirty() - before < 16 << 20  # the records alone are over 50 MiB
+        assert faults_writing(rows) > 5_000  # still shared, so still protected
+    finally:
+        os.kill(worker, signal.SIGKILL)
+        os.waitpid(worker, 0)
+
+
+def test_making_pages_writable_again_leaves_the_watched_buffers_unwritten(store: Store) -> None:
+    module = types.ModuleType("__main__")
+    module.__dict__["table"] = np.random.default_rng(0).random(SIZE // 8)
+    ckpt = Checkpointer(store, "nb.ipynb", module, background=True)
+    for _ in range(2):  # the first writer's buffers are registered, the second's armed
+        ckpt.save(trigger="cell")
+        ckpt.wait()
+    assert unknown(ckpt._watch, flat(module.__dict__["table"])) == []
+    ckpt.make_writable_again()
+    assert ckpt._writable_after == ckpt._forks  # the tick made the pages writable again
+    assert unknown(ckpt._watch, flat(module.__dict__["table"])) == []
