@@ -253,22 +253,22 @@ class Checkpointer:
             self.schedule.charge(self._accruing())
             self._cost_at_fork = None
 
-    def make_writable_again(self) -> None:
+    def make_writable_again(self, idle: Callable[[], bool] = lambda: True) -> None:
         """Once no writer is alive, make writable the pages the forks left write-protected
         (``WriteWatch.left_protected``), so that the next cells do not take a fault on each.
 
         Called while the kernel is idle, without the lock held. Between slices a writer may be forked (a fork
-        waits for one slice at most): the pages are then shared again, and a write would copy them, so it
-        stops there.
+        waits for one slice at most), or a cell may start (``idle`` turns false) and fork a process of its own:
+        the pages are then shared again, and a write would copy them, so it stops there.
         """
         with self._lock:
             fork, forks = self._fork, self._forks
-            if fork is None or forks == self._writable_after or fork.busy:
+            if fork is None or forks == self._writable_after or not idle() or fork.busy:
                 return
         for lo, hi in self._watch.left_protected():
             for start in range(lo, hi, WRITABLE_SLICE):
                 with self._forking:
-                    if self._forks != forks:
+                    if self._forks != forks or not idle():
                         return
                     self._watch.make_writable(start, min(hi, start + WRITABLE_SLICE))
         self._writable_after = forks

@@ -230,8 +230,8 @@ class CellHooks:
                         self.ckpt.commit_finished()
                     else:
                         self.ckpt.idle_tick()
-                if not self._executing:
-                    self.ckpt.make_writable_again()  # without the lock, which it takes a slice at a time
+                # Without the lock, which it takes a slice at a time; it stops when a cell starts.
+                self.ckpt.make_writable_again(idle=lambda: not self._executing)
             except Exception as e:  # the kernel must outlive any failed periodic checkpoint
                 self.notice(f"jupyter-ckpt: periodic checkpoint failed: {e}")
 

@@ -199,6 +199,16 @@ def test_once_its_writer_is_gone_the_next_cell_is_spared_a_fault_on_every_page(s
     assert faults_writing(rows) < left / 20, left
 
 
+def test_a_cell_that_starts_stops_the_pages_being_made_writable(store: Store) -> None:
+    module = types.ModuleType("__main__")
+    rows = records(module)
+    ckpt = Checkpointer(store, "nb.ipynb", module, background=True)
+    ckpt.save(trigger="cell")
+    ckpt.wait()
+    ckpt.make_writable_again(idle=lambda: False)  # a cell is running: it may fork processes of its own
+    assert faults_writing(rows) > 5_000
+
+
 def test_pages_a_process_forked_by_the_user_still_maps_are_not_copied(store: Store) -> None:
     module = types.ModuleType("__main__")
     rows = records(module)
