@@ -167,9 +167,14 @@ def test_an_undo_reads_the_bytes_changed_between_cells(store: Store) -> None:
     assert np.array_equal(table, expected)
 
 
-def records(module: types.ModuleType) -> list[dict[str, Any]]:
-    module.__dict__["records"] = [{"id": i, "tags": [i], "score": 0.5} for i in range(200_000)]
-    return module.__dict__["records"]
+def checkpointed_records(store: Store) -> tuple[Checkpointer, list[dict[str, Any]]]:
+    """200,000 small records in a namespace, checkpointed by a forked writer that has exited since."""
+    module = types.ModuleType("__main__")
+    rows = module.__dict__["records"] = [{"id": i, "tags": [i], "score": 0.5} for i in range(200_000)]
+    ckpt = Checkpointer(store, "nb.ipynb", module, background=True)
+    ckpt.save(trigger="cell")
+    ckpt.wait()  # the writer has exited: the pages it shared are still write-protected here
+    return ckpt, rows
 
 
 def faults_writing(rows: list[dict[str, Any]]) -> int:
@@ -187,11 +192,7 @@ def private_dirty() -> int:
 
 
 def test_once_its_writer_is_gone_the_next_cell_is_spared_a_fault_on_every_page(store: Store) -> None:
-    module = types.ModuleType("__main__")
-    rows = records(module)
-    ckpt = Checkpointer(store, "nb.ipynb", module, background=True)
-    ckpt.save(trigger="cell")
-    ckpt.wait()  # the writer has exited: the pages it shared are still write-protected here
+    ckpt, rows = checkpointed_records(store)
     left = faults_writing(rows)
     ckpt.save(trigger="cell")
     ckpt.wait()
@@ -200,21 +201,13 @@ def test_once_its_writer_is_gone_the_next_cell_is_spared_a_fault_on_every_page(s
 
 
 def test_a_cell_that_starts_stops_the_pages_being_made_writable(store: Store) -> None:
-    module = types.ModuleType("__main__")
-    rows = records(module)
-    ckpt = Checkpointer(store, "nb.ipynb", module, background=True)
-    ckpt.save(trigger="cell")
-    ckpt.wait()
+    ckpt, rows = checkpointed_records(store)
     ckpt.make_writable_again(idle=lambda: False)  # a cell is running: it may fork processes of its own
     assert faults_writing(rows) > 5_000
 
 
 def test_pages_a_process_forked_by_the_user_still_maps_are_not_copied(store: Store) -> None:
-    module = types.ModuleType("__main__")
-    rows = records(module)
-    ckpt = Checkpointer(store, "nb.ipynb", module, background=True)
-    ckpt.save(trigger="cell")
-    ckpt.wait()
+    ckpt, rows = checkpointed_records(store)
     worker = os.fork()  # a worker of the user's, as multiprocessing forks it: it shares every page
     if worker == 0:
         signal.pause()
