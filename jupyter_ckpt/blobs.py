@@ -252,21 +252,23 @@ class Batch:
         except OSError as e:
             if e.errno != errno.EMFILE:
                 raise
+        self._sync(self._take())
+        return os.open(tmp, flags, 0o600)
+
+    def _take(self) -> list[tuple[int, Path, Path]]:
+        """The files waiting, which this thread now syncs or discards."""
         with self._lock:
             waiting, self._waiting = self._waiting, []
-        self._sync(waiting)
-        return os.open(tmp, flags, 0o600)
+        return waiting
 
     def __enter__(self) -> Batch:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
-        with self._lock:
-            waiting, self._waiting = self._waiting, []
         if error is None:
-            self._sync(waiting)
+            self._sync(self._take())
         else:
-            self._discard(waiting)
+            self._discard(self._take())
 
     def _sync(self, files: list[tuple[int, Path, Path]]) -> None:
         try:

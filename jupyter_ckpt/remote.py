@@ -295,7 +295,8 @@ class Replica:
         """Write fetched blobs held in memory to the local tier; the checkpoint is then local. A failure (a full
         disk) is said once, what is held is let go, and the checkpoint stays to be fetched again."""
         try:
-            self.catalog.add_fetched_blobs(keys)
+            if keys:  # none when they were written as they came
+                self.catalog.add_fetched_blobs(keys)
             self.catalog.mark_local(checkpoint_id)
         except Exception as e:
             self.store.blobs.drop_fetched()
