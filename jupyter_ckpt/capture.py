@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import serialize, settings
+from . import memory, serialize, settings
 from .blobs import BlobInfo, LocalBlobs, content_key
 from .manifest import FORMAT_VERSION, Buffer, Group, Manifest, Skipped
 from .progress import Progress, Tally, untold
@@ -339,6 +339,8 @@ class Meta:
 Put = Callable[[bytes | memoryview, bool, int], BlobInfo]
 # Told each out-of-band buffer stored, with its chunk keys (``writewatch.observed``).
 Hashed = Callable[[memoryview, list[str]], None]
+# Told a stored out-of-band buffer, or a chunk of one, once nothing of the checkpoint reads it again (``pack``).
+Spent = Callable[[memoryview], None]
 
 
 def hash_only(data: bytes | memoryview, compress: bool, itemsize: int) -> BlobInfo:
@@ -354,9 +356,10 @@ def _put_buffer(
     blobs: dict[str, BlobInfo],
     tally: Tally,
     hashed: Hashed | None = None,
+    spent: Spent | None = None,
 ) -> Buffer:
     """Store one out-of-band buffer (of items of ``itemsize`` bytes) as content-addressed chunks; returns its
-    size and chunk keys.
+    size and chunk keys. ``spent`` is told each chunk once it is stored.
 
     A cell that changes a few rows of a large array writes the chunks those rows
     fall in, not the array. Whether chunks are compressed is decided on the first
@@ -364,15 +367,22 @@ def _put_buffer(
     are kept raw, page-aligned.
     """
     view = buf.cast("B") if buf.format != "B" or buf.ndim != 1 else buf
-    first = put(view[:CHUNK], True, itemsize)
+
+    def store(start: int, compress: bool) -> BlobInfo:
+        chunk = view[start : start + CHUNK]
+        info = put(chunk, compress, itemsize)
+        if spent is not None:
+            spent(chunk)
+        return info
+
+    first = store(0, True)
     tally.add(first.size)
     compress = first.stored < first.size
     # Hashing, compressing, signing and writing release the GIL: chunks go through on every core, and
     # twice as many threads as cores keep the cores busy while one syncs its batch's files (``blobs.Batch``).
     chunks = [first]
     with ThreadPoolExecutor(max_workers=2 * (os.cpu_count() or 1)) as pool:
-        starts = range(CHUNK, view.nbytes, CHUNK)
-        for info in pool.map(lambda start: put(view[start : start + CHUNK], compress, itemsize), starts):
+        for info in pool.map(lambda start: store(start, compress), range(CHUNK, view.nbytes, CHUNK)):
             chunks.append(info)
             tally.add(info.size)  # here, in the thread that saves: a progress display is the kernel's
     for info in chunks:
@@ -383,20 +393,61 @@ def _put_buffer(
     return {"size": view.nbytes, "chunks": keys}
 
 
+# An array's memory whose storing waits until every group is pickled: its group's buffer list, its place there.
+_Waiting = tuple[list[Buffer], int, memoryview]
+
+
 def _put_group(
-    put: Put, packed: serialize.Packed, blobs: dict[str, BlobInfo], tally: Tally, hashed: Hashed | None = None
+    put: Put,
+    packed: serialize.Packed,
+    blobs: dict[str, BlobInfo],
+    tally: Tally,
+    waiting: list[_Waiting],
+    hashed: Hashed | None = None,
 ) -> tuple[str, list[Buffer]]:
-    buffers = []
+    """Store a group's stream and the buffers its pickler made; an array's memory is added to ``waiting``
+    (``_put_waiting``), its place kept in the buffers returned."""
+    buffers: list[Buffer] = []
     for buf, mappable in zip(packed.buffers, packed.mappable, strict=True):
-        # An array's buffer: its exporter is the array, whose items are shuffled before compression.
-        buffer = _put_buffer(put, buf, getattr(buf.obj, "itemsize", 1) if mappable else 1, blobs, tally, hashed)
         if mappable:
-            buffer["mappable"] = True
-        buffers.append(buffer)
+            waiting.append((buffers, len(buffers), buf))
+            buffers.append({"size": buf.nbytes, "chunks": []})  # stored by ``_put_waiting``
+        else:
+            buffers.append(_put_buffer(put, buf, 1, blobs, tally, hashed))
     info = put(packed.payload, True, 1)
     blobs[info.key] = info
     tally.add(info.size)
     return info.key, buffers
+
+
+def _put_waiting(
+    put: Put,
+    waiting: list[_Waiting],
+    blobs: dict[str, BlobInfo],
+    tally: Tally,
+    hashed: Hashed | None = None,
+    spent: Spent | None = None,
+) -> None:
+    """Store the arrays' memory ``waiting``, in order, each at its place; ``spent`` is told the chunks of those
+    that share no byte with another (which would read them again)."""
+    alone = _apart([buf for _, _, buf in waiting]) if spent is not None else frozenset()
+    for buffers, place, buf in waiting:
+        # The exporter is the array, whose items are shuffled before compression.
+        itemsize = getattr(buf.obj, "itemsize", 1)
+        stored = _put_buffer(put, buf, itemsize, blobs, tally, hashed, spent if id(buf) in alone else None)
+        buffers[place] = {**stored, "mappable": True}
+
+
+def _apart(views: list[memoryview]) -> frozenset[int]:
+    """The buffers (by ``id``) whose bytes no other of ``views`` shares."""
+    spans = sorted((*memory.span(v), id(v)) for v in views)
+    alone = set()
+    reach = -1  # the furthest end of the spans before
+    for n, (start, end, i) in enumerate(spans):
+        if start >= reach and (n + 1 == len(spans) or spans[n + 1][0] >= end):
+            alone.add(i)
+        reach = max(reach, end)
+    return frozenset(alone)
 
 
 def group_key(key: str, buffers: list[Buffer]) -> str:
@@ -417,12 +468,19 @@ def pack(
     tally: Tally | None = None,
     hints: dict[str, int] | None = None,
     hashed: Hashed | None = None,
+    spent: Spent | None = None,
 ) -> tuple[list[Group], dict[str, dict[str, Any]], dict[str, Skipped], dict[str, BlobInfo]]:
     """Serialize every group through ``put``: returns groups, variables, skipped ones and blobs.
 
     ``tally`` counts the bytes put. Its total is each group's pickled size once it
     is known, and until then the largest of its variables' ``hints``. ``hashed`` is
     told each buffer's chunk keys.
+
+    The arrays' memory is stored once every group is pickled, chunk by chunk, and
+    ``spent`` is told each chunk then: nothing of this checkpoint reads it again.
+    Before, a pickler may read memory that no buffer names as its own (a tensor
+    made ``from_numpy`` shares an array's). The buffers a pickler made are stored
+    with their group, so they are not kept meanwhile.
     """
     tally = tally or Tally(0, untold)
     blobs: dict[str, BlobInfo] = {}
@@ -430,11 +488,13 @@ def pack(
     variables: dict[str, dict[str, Any]] = {}
     skipped: dict[str, Skipped] = {}
     pending = group(capture.variables)
+    waiting: list[_Waiting] = []
 
     def guess(names: list[str]) -> int:
         return max((hints or {}).get(n, 0) for n in names)
 
     ahead = sum(map(guess, pending))  # the bytes guessed for the groups not pickled yet
+    owed = 0  # the bytes of the arrays waiting
     tally.expect(ahead)
     while pending:
         names = pending.pop()
@@ -455,13 +515,17 @@ def pack(
             value = objs[names[0]]
             skipped[names[0]] = {"reason": e.reason, "type": type(value).__qualname__}
             continue
-        tally.expect(tally.done + packed.nbytes + ahead)
-        key, buffer_keys = _put_group(put, packed, blobs, tally, hashed)
-        index = len(groups)
+        tally.expect(tally.done + owed + packed.nbytes + ahead)
+        key, buffer_keys = _put_group(put, packed, blobs, tally, waiting, hashed)
+        owed += sum(b.nbytes for b, mappable in zip(packed.buffers, packed.mappable, strict=True) if mappable)
         groups.append({"key": key, "buffers": buffer_keys, "names": names, "serializer": packed.serializer})
         for n in names:
-            variables[n] = {"group": index, "gkey": group_key(key, buffer_keys)}
-            variables[n].update(serialize.preview(objs[n], packed.nbytes))
+            variables[n] = {"group": len(groups) - 1, **serialize.preview(objs[n], packed.nbytes)}
+    _put_waiting(put, waiting, blobs, tally, hashed, spent)
+    for entry in groups:
+        gkey = group_key(entry["key"], entry["buffers"])
+        for n in entry["names"]:
+            variables[n]["gkey"] = gkey
     return groups, variables, skipped, blobs
 
 
@@ -487,6 +551,7 @@ def prepare(
     progress: Progress | None = None,
     previous: Manifest | None = None,
     hashed: Hashed | None = None,
+    spent: Spent | None = None,
 ) -> tuple[Manifest, dict[str, BlobInfo]]:
     """Serialize a checkpoint and make its blobs durable in ``blobs`` (the store's); returns the manifest and
     blobs to commit.
@@ -496,16 +561,19 @@ def prepare(
     no catalog, no stream and no socket, while an earlier child still writes.
     ``progress`` is told the bytes written of those to write, a total first
     guessed from the sizes in the ``previous`` checkpoint and of the values. ``hashed`` is told each
-    variable's buffer as it was stored, with its chunk keys.
+    variable's buffer as it was stored, with its chunk keys, and ``spent`` the memory nothing reads again (``pack``).
     """
 
     tally = Tally(0, progress or untold)
     hints = size_hints(capture, previous) if progress is not None else None
     with blobs.batch() as batch:
-        groups, variables, skipped, written = pack(module, capture, batch.put, tally, hints, hashed)
+        groups, variables, skipped, written = pack(module, capture, batch.put, tally, hints, hashed, spent)
+        # Reads only what the kernel copied out of its random streams and settings, nothing ``spent`` was told.
         packed_random = serialize.dumps(capture.random, module)
         tally.expect(tally.done + packed_random.nbytes)
-        random_key, random_buffers = _put_group(batch.put, packed_random, written, tally)
+        waiting: list[_Waiting] = []
+        random_key, random_buffers = _put_group(batch.put, packed_random, written, tally, waiting)
+        _put_waiting(batch.put, waiting, written, tally)
     tally.finish()
     manifest: Manifest = {
         "format": FORMAT_VERSION,

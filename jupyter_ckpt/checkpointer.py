@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypedDict
 
-from . import capture, serialize, settings
+from . import capture, memory, serialize, settings
 from .blobs import BlobInfo, writer_alive
 from .errors import BadArgument, CheckpointError, IntegrityError, StoreFullError, UnknownCheckpoint
 from .manifest import Manifest, Skipped
@@ -323,6 +323,8 @@ class Checkpointer:
             previous = self._head_manifest
             epoch = self._watch.arm()  # before the writer starts: a page written after this is marked
 
+            kernel = os.getpid()
+
             def job(progress: Progress | None) -> Written:
                 hashed: list[Seen] = []
 
@@ -330,7 +332,12 @@ class Checkpointer:
                     if (seen := observed(view, keys)) is not None:
                         hashed.append(seen)
 
-                manifest, blobs = capture.prepare(self.store.blobs, self.module, cap, meta, progress, previous, observe)
+                # A forked writer gives back each chunk it has stored, so that the cells beside it need not
+                # copy those pages; the kernel itself (a write inline) must keep them.
+                spent = memory.give_back if os.getpid() != kernel else None
+                manifest, blobs = capture.prepare(
+                    self.store.blobs, self.module, cap, meta, progress, previous, observe, spent
+                )
                 return manifest, blobs, hashed
 
             def done(result: Any, error: BaseException | None) -> None:

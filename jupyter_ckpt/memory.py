@@ -8,20 +8,26 @@ kernel runs in (v2 or v1, including the limits of the groups above it). A
 cgroup's usage counts the page cache its processes filled, and the writers
 write gigabytes; the cache's inactive part is reclaimed before anything is
 killed, so it is counted as free, as the kubelet counts a container's working
-set.
+set. A writer gives back the pages it has stored (``give_back``), so that the
+kernel need not copy them.
 
-Everything here reads files under roots given as parameters, so tests can lay
-out a cgroup of their own.
+The headroom is read from files under roots given as parameters, so tests can
+lay out a cgroup of their own.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
+import mmap
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 PROC = Path("/proc")
 CGROUPS = Path("/sys/fs/cgroup")
+_MADV_DONTNEED = 4
 # A cgroup v1 limit this large is the "no limit" value (the page counter's maximum, rounded to pages).
 _UNLIMITED = 1 << 60
 _MIB = 1 << 20
@@ -87,6 +93,61 @@ def first_victim() -> None:
     """
     with contextlib.suppress(OSError):
         (PROC / "self" / "oom_score_adj").write_text("1000")
+
+
+class _PyBuffer(ctypes.Structure):  # CPython's Py_buffer: only ``buf`` and ``len`` are read
+    _fields_ = [
+        ("buf", ctypes.c_void_p),
+        ("obj", ctypes.c_void_p),
+        ("len", ctypes.c_ssize_t),
+        ("itemsize", ctypes.c_ssize_t),
+        ("readonly", ctypes.c_int),
+        ("ndim", ctypes.c_int),
+        ("format", ctypes.c_char_p),
+        ("shape", ctypes.c_void_p),
+        ("strides", ctypes.c_void_p),
+        ("suboffsets", ctypes.c_void_p),
+        ("internal", ctypes.c_void_p),
+    ]
+
+
+@functools.cache
+def _calls() -> tuple[Any, Any, Any]:
+    """CPython's buffer calls and libc's ``madvise``, with their own argument types (not ``ctypes.pythonapi``'s)."""
+    python, libc = ctypes.PyDLL(None), ctypes.CDLL(None)
+    get, release, madvise = python.PyObject_GetBuffer, python.PyBuffer_Release, libc.madvise
+    get.argtypes = [ctypes.py_object, ctypes.POINTER(_PyBuffer), ctypes.c_int]
+    release.argtypes = [ctypes.POINTER(_PyBuffer)]
+    release.restype = None
+    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    return get, release, madvise
+
+
+def span(view: memoryview) -> tuple[int, int]:
+    """The addresses a contiguous buffer's bytes occupy, read-only buffers included: [start, end)."""
+    get, release, _ = _calls()
+    buffer = _PyBuffer()
+    if get(view, ctypes.byref(buffer), 0) != 0:  # PyBUF_SIMPLE: the bytes as they lie
+        raise ValueError("not a contiguous buffer")
+    start = buffer.buf or 0
+    release(ctypes.byref(buffer))
+    return start, start + buffer.len
+
+
+def give_back(view: memoryview) -> None:
+    """In a forked writer: stop mapping the whole pages that lie inside ``view``, bytes it has stored and will
+    not read again (``MADV_DONTNEED``).
+
+    A page the kernel has not written since the fork is then the kernel's alone,
+    and its next write to it reuses the page instead of copying it; a page the
+    kernel has already copied frees its original. Only ever called in a forked
+    child: in the kernel, the pages would read as zeros. Where the call fails (a
+    locked mapping), the pages stay mapped, as before.
+    """
+    start, end = span(view)
+    lo, hi = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE, end // mmap.PAGESIZE * mmap.PAGESIZE
+    if hi > lo:
+        _calls()[2](lo, hi - lo, _MADV_DONTNEED)
 
 
 def _cgroup_headrooms(proc: Path, cgroups: Path) -> list[Headroom]:

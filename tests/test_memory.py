@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import ast
+import contextlib
+import ctypes
 import os
+import pickle
 import re
 import signal
 import sqlite3
@@ -12,6 +15,7 @@ import sys
 import threading
 import time
 import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +24,10 @@ import pytest
 from bystanders import leaving
 
 from jupyter_ckpt import memory
+from jupyter_ckpt.capture import Meta, collect, link, prepare
 from jupyter_ckpt.checkpointer import Checkpointer
+from jupyter_ckpt.restore import restore_namespace
+from jupyter_ckpt.serialize import preview
 from jupyter_ckpt.store import Store
 from jupyter_ckpt.writer import ForkWriter, WriterStopped, shared_writable_mapping
 
@@ -208,6 +215,18 @@ def test_after_a_writer_is_stopped_the_state_is_written_inline_until_the_copies_
 # -- the real thing: a kernel rewrites its array while a writer shares it, with little memory left --------------
 
 
+@contextlib.contextmanager
+def busy_cores() -> Iterator[None]:
+    """A program spinning on each core this process may run on, for the ``with`` block."""
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in os.sched_getaffinity(0)]
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+
+
 def oom_kills() -> int | None:
     """How many out-of-memory kills the kernel log holds, or None if it cannot be read."""
     log = subprocess.run(["dmesg"], capture_output=True, text=True)
@@ -245,7 +264,10 @@ def test_a_rewrite_beside_a_writer_with_little_memory_left_kills_nothing(kernels
         while not peek(k, writing):  # the checkpoint is written by a child the kernel forks when idle
             assert time.monotonic() < deadline, "no writer was started"
             time.sleep(0.05)
-        outputs.append(k.run("a += 1"))  # every page the child shares is copied, if nothing stops it
+        # Every core is busy with other programs, so the writer (an idle-class task) stores nothing meanwhile and
+        # gives nothing back: every page the child shares is copied, if nothing stops it.
+        with busy_cores():
+            outputs.append(k.run("a += 1"))
         outputs.append(k.run("%checkpoint wait"))  # after the inline write that began when the kernel went idle
         outputs.append(k.run("checksum = float(a[::4096].sum())"))
         assert all(r.error is None for r in outputs), [r.error for r in outputs]
@@ -280,3 +302,97 @@ def test_a_catalog_deleted_while_open_does_not_stop_the_forks(tmp_path: Path) ->
         assert "catalog.sqlite" not in (shared_writable_mapping() or "")
     finally:
         db.close()
+
+
+# -- a writer gives back each chunk it has stored, so that a rewrite beside it copies nothing ------------------
+
+
+def written_beside(store: Store, module: types.ModuleType, give_back: bool, rewrite: str = "") -> tuple[int, int]:
+    """Fork a writer that stores ``module`` (giving back each chunk once stored, or not) and then waits; run
+    ``rewrite`` in ``module`` meanwhile. Returns the checkpoint, committed, and the writer's private memory then."""
+    result = store.root / "written.pickle"
+    ready, go = os.pipe(), os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the writer
+        try:
+            meta = Meta(session="nb.ipynb", cell=1, last_cell=None, trigger="cell", status="ok")
+            spent = memory.give_back if give_back else None
+            written = prepare(store.blobs, module, collect(module.__dict__, (), ()), meta, spent=spent)
+            result.write_bytes(pickle.dumps(written))
+            os.write(ready[1], b"1")
+            os.read(go[0], 1)
+        finally:
+            os._exit(0)
+    try:
+        assert os.read(ready[0], 1) == b"1", "the writer failed"
+        exec(rewrite, module.__dict__)
+        private = sum(
+            int(line.split()[1]) << 10
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()
+            if line.startswith(("Private_Clean:", "Private_Dirty:"))
+        )
+    finally:
+        os.write(go[1], b"1")
+        os.waitpid(pid, 0)
+        for fd in (*ready, *go):
+            os.close(fd)
+    manifest, blobs = pickle.loads(result.read_bytes())
+    return store.commit("nb.ipynb", link(manifest, None, None), blobs), private
+
+
+def test_a_rewrite_beside_a_writer_that_gave_back_what_it_stored_copies_nothing(store: Store) -> None:
+    module = types.ModuleType("__main__")
+    module.__dict__["positions"] = np.random.default_rng(0).random(8 << 20)  # 64 MiB
+    before = module.__dict__["positions"].copy()
+    # Without giving back, the writer keeps the originals of the 64 MiB the rewrite copies.
+    _, kept = written_beside(store, module, give_back=False, rewrite="positions += 1")
+    module.__dict__["positions"][:] = before
+    cid, private = written_beside(store, module, give_back=True, rewrite="positions += 1")
+    assert kept - private > 60 * MIB, (kept, private)  # beside the writer's own heap, nothing of the 64 MiB
+    fresh = types.ModuleType("__main__")
+    restore_namespace(store.blobs, fresh, cid, store.manifest(cid))
+    assert np.array_equal(fresh.__dict__["positions"], before)  # as it was at the fork, not as rewritten
+    assert store.manifest(cid)["variables"]["positions"]["repr"] == preview(before, 0)["repr"]  # the timeline's
+
+
+class Alias:
+    """Another array's memory under an object the walk cannot see through (as a tensor made ``torch.from_numpy``
+    shares an array's): its pickler copies the bytes."""
+
+    def __init__(self, of: np.ndarray) -> None:
+        self.address, self.nbytes = of.ctypes.data, of.nbytes
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return bytes, (ctypes.string_at(self.address, self.nbytes),)
+
+
+def test_memory_that_something_else_reads_after_its_buffer_is_stored_is_still_written_whole(store: Store) -> None:
+    n = 4 << 20
+    raw = bytearray(np.random.default_rng(1).bytes(8 * n))
+    values = np.random.default_rng(2).random(n)
+    variables = {  # the groups are pickled last name first
+        "values": values,
+        "alias": Alias(values),  # pickled after ``values``' group
+        # Two arrays over one bytearray, each pickled with a buffer over the same bytes: the first stored must
+        # not be given back before the second is.
+        "a_pair": {"whole": np.frombuffer(raw, np.uint8), "tail": np.frombuffer(raw, np.uint8)[4096:]},
+    }
+    module = types.ModuleType("__main__")
+    module.__dict__.update(variables)
+    cid, _ = written_beside(store, module, give_back=True)
+    fresh = types.ModuleType("__main__")
+    restore_namespace(store.blobs, fresh, cid, store.manifest(cid))
+    got = fresh.__dict__
+    assert np.array_equal(got["values"], values)
+    assert got["alias"] == values.tobytes()
+    assert got["a_pair"]["whole"].tobytes() == bytes(raw) and got["a_pair"]["tail"].tobytes() == bytes(raw)[4096:]
+
+
+def test_a_write_in_the_kernel_itself_keeps_every_page(store: Store) -> None:
+    module = types.ModuleType("__main__")
+    module.__dict__["positions"] = np.random.default_rng(0).random(2 << 20)
+    before = module.__dict__["positions"].copy()
+    ckpt = Checkpointer(store, "inline.ipynb", module, background=False)
+    ckpt.record_cell(1, "positions = ...", True, 0.1)
+    assert ckpt.save(trigger="cell", cell=1) is not None  # written inline, in this process
+    assert np.array_equal(module.__dict__["positions"], before)
