@@ -250,7 +250,10 @@ async def test_checkpoint_and_restore_a_live_kernel(api: Any, notebook: Any, jp_
     code, message = await api.error("POST", *restore, body={"kernel_id": nb.kernel_id})
     assert code == 409 and "is running a cell" in message
     await long_cell
+    # Each cell's own checkpoint, taken once the kernel is idle (cells run back to back would share one).
+    await nb.wait_for_checkpoints(4)
     assert await nb.value("n") == 2
+    await nb.wait_for_checkpoints(5)
 
     restored = await api("POST", *restore, body={"kernel_id": nb.kernel_id})
     assert restored["checkpoint"] == first["id"] and "restored kernel checkpoint #" in restored["summary"]
@@ -262,6 +265,7 @@ async def test_checkpoint_and_restore_a_live_kernel(api: Any, notebook: Any, jp_
     assert code == 400 and "not 'other.ipynb'" in message
 
     # The kernel gone, the timeline is still there to browse.
+    await nb.wait_for_checkpoints(7)
     sessions = await api("GET", "api", "sessions")
     await api.fetch("api", "sessions", sessions[0]["id"], method="DELETE")
     listing = await api("GET", *CKPT, "checkpoints", params={"session": nb.path})
