@@ -339,7 +339,7 @@ class Meta:
 Put = Callable[[bytes | memoryview, bool, int], BlobInfo]
 # Told each out-of-band buffer stored, with its chunk keys (``writewatch.observed``).
 Hashed = Callable[[memoryview, list[str]], None]
-# Told a stored out-of-band buffer, or a chunk of one, once nothing of the checkpoint reads it again (``pack``).
+# Told each chunk of an array's memory once it is stored and nothing of the checkpoint reads it again (``pack``).
 Spent = Callable[[memoryview], None]
 
 
