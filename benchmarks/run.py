@@ -113,11 +113,14 @@ class Kernel:
             elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
                 reply.end = time.monotonic()
                 left.discard(msg["parent_header"]["msg_id"])
-        for _ in msg_ids:
+        unanswered = set(msg_ids)  # a reply left by an earlier request (a second kernel_info) may come first
+        while unanswered:
             content = self._next(self.client.get_shell_msg, time.monotonic() + 30)
-            reply = pending.get(content["parent_header"].get("msg_id"))
-            if reply is None:
+            msg_id = content["parent_header"].get("msg_id")
+            if msg_id not in unanswered:
                 continue
+            unanswered.discard(msg_id)
+            reply = pending[msg_id]
             content = content["content"]
             if content["status"] != "ok":
                 raise KernelError(reply.error or f"{content.get('ename')}: {content.get('evalue')}")
