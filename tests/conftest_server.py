@@ -156,7 +156,13 @@ class Notebook:
 
     async def value(self, expression: str) -> Any:
         """The value of an expression in the kernel, whose repr is a Python literal."""
-        return ast.literal_eval((await self.ok(f"print(repr({expression}))")).strip())
+        code = f"print(repr({expression}))"
+        printed = await self.ok(code)
+        if not printed:
+            # Once, under load, a cell's reply and idle status came through the websocket and its output did not.
+            # Asked again as a request that is no cell (it checkpoints nothing); pure expressions answer the same.
+            printed = (await self.run(code, silent=True)).stdout
+        return ast.literal_eval(printed.strip())
 
     async def checkpoints(self) -> list[dict[str, Any]]:
         body = await self.api("GET", "api", "ckpt", "checkpoints", params={"session": self.path})
