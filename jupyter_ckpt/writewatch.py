@@ -12,6 +12,13 @@ the first write to such a page afterwards, from any thread, from a system call r
 that just before each writer starts; ``learn`` keeps what the writer hashed, if no other arm came between;
 ``keys`` answers, per chunk, the key hashed then or None if a page of the chunk may have changed since.
 
+A buffer the cells rewrite is not watched. The first write to a protected huge page splits it into small
+pages (the kernel tracks writes page by page), and a protected page is never merged into a huge one again,
+so a watched array that every cell rewrites would stay in small pages: its loops 4-7% slower, and every
+fork copying 512 times as many page table entries for it. An undo has to read such a buffer anyway. So a
+buffer most of whose chunks changed between two writers is left out until one finds it unchanged, and its
+memory is merged into huge pages again once no writer shares it (``make_writable``).
+
 A page counts as unchanged only inside memory this watch registered: private anonymous mappings (what
 numpy, bytearrays and pickle buffers live in). A file mapping or shared memory, whose pages another
 process can change without touching this process's page tables, is never registered; memory unmapped and
@@ -52,6 +59,8 @@ _REGISTER_MODE_WP = 1 << 1
 _SCAN_WP_MATCHING = 1 << 0
 _IS_WPALLOWED, _IS_WRITTEN, _IS_PRESENT = 1 << 0, 1 << 1, 1 << 3
 _MADV_POPULATE_WRITE = 23  # Linux 5.14
+_MADV_COLLAPSE = 25  # Linux 6.1
+HUGE = 2 << 20  # a huge page (x86-64 and arm64 with 4 KiB pages)
 # In /proc/self/pagemap, the top byte of a present page (bit 63) that this process alone maps (bit 56), not
 # swapped, not a file's, and not write-protected by this watch (bit 57): a run of these bytes, a run of pages.
 _EXCLUSIVE_RUN = re.compile(rb"\x81+")
@@ -138,6 +147,13 @@ def _private_anonymous(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int
     return kept
 
 
+def _rewritten(keys: list[str], before: tuple[int, list[str]] | None, size: int) -> bool:
+    """Whether most chunks of a buffer changed since the writer before hashed it (at the same address)."""
+    if before is None or before[0] != size:
+        return False
+    return 2 * sum(key != old for key, old in zip(keys, before[1], strict=True)) > len(keys)
+
+
 def observed(view: memoryview, keys: list[str]) -> Seen | None:
     """What a writer reports of a buffer it hashed, if it is large and writable enough to be watched."""
     address = address_of(view) if view.nbytes >= WATCH_MIN else None
@@ -153,6 +169,7 @@ class WriteWatch:
         self._registered: set[tuple[int, int]] = set()  # page ranges, registered with the userfaultfd
         self._armed: set[tuple[int, int]] = set()  # those write-protected by the last arm
         self._known: dict[int, tuple[int, list[str]]] = {}  # address -> size and chunk keys, as of the epoch
+        self._learned: dict[int, tuple[int, list[str]]] = {}  # the same, as the last writer learned hashed them
         self._libc: ctypes.CDLL | None = None  # None: not available here, every chunk is hashed
         self._vec = (_Region * _VEC)()
         if sys.platform == "linux" and platform.machine() in _SYSCALL:
@@ -226,8 +243,10 @@ class WriteWatch:
         """
         if not self.available or epoch != self._epoch:
             return
-        self._known = {address: (size, keys) for address, size, keys in hashed}
-        wanted = set(_private_anonymous(_pages(a, s) for a, (s, _) in self._known.items()))
+        before = self._learned
+        self._known = self._learned = {address: (size, keys) for address, size, keys in hashed}
+        watched = (_pages(a, s) for a, (s, keys) in self._known.items() if not _rewritten(keys, before.get(a), s))
+        wanted = set(_private_anonymous(watched))
         for lo, hi in self._registered - wanted:
             with contextlib.suppress(OSError):  # unmapped: nothing registered any more
                 self._ioctl(self._uffd, _UFFDIO_UNREGISTER, _Range(lo, hi - lo))
@@ -270,8 +289,19 @@ class WriteWatch:
 
     def make_writable(self, lo: int, hi: int) -> None:
         """Make pages writable in one pass, as a write to each would, without writing them
-        (``MADV_POPULATE_WRITE``); a page unmapped meanwhile is skipped with its mapping."""
+        (``MADV_POPULATE_WRITE``); a page unmapped meanwhile is skipped with its mapping.
+
+        Where a large buffer the last writer hashed covers whole huge pages of the range, those are merged
+        into huge pages first (``MADV_COLLAPSE``, a copy of each): a write beside a writer, or to a watched
+        page, split them. The kernel refuses a huge page holding a page this watch protects; the range holds
+        only memory this process alone maps (``left_protected``).
+        """
         assert self._libc is not None
+        for address, (size, _) in self._learned.items():
+            first = -(-max(lo, address) // HUGE) * HUGE
+            last = min(hi, address + size) // HUGE * HUGE
+            if first < last:
+                self._libc.madvise(ctypes.c_void_p(first), ctypes.c_size_t(last - first), _MADV_COLLAPSE)
         self._libc.madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), _MADV_POPULATE_WRITE)
 
     def keys(self, view: memoryview) -> list[str | None]:
