@@ -37,6 +37,7 @@ signalled after it was reaped, when it may be another process's.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 import json
 import os
@@ -50,6 +51,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from errno import EINVAL, ENOENT, ENOTTY
 from pathlib import Path
 from typing import Any
 
@@ -135,18 +137,74 @@ def shared_writable_mapping() -> str | None:
     POSIX semaphores are shared too, and never hold a Python buffer.
     """
     try:
-        maps = Path("/proc/self/maps").read_text()
+        names = _shared_writable_names()
     except OSError:
         return None
-    for line in maps.splitlines():
-        fields = line.split(maxsplit=5)
-        if len(fields) < 2 or fields[1][1] != "w" or fields[1][3] != "s":
-            continue
-        path = fields[5].strip() if len(fields) > 5 else "anonymous shared memory"
+    for path in names:
         name = path.removesuffix(" (deleted)")  # a catalog deleted while open is still mapped
         if not (name.endswith("-shm") or name.startswith("/dev/shm/sem.")):
             return path
     return None
+
+
+class _MapQuery(ctypes.Structure):
+    """Linux's ``struct procmap_query``."""
+
+    _fields_ = [
+        *((name, ctypes.c_uint64) for name in ("size", "flags", "addr", "start", "end", "vma_flags", "page_size")),
+        *((name, ctypes.c_uint64) for name in ("offset", "inode")),
+        *((name, ctypes.c_uint32) for name in ("dev_major", "dev_minor", "name_size", "build_id_size")),
+        *((name, ctypes.c_uint64) for name in ("name_addr", "build_id_addr")),
+    ]
+
+
+_PROCMAP_QUERY = (3 << 30) | (ctypes.sizeof(_MapQuery) << 16) | (ord("f") << 8) | 17
+_COVERING_OR_NEXT, _WRITABLE, _SHARED = 0x10, 0x02, 0x08
+_ANONYMOUS_SHARED = "anonymous shared memory"
+
+
+def _shared_writable_names() -> list[str]:
+    """The names of this process's shared writable mappings, read again at every fork (any cell may have
+    mapped a file): asked of the kernel where it can say, else listed."""
+    queried = _queried_shared_writable()
+    return _listed_shared_writable() if queried is None else queried
+
+
+def _queried_shared_writable() -> list[str] | None:
+    """The names the kernel gives, one mapping at a time (``PROCMAP_QUERY``, Linux 6.11: 0.1 ms with pandas and
+    scikit-learn imported); None before 6.11."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ioctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p]
+    name = ctypes.create_string_buffer(4096)
+    names: list[str] = []
+    maps = os.open("/proc/self/maps", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        flags = _COVERING_OR_NEXT | _WRITABLE | _SHARED
+        query = _MapQuery(size=ctypes.sizeof(_MapQuery), flags=flags, addr=0, name_addr=ctypes.addressof(name))
+        while True:
+            query.name_size = len(name)  # in: the room there is; out: the name's length with its NUL
+            if libc.ioctl(maps, _PROCMAP_QUERY, ctypes.byref(query)) < 0:
+                errno = ctypes.get_errno()
+                if errno == ENOENT:  # no such mapping above the address
+                    return names
+                if errno in (ENOTTY, EINVAL):
+                    return None
+                raise OSError(errno, os.strerror(errno))
+            names.append(name.value.decode(errors="replace") if query.name_size else _ANONYMOUS_SHARED)
+            query.addr = query.end
+    finally:
+        os.close(maps)
+
+
+def _listed_shared_writable() -> list[str]:
+    """The names ``/proc/self/maps`` lists, a line per mapping (3 ms with pandas and scikit-learn imported)."""
+    names = []
+    with open("/proc/self/maps") as lines:
+        for line in lines:
+            fields = line.split(maxsplit=5)
+            if len(fields) >= 2 and fields[1][1] == "w" and fields[1][3] == "s":
+                names.append(fields[5].strip() if len(fields) > 5 else _ANONYMOUS_SHARED)
+    return names
 
 
 def _run_when_idle() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import ctypes
+import mmap
 import os
 import pickle
 import re
@@ -29,7 +30,13 @@ from jupyter_ckpt.checkpointer import Checkpointer
 from jupyter_ckpt.restore import restore_namespace
 from jupyter_ckpt.serialize import preview
 from jupyter_ckpt.store import Store
-from jupyter_ckpt.writer import ForkWriter, WriterStopped, shared_writable_mapping
+from jupyter_ckpt.writer import (
+    ForkWriter,
+    WriterStopped,
+    _listed_shared_writable,
+    _queried_shared_writable,
+    shared_writable_mapping,
+)
 
 GIB, MIB = 1 << 30, 1 << 20
 UNLIMITED_V1 = "9223372036854771712"  # what a v1 group without a limit reads
@@ -286,6 +293,23 @@ def test_a_rewrite_beside_a_writer_with_little_memory_left_kills_nothing(kernels
     assert fresh.value("float(a[::4096].sum())") == checksum
     if kills is not None:
         assert oom_kills() == kills
+
+
+def test_the_kernels_answer_names_the_shared_mappings_the_maps_file_lists(tmp_path: Path) -> None:
+    """Before each fork the kernel is asked which mappings are shared and writable (Linux 6.11); it must name
+    what /proc/self/maps lists, the way before: a file mapped for writing (as ``numpy.memmap`` in ``r+``
+    mode maps it) and anonymous shared memory."""
+    path = tmp_path / "frames.bin"
+    path.write_bytes(bytes(1 << 20))
+    with path.open("r+b") as file, mmap.mmap(file.fileno(), 0) as frames, mmap.mmap(-1, 1 << 20) as anonymous:
+        frames[0], anonymous[0] = 1, 1
+        queried = _queried_shared_writable()
+        if queried is None:
+            pytest.skip("this kernel cannot be asked (before Linux 6.11)")
+        assert queried == _listed_shared_writable()
+        assert str(path) in queried
+        assert "/dev/zero (deleted)" in queried
+        assert shared_writable_mapping() is not None
 
 
 def test_a_catalog_deleted_while_open_does_not_stop_the_forks(tmp_path: Path) -> None:
