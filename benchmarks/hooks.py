@@ -68,7 +68,11 @@ REPORT = (
 
 
 def run(tree: Path, cells: int, idle: float) -> dict[str, float]:
-    home = Path(tempfile.mkdtemp(prefix="ckpt-hooks-"))
+    with tempfile.TemporaryDirectory(prefix="ckpt-hooks-") as home:
+        return timed(tree, cells, idle, Path(home))
+
+
+def timed(tree: Path, cells: int, idle: float, home: Path) -> dict[str, float]:
     env = dict(
         os.environ,
         PYTHONPATH=str(tree),
