@@ -6,7 +6,8 @@ Measured side by side in one run, as ratios to what the same client does with th
   (buffers in band) with the same client (s3fs);
 * restore on a fresh machine (empty local directory): pull, fetch and restore against reading that
   pickle file back with the same client (and unpickling it), and against downloading the checkpoint's
-  own objects from 8 threads, as the fetch does (the floor of any restore that reads them);
+  own objects from 8 threads with the requests the fetch makes (the floor of any restore that reads them),
+  by the client that uploaded them and by a new one (as a new machine's restore makes its own);
 * bytes uploaded over a session of cells that each change a little, against the pickle file per cell
   that a naive upload would write;
 * the client: s3fs (fsspec) against obstore (Rust), putting and getting the same 4 MiB objects from
@@ -113,7 +114,7 @@ def bench_tier(url: str, server: subprocess.Popen[bytes], mib: int, cells: int, 
         return seconds, restored
 
     keys = [path for path in fs.find(replica.remote.root + "/blobs")]
-    restores, floors, gets, loads, pulls = [], [], [], [], []
+    restores, floors, fresh_floors, gets, loads, pulls = [], [], [], [], [], []
     cpu: dict[str, list[float]] = {"restore": [], "restore, server": [], "download": [], "download, server": []}
     for n in range(rounds):  # alternated: the restore, then its floors, then the pickle file
         before = cpu_seconds(server)
@@ -125,8 +126,10 @@ def bench_tier(url: str, server: subprocess.Popen[bytes], mib: int, cells: int, 
         # What any restore must do first: learn the timeline (list the records, read the newest).
         pulls.append(timed(Replica(Store(work / f"c{n}", secret), Remote(url)).pull)[0])
         with ThreadPoolExecutor(8) as pool:  # the floor: the checkpoint's own objects, downloaded as the fetch does
-            floors.append(timed(lambda: list(pool.map(fs.cat_file, keys)))[0])
-        done = cpu_seconds(server)
+            floors.append(timed(lambda: list(pool.map(replica.remote.get_bytes, keys)))[0])
+            done = cpu_seconds(server)
+            # The same by a client made for it, as on a new machine, where the restore makes its own.
+            fresh_floors.append(timed(lambda: list(pool.map(Remote(url).get_bytes, keys)))[0])
         cpu["download"].append(done[0] - after[0])
         cpu["download, server"].append(done[1] - after[1])
         get_s, data = timed(lambda: fs.cat_file(base))
@@ -156,6 +159,8 @@ def bench_tier(url: str, server: subprocess.Popen[bytes], mib: int, cells: int, 
         "restore_vs_pickle_get": restore_s / pickle_get_s,
         "download_objects_s": floor_s,
         "restore_vs_download_objects": restore_s / floor_s,
+        "download_objects_new_client_s": statistics.median(fresh_floors),
+        "restore_vs_download_objects_new_client": restore_s / statistics.median(fresh_floors),
         "pull_s": statistics.median(pulls),
         "unpickle_s": unpickle_s,
         "restore_vs_pull_download_unpickle": restore_s / least_s,

@@ -153,6 +153,27 @@ def test_a_changed_object_in_the_bucket_is_refused(s3: S3, jupyter_dirs: Path) -
     assert c.sessions() == []
 
 
+def test_a_fetch_asks_the_store_once_per_object_and_an_emptied_one_is_refused(s3: S3, jupyter_dirs: Path) -> None:
+    a, up = machine(jupyter_dirs / "a", s3)
+    notebook(a, up).save()
+    up.push()
+    b, down = machine(jupyter_dirs / "b", s3)
+    (cid,) = down.pull()
+    asked: list[str] = []
+    down.remote.fs.s3.meta.events.register("before-send.s3", lambda event_name, **_: asked.append(event_name))
+    down.fetch(cid)
+    # One GET per blob, and no HEAD before it (s3fs asks for the size first unless given a range).
+    assert sorted(asked) == ["before-send.s3.GetObject"] * len(set(blob_keys(b.manifest(cid))))
+
+    key = next(iter(objects(s3, "users/alice/blobs/")))
+    s3.client().put_object(Bucket=s3.bucket, Key=key, Body=b"")
+    c, fresh = machine(jupyter_dirs / "c", s3)
+    (cid,) = fresh.pull()
+    with pytest.raises(IntegrityError, match=key.rsplit("/", 1)[1]):
+        fresh.fetch(cid)
+    assert not c.blobs.has(key.rsplit("/", 1)[1])
+
+
 def test_two_machines_write_one_prefix_without_colliding(s3: S3, jupyter_dirs: Path) -> None:
     a, up_a = machine(jupyter_dirs / "a", s3)
     b, up_b = machine(jupyter_dirs / "b", s3)
