@@ -91,7 +91,13 @@ def timed(fn: Any) -> tuple[float, Any]:
 
 
 def bench_tier(url: str, server: subprocess.Popen[bytes], mib: int, cells: int, rounds: int) -> dict[str, Any]:
-    work = Path(tempfile.mkdtemp(prefix="ckpt-remote-"))
+    with tempfile.TemporaryDirectory(prefix="ckpt-remote-") as work:  # a full copy of the namespace per restore
+        return measure_tier(url, server, mib, cells, rounds, Path(work))
+
+
+def measure_tier(
+    url: str, server: subprocess.Popen[bytes], mib: int, cells: int, rounds: int, work: Path
+) -> dict[str, Any]:
     secret = load_secret(work / "secret")
     module = namespace(mib)
     a = Store(work / "a", secret)
