@@ -692,8 +692,19 @@ class Checkpointer:
             return run_recipe(recipe, self.module.__dict__, self._run_cell)
 
     def undo(self) -> RestoreReport:
-        """Back to the state before the last cell."""
-        return self.restore("-1")
+        """Back to the state before the last cell. When there is none, the error says which cell boundaries
+        this kernel's policy did not checkpoint, and why: the usual cause, cells run back to back."""
+        try:
+            return self.restore("-1")
+        except UnknownCheckpoint as e:
+            skipped = self.schedule.skipped
+            if not skipped:
+                raise
+            why = "; ".join(f"{n} {reason}" for reason, n in skipped.items())
+            raise UnknownCheckpoint(
+                f"{e}. Cell boundaries this kernel did not checkpoint: {why} "
+                "(`%checkpoint auto on --every 1` checkpoints every cell)"
+            ) from e
 
     # -- looking ----------------------------------------------------------------
 

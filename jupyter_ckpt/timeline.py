@@ -199,7 +199,11 @@ class Timeline:
             for _ in range(steps):
                 current = state_of(current, by_id)  # one step back is to the last *different* state
                 if current.parent not in by_id:
-                    raise UnknownCheckpoint(f"the timeline does not reach {steps} checkpoint(s) back")
+                    where = f"after cell {current.cell}" if current.cell is not None else "a state with no cell"
+                    raise UnknownCheckpoint(
+                        f"the timeline does not reach {steps} state(s) back: the oldest it reaches is "
+                        f"#{numbers(records)[current.id]} ({where}), and no state before it was checkpointed"
+                    )
                 current = by_id[current.parent]
             return current
         if (cid := parse_id(text)) is not None:

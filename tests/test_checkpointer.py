@@ -17,6 +17,7 @@ from jupyter_ckpt import checkpointer
 from jupyter_ckpt.capture import group
 from jupyter_ckpt.checkpointer import Checkpointer
 from jupyter_ckpt.errors import BadArgument, IntegrityError, UnknownCheckpoint
+from jupyter_ckpt.schedule import Scheduler
 from jupyter_ckpt.store import Store, load_secret
 from jupyter_ckpt.units import parse_size
 
@@ -482,6 +483,27 @@ def test_a_change_made_between_cells_is_undone(store: Store) -> None:
     assert report.patched == ["table"] and report.loaded == ["small"]
     assert np.array_equal(module.__dict__["table"], np.random.default_rng(0).random((3_000, 1_000)))
     assert module.__dict__["small"] == [1, 2]
+
+
+def test_an_undo_with_no_state_before_says_why_and_changes_nothing(store: Store) -> None:
+    module = types.ModuleType("__main__")
+    # No budget: every boundary that a next cell reaches before the idle grace is skipped, as under Run All.
+    ckpt = Checkpointer(store, "back-to-back.ipynb", module, scheduler=Scheduler(budget=0.0, grace=0.0))
+    for count, source in enumerate(["a = 1", "b = 2", "c = 3"], start=1):
+        ckpt.before_cell()
+        exec(source, module.__dict__)
+        ckpt.after_cell(count, source, True, 0.5)
+    ckpt.idle_tick()  # the last cell's state, taken once the kernel is idle: the only one on the timeline
+    ckpt.wait()
+    with pytest.raises(UnknownCheckpoint) as raised:
+        ckpt.undo()
+    assert str(raised.value) == (
+        "the timeline does not reach 1 state(s) back: the oldest it reaches is #1 (after cell 3), and no state "
+        "before it was checkpointed. Cell boundaries this kernel did not checkpoint: 2 back to back, over the "
+        "overhead budget (`%checkpoint auto on --every 1` checkpoints every cell)"
+    )
+    assert {n: module.__dict__[n] for n in "abc"} == {"a": 1, "b": 2, "c": 3}
+    assert [r.cell for r in ckpt.checkpoints()] == [3]  # the failed undo put nothing on the timeline
 
 
 def test_groups_a_restore_keeps_do_not_share_what_they_did_not_share(store: Store) -> None:
