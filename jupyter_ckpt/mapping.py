@@ -19,12 +19,9 @@ import os
 import sys
 from pathlib import Path
 
-_MAP_FIXED = 0x10  # the same on every Linux architecture
+from .memory import libc
 
-if sys.platform == "linux":
-    _libc = ctypes.CDLL(None, use_errno=True)
-    _libc.mmap.restype = ctypes.c_void_p
-    _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+_MAP_FIXED = 0x10  # the same on every Linux architecture
 
 # (where in the buffer, file, offset in the file, length); where and offset are multiples of the page size.
 Piece = tuple[int, Path, int, int]
@@ -60,7 +57,7 @@ def map_pieces(size: int, pieces: list[Piece]) -> memoryview:
             fd = os.open(path, os.O_RDONLY)
             try:
                 prot = mmap.PROT_READ | mmap.PROT_WRITE
-                got = _libc.mmap(base + start, length, prot, mmap.MAP_PRIVATE | _MAP_FIXED, fd, offset)
+                got = libc().mmap(base + start, length, prot, mmap.MAP_PRIVATE | _MAP_FIXED, fd, offset)
             finally:
                 os.close(fd)
             if got != base + start:

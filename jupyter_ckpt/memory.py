@@ -21,6 +21,8 @@ import contextlib
 import ctypes
 import functools
 import mmap
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,20 +114,50 @@ class _PyBuffer(ctypes.Structure):  # CPython's Py_buffer: only ``buf`` and ``le
 
 
 @functools.cache
-def _calls() -> tuple[Any, Any, Any]:
-    """CPython's buffer calls and libc's ``madvise``, with their own argument types (not ``ctypes.pythonapi``'s)."""
-    python, libc = ctypes.PyDLL(None), ctypes.CDLL(None)
-    get, release, madvise = python.PyObject_GetBuffer, python.PyBuffer_Release, libc.madvise
+def libc() -> ctypes.CDLL:
+    """The C library, keeping ``errno``, with the argument types of each call this package makes of it."""
+    lib = ctypes.CDLL(None, use_errno=True)
+    lib.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    lib.ioctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p]
+    lib.syscall.restype = ctypes.c_long
+    lib.mmap.restype = ctypes.c_void_p
+    lib.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    return lib
+
+
+def ioctl(fd: int, request: int, arg: ctypes.Structure) -> int:
+    """``ioctl(fd, request, &arg)``: its result, or an OSError with its ``errno``."""
+    result = int(libc().ioctl(fd, request, ctypes.byref(arg)))
+    if result < 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, os.strerror(errno))
+    return result
+
+
+def mappings() -> Iterator[tuple[int, int, str, str]]:
+    """This process's memory mappings as ``/proc/self/maps`` lists them: start, end, mode (``rw-p``) and name
+    (empty for anonymous memory)."""
+    with open("/proc/self/maps") as lines:
+        for line in lines:
+            fields = line.split(maxsplit=5)
+            lo, hi = fields[0].split("-")
+            yield int(lo, 16), int(hi, 16), fields[1], fields[5].strip() if len(fields) > 5 else ""
+
+
+@functools.cache
+def _buffer_calls() -> tuple[Any, Any]:
+    """CPython's buffer calls, with their own argument types (not ``ctypes.pythonapi``'s)."""
+    python = ctypes.PyDLL(None)
+    get, release = python.PyObject_GetBuffer, python.PyBuffer_Release
     get.argtypes = [ctypes.py_object, ctypes.POINTER(_PyBuffer), ctypes.c_int]
     release.argtypes = [ctypes.POINTER(_PyBuffer)]
     release.restype = None
-    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    return get, release, madvise
+    return get, release
 
 
 def span(view: memoryview) -> tuple[int, int]:
     """The addresses a contiguous buffer's bytes occupy, read-only buffers included: [start, end)."""
-    get, release, _ = _calls()
+    get, release = _buffer_calls()
     buffer = _PyBuffer()
     if get(view, ctypes.byref(buffer), 0) != 0:  # PyBUF_SIMPLE: the bytes as they lie
         raise ValueError("not a contiguous buffer")
@@ -147,7 +179,7 @@ def give_back(view: memoryview) -> None:
     start, end = span(view)
     lo, hi = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE, end // mmap.PAGESIZE * mmap.PAGESIZE
     if hi > lo:
-        _calls()[2](lo, hi - lo, _MADV_DONTNEED)
+        libc().madvise(lo, hi - lo, _MADV_DONTNEED)
 
 
 def _cgroup_headrooms(proc: Path, cgroups: Path) -> list[Headroom]:

@@ -42,6 +42,7 @@ import sys
 import weakref
 from collections.abc import Iterable
 
+from . import memory
 from .capture import CHUNK
 
 PAGE = mmap.PAGESIZE
@@ -119,15 +120,11 @@ def address_of(view: memoryview) -> int | None:
 def _anonymous_mappings(writable: bool = False) -> list[tuple[int, int]]:
     """This process's private anonymous mappings, or only the writable ones, in order (``/proc/self/maps``)."""
     spans = []
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            fields = line.split(maxsplit=5)
-            mode, path = fields[1], fields[5].strip() if len(fields) > 5 else ""
-            if mode[3] != "p" or (writable and mode[:2] != "rw"):
-                continue
-            if not path or path == "[heap]" or path.startswith("[anon:"):
-                lo, hi = (int(x, 16) for x in fields[0].split("-"))
-                spans.append((lo, hi))
+    for lo, hi, mode, name in memory.mappings():
+        if mode[3] != "p" or (writable and mode[:2] != "rw"):
+            continue
+        if not name or name == "[heap]" or name.startswith("[anon:"):
+            spans.append((lo, hi))
     return sorted(spans)
 
 
@@ -170,46 +167,35 @@ class WriteWatch:
         self._armed: set[tuple[int, int]] = set()  # those write-protected by the last arm
         self._known: dict[int, tuple[int, list[str]]] = {}  # address -> size and chunk keys, as of the epoch
         self._learned: dict[int, tuple[int, list[str]]] = {}  # the same, as the last writer learned hashed them
-        self._libc: ctypes.CDLL | None = None  # None: not available here, every chunk is hashed
+        self._available = False  # not here: every chunk is hashed
         self._vec = (_Region * _VEC)()
         if sys.platform == "linux" and platform.machine() in _SYSCALL:
             self._open()
 
     def _open(self) -> None:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.syscall.restype = ctypes.c_long
-        libc.ioctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p]
-        uffd = libc.syscall(_SYSCALL[platform.machine()], os.O_CLOEXEC | os.O_NONBLOCK | _USER_MODE_ONLY)
+        uffd = memory.libc().syscall(_SYSCALL[platform.machine()], os.O_CLOEXEC | os.O_NONBLOCK | _USER_MODE_ONLY)
         if uffd < 0:
             return
-        self._uffd, self._libc = uffd, libc
+        self._uffd, self._available = uffd, True
         weakref.finalize(self, os.close, uffd)
         try:
-            self._ioctl(uffd, _UFFDIO_API, _Api(0xAA, _FEATURE_WP_ASYNC, 0))
+            memory.ioctl(uffd, _UFFDIO_API, _Api(0xAA, _FEATURE_WP_ASYNC, 0))
             self._pagemap = os.open("/proc/self/pagemap", os.O_RDONLY | os.O_CLOEXEC)
             weakref.finalize(self, os.close, self._pagemap)
             self._scan(*_pages(id(self), 1), flags=0, mask=0)  # PAGEMAP_SCAN exists (Linux 6.7)
         except OSError:
-            self._libc = None
+            self._available = False
 
     @property
     def available(self) -> bool:
-        return self._libc is not None
-
-    def _ioctl(self, fd: int, request: int, arg: ctypes.Structure) -> int:
-        assert self._libc is not None
-        result = int(self._libc.ioctl(fd, request, ctypes.byref(arg)))
-        if result < 0:
-            errno = ctypes.get_errno()
-            raise OSError(errno, os.strerror(errno))
-        return result
+        return self._available
 
     def _scan(self, lo: int, hi: int, *, flags: int, mask: int, inverted: int = 0) -> list[tuple[int, int]]:
         """The regions of [lo, hi) whose pages match ``mask`` (after ``inverted``), walking it to its end."""
         found: list[tuple[int, int]] = []
         while lo < hi:
             arg = _Scan(96, flags, lo, hi, 0, ctypes.addressof(self._vec), _VEC, 0, inverted, mask, 0, mask or 1)
-            for region in self._vec[: self._ioctl(self._pagemap, _PAGEMAP_SCAN, arg)]:
+            for region in self._vec[: memory.ioctl(self._pagemap, _PAGEMAP_SCAN, arg)]:
                 if found and found[-1][1] == region.start:  # one run, returned in two calls
                     found[-1] = (found[-1][0], region.end)
                 else:
@@ -249,10 +235,10 @@ class WriteWatch:
         wanted = set(_private_anonymous(watched))
         for lo, hi in self._registered - wanted:
             with contextlib.suppress(OSError):  # unmapped: nothing registered any more
-                self._ioctl(self._uffd, _UFFDIO_UNREGISTER, _Range(lo, hi - lo))
+                memory.ioctl(self._uffd, _UFFDIO_UNREGISTER, _Range(lo, hi - lo))
         for lo, hi in wanted - self._registered:
             try:
-                self._ioctl(self._uffd, _UFFDIO_REGISTER, _Register(_Range(lo, hi - lo), _REGISTER_MODE_WP, 0))
+                memory.ioctl(self._uffd, _UFFDIO_REGISTER, _Register(_Range(lo, hi - lo), _REGISTER_MODE_WP, 0))
             except OSError:
                 wanted.discard((lo, hi))
         self._registered = wanted
@@ -296,13 +282,13 @@ class WriteWatch:
         page, split them. The kernel refuses a huge page holding a page this watch protects; the range holds
         only memory this process alone maps (``left_protected``).
         """
-        assert self._libc is not None
+        libc = memory.libc()
         for address, (size, _) in self._learned.items():
             first = -(-max(lo, address) // HUGE) * HUGE
             last = min(hi, address + size) // HUGE * HUGE
             if first < last:
-                self._libc.madvise(ctypes.c_void_p(first), ctypes.c_size_t(last - first), _MADV_COLLAPSE)
-        self._libc.madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), _MADV_POPULATE_WRITE)
+                libc.madvise(first, last - first, _MADV_COLLAPSE)
+        libc.madvise(lo, hi - lo, _MADV_POPULATE_WRITE)
 
     def keys(self, view: memoryview) -> list[str | None]:
         """Per chunk of a live byte buffer: the key its writer hashed, if no page of it was written since the
