@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import memory, serialize, settings
+from . import memory, registrations, serialize, settings
 from .blobs import BlobInfo, LocalBlobs, content_key
 from .manifest import FORMAT_VERSION, Buffer, Group, Manifest, Skipped
 from .progress import Progress, Tally, untold
@@ -591,6 +591,7 @@ def prepare(
         "skipped": skipped,
         "random": {"key": random_key, "buffers": random_buffers},
         "settings": settings.fingerprints(capture.random.get("settings", {})),
+        "registrations": registrations.read(capture.variables, module.__name__),
         "versions": versions(),
     }
     return manifest, written
@@ -606,5 +607,8 @@ def link(manifest: Manifest, parent: int | None, parent_manifest: Manifest | Non
     # A cell that only changed a setting (plt.style.use) changed the state: an undo must not step over it.
     now, then = manifest.get("settings", {}), parent_manifest.get("settings", {}) if parent_manifest else {}
     changed += sorted(n for n in set(now) | set(then) if now.get(n) != then.get(n))
+    # So did one that only registered a class with a library (``Sequence.register(Rows)``).
+    made, before_made = (m.get("registrations", []) if m else [] for m in (manifest, parent_manifest))
+    changed += sorted({registrations.label(r) for r in made} ^ {registrations.label(r) for r in before_made})
     gone = (set(before) | set(previous_modules)) - set(variables) - set(modules) - set(manifest["skipped"])
     return {**manifest, "parent": parent, "changed": changed, "removed": sorted(gone)}

@@ -72,6 +72,9 @@ class Manifest(TypedDict, total=False):
     # A digest of the settings kept with the random states (settings.py), by library ("matplotlib rcParams"):
     # capture.link compares them. Absent from checkpoints older than settings.
     settings: dict[str, str]
+    # What the notebook's classes were registered as with imported libraries (registrations.py), by variable
+    # name. Absent from checkpoints older than registrations.
+    registrations: list[list[str]]
     versions: dict[str, str]
     # Set by capture.link when the checkpoint takes its place on the timeline:
     parent: int | None

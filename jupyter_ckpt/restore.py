@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import capture, mapping, serialize, settings
+from . import capture, mapping, registrations, serialize, settings
 from .blobs import LocalBlobs, content_key
 from .capture import CHUNK, is_user_variable
 from .errors import BadArgument
@@ -386,6 +386,9 @@ def restore_namespace(
         numpy.random.set_state(states["numpy"])
     if "settings" in states:  # a checkpoint older than settings keeps none: the live ones stay as they are
         report.not_restored.update(settings.apply(states["settings"], module))  # after the modules are imported
+    # Of the classes now in the namespace (the checkpoint's, or the ones a partial restore kept).
+    made = [r for r in manifest.get("registrations", []) if r[3] not in failed and (wanted is None or r[3] in wanted)]
+    report.not_restored.update(registrations.apply(made, namespace))
     for name, why in failed.items():
         state = "kept its current value" if name in namespace else "absent"
         report.not_restored[name] = f"could not be loaded ({why}); {state}"

@@ -320,6 +320,14 @@ PATTERNS = [
         " and issubclass(SdaSquare, SdaShape)",
     ),
     _p(
+        "library_abc_register",
+        "stdlib",
+        "import collections.abc\nclass LarRows:\n    def __init__(self, *rows):\n        self.rows = list(rows)\n"
+        "    def __getitem__(self, i):\n        return self.rows[i]\n    def __len__(self):\n        return len(self.rows)\n"
+        "collections.abc.Sequence.register(LarRows)\nlar_r = LarRows(1, 2)",
+        "isinstance(lar_r, collections.abc.Sequence) and issubclass(LarRows, collections.abc.Sequence) and lar_r[1] == 2",
+    ),
+    _p(
         "total_ordering",
         "stdlib",
         "import functools\n@functools.total_ordering\nclass ToV:\n    def __init__(self, v):\n        self.v = v\n"
@@ -577,6 +585,14 @@ PATTERNS = [
         "fob_s = pd.Series([fob_first], index=pd.Index([FobItem(3)]))",
         "isinstance(fob_df['item'][0], FobItem) and fob_df['item'][0] is fob_first and fob_s.iloc[0] is fob_first"
         " and isinstance(fob_s.index[0], FobItem)",
+    ),
+    _p(
+        "accessor",
+        "pandas",
+        "import pandas as pd\n@pd.api.extensions.register_dataframe_accessor('acc_geo')\nclass AccGeo:\n"
+        "    def __init__(self, frame):\n        self._frame = frame\n    def center(self):\n"
+        "        return float(self._frame['x'].mean())\nacc_df = pd.DataFrame({'x': [1.0, 3.0]})",
+        "acc_df.acc_geo.center() == 2.0 and type(acc_df.acc_geo) is AccGeo",
     ),
     # -- scipy ---------------------------------------------------------------------------------------
     _p(

@@ -506,6 +506,40 @@ def test_an_undo_with_no_state_before_says_why_and_changes_nothing(store: Store)
     assert [r.cell for r in ckpt.checkpoints()] == [3]  # the failed undo put nothing on the timeline
 
 
+def test_a_class_registered_with_a_library_is_registered_again_and_the_registration_is_a_change(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "shapes.py").write_text("import abc\nclass Shape(abc.ABC):\n    pass\n")
+    monkeypatch.syspath_prepend(tmp_path)
+    module = types.ModuleType("__main__")
+    exec("import shapes\nclass Square:\n    pass\nclass Circle:\n    pass\n", module.__dict__)
+    ckpt = Checkpointer(store, "shapes.ipynb", module)
+    ckpt.save()
+    sys.modules["shapes"].Shape.register(module.__dict__["Square"])  # a cell that only registers: a new state
+    registered = ckpt.save()
+    assert ckpt.diff("-1", registered).changed == {}  # no variable changed, yet the timeline shows the change
+    record = next(r for r in ckpt.checkpoints() if r.id == registered)
+    assert record.changed == ["Square registered with shapes.Shape"]
+
+    # As in a new kernel: the library imported afresh knows nothing of the notebook's class.
+    del sys.modules["shapes"]
+    report = ckpt.restore(registered)
+    assert report.not_restored == {}
+    shape = sys.modules["shapes"].Shape
+    assert issubclass(module.__dict__["Square"], shape) and not issubclass(module.__dict__["Circle"], shape)
+
+    # The library gone: the registration is named with why, and the classes come back all the same.
+    del sys.modules["shapes"]
+    (tmp_path / "shapes.py").unlink()
+    exec("del Square, Circle", module.__dict__)
+    report = ckpt.restore(registered)
+    assert report.not_restored["shapes"] == "import shapes failed: ModuleNotFoundError: No module named 'shapes'"
+    assert report.not_restored["Square registered with shapes.Shape"] == (
+        "not registered again: ModuleNotFoundError: No module named 'shapes'"
+    )
+    assert {"Square", "Circle"} <= set(report.loaded)
+
+
 def test_groups_a_restore_keeps_do_not_share_what_they_did_not_share(store: Store) -> None:
     module = types.ModuleType("__main__")
     module.__dict__.update(a=[[1]], b=[[1]])
