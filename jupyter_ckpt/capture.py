@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import memory, registrations, serialize, settings
+from . import memory, paths, registrations, serialize, settings
 from .blobs import BlobInfo, LocalBlobs, content_key
 from .manifest import FORMAT_VERSION, Buffer, Group, Manifest, Skipped
 from .progress import Progress, Tally, untold
@@ -77,9 +77,13 @@ class Capture:
     # The random states and settings (``process_states``), taken in the kernel itself: ``random`` reseeds in a
     # forked child.
     random: dict[str, Any] = field(default_factory=dict)
+    # The working directory and import path, as far as the session changed them (``paths.read``).
+    paths: dict[str, Any] = field(default_factory=dict)
 
 
-def collect(namespace: dict[str, Any], hidden: Iterable[str], exclude: Iterable[str]) -> Capture:
+def collect(
+    namespace: dict[str, Any], hidden: Iterable[str], exclude: Iterable[str], start: paths.Start | None = None
+) -> Capture:
     hidden = set(hidden) | set(exclude)
     variables: dict[str, Any] = {}
     modules: dict[str, str] = {}
@@ -90,7 +94,8 @@ def collect(namespace: dict[str, Any], hidden: Iterable[str], exclude: Iterable[
             modules[name] = value.__name__
         else:
             variables[name] = value
-    return Capture(variables, modules, {k: id(v) for k, v in variables.items()}, process_states())
+    found = paths.read(start) if start is not None else {}
+    return Capture(variables, modules, {k: id(v) for k, v in variables.items()}, process_states(), found)
 
 
 class _Overflow(Exception):
@@ -592,6 +597,7 @@ def prepare(
         "random": {"key": random_key, "buffers": random_buffers},
         "settings": settings.fingerprints(capture.random.get("settings", {})),
         "registrations": registrations.read(capture.variables, module.__name__),
+        "paths": capture.paths,
         "versions": versions(),
     }
     return manifest, written
@@ -610,5 +616,6 @@ def link(manifest: Manifest, parent: int | None, parent_manifest: Manifest | Non
     # So did one that only registered a class with a library (``Sequence.register(Rows)``).
     made, before_made = (m.get("registrations", []) if m else [] for m in (manifest, parent_manifest))
     changed += sorted({registrations.label(r) for r in made} ^ {registrations.label(r) for r in before_made})
+    changed += paths.changes(manifest.get("paths", {}), parent_manifest.get("paths", {}) if parent_manifest else {})
     gone = (set(before) | set(previous_modules)) - set(variables) - set(modules) - set(manifest["skipped"])
     return {**manifest, "parent": parent, "changed": changed, "removed": sorted(gone)}

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypedDict
 
-from . import capture, memory, serialize, settings
+from . import capture, memory, paths, serialize, settings
 from .blobs import BlobInfo, writer_alive
 from .errors import BadArgument, CheckpointError, IntegrityError, StoreFullError, UnknownCheckpoint
 from .manifest import Manifest, Skipped
@@ -142,6 +142,7 @@ class Checkpointer:
         self._cells_since = 0
         self._last_time = 0.0
         self.schedule = scheduler or Scheduler()
+        self._start = paths.Start.now()  # what the session's working directory and import path are changes of
         self._cost_at_fork: float | None = None  # _writers_cost() when the first running writer was forked
         self._forks = 0  # writers forked so far
         self._forking = threading.Lock()  # held to fork a writer, or to make pages writable between forks
@@ -320,7 +321,7 @@ class Checkpointer:
             if writer is None:
                 self._owed = (trigger, status, cell)
                 return None
-            cap = capture.collect(self.module.__dict__, self._hidden(), self.policy.exclude)
+            cap = capture.collect(self.module.__dict__, self._hidden(), self.policy.exclude, self._start)
             meta = capture.Meta(self.session, cell, self.last_cell, trigger, status, message, tag)
             outcome: dict[str, int | None] = {}
 
@@ -577,7 +578,10 @@ class Checkpointer:
             after = " into the new kernel after a crash" if trigger == "crash-restore" else ""
             # Pulled from the remote store: read from the downloaded bytes, written here afterwards.
             fetched = self.replica.fetched(target.id) if self.replica is not None else contextlib.nullcontext()
-            with fetched:
+            # Where the session found its files and modules, before anything is imported or unpickled; put back if
+            # the restore fails.
+            kept_paths = paths.applied(manifest.get("paths"), self._start if only is None else None)
+            with fetched, kept_paths as paths_failed:
                 report = restore_namespace(
                     self.store.blobs,
                     self.module,
@@ -591,6 +595,7 @@ class Checkpointer:
                     lazy=self.lazy,
                     progress=self._progress(f"restoring kernel checkpoint #{number}{after}"),
                 )
+            report.not_restored.update(paths_failed)
             report.number = number
             if only is None:
                 self._record_restore(target, manifest, trigger)
@@ -736,7 +741,7 @@ class Checkpointer:
     def describe_now(self) -> Manifest:
         """The live namespace shaped like a manifest (hashed, not written)."""
         with self._lock:
-            cap = capture.collect(self.module.__dict__, self._hidden(), self.policy.exclude)
+            cap = capture.collect(self.module.__dict__, self._hidden(), self.policy.exclude, self._start)
             _, variables, skipped, _ = capture.pack(self.module, cap, capture.hash_only)
             return {"variables": variables, "modules": cap.modules, "skipped": skipped}
 

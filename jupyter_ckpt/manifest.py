@@ -75,6 +75,9 @@ class Manifest(TypedDict, total=False):
     # What the notebook's classes were registered as with imported libraries (registrations.py), by variable
     # name. Absent from checkpoints older than registrations.
     registrations: list[list[str]]
+    # The working directory and import path as far as the session changed them (paths.py). Absent from
+    # checkpoints older than paths.
+    paths: dict[str, Any]
     versions: dict[str, str]
     # Set by capture.link when the checkpoint takes its place on the timeline:
     parent: int | None

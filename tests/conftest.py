@@ -49,13 +49,14 @@ class Kernel:
     """A real ipykernel in its own process, on a notebook path (JPY_SESSION_NAME), or with none (``session`` None)
     as VS Code, the terminal and nbclient start kernels."""
 
-    def __init__(self, session: str | None, extra_env: dict[str, str] | None = None) -> None:
+    def __init__(self, session: str | None, extra_env: dict[str, str] | None = None, cwd: str | None = None) -> None:
         env = {k: v for k, v in os.environ.items() if k != "JPY_SESSION_NAME"}
         env.update(extra_env or {})
         if session is not None:
             env["JPY_SESSION_NAME"] = session
-        self.km = KernelManager(kernel_name="python3", transport="ipc")
-        self.km.start_kernel(env=env)
+        # The sockets' files named from here, wherever the kernel starts.
+        self.km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.abspath("kernel-ipc"))
+        self.km.start_kernel(env=env, cwd=cwd)
         self.kc = self.km.client()
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=60)
@@ -111,11 +112,12 @@ class Kernel:
 
 @pytest.fixture
 def kernels(jupyter_dirs: Path) -> Iterator[Any]:
-    """Start kernels with ``kernels(session)`` (None: no notebook path); all are shut down after the test."""
+    """Start kernels with ``kernels(session)`` (None: no notebook path), in the directory ``cwd`` if given; all are
+    shut down after the test."""
     started: list[Kernel] = []
 
-    def start(session: str | None = "analysis.ipynb", **env: str) -> Kernel:
-        k = Kernel(session, env)
+    def start(session: str | None = "analysis.ipynb", cwd: str | None = None, **env: str) -> Kernel:
+        k = Kernel(session, env, cwd)
         started.append(k)
         return k
 

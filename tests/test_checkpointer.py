@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import random
 import sys
 import textwrap
@@ -222,6 +223,47 @@ def test_a_tampered_blob_changes_nothing(nb: tuple[types.ModuleType, Checkpointe
     with pytest.raises(IntegrityError, match="signature"):
         ckpt.restore(cid)
     assert module.__dict__ == before
+
+
+def test_the_working_directory_and_import_path_come_back_and_a_refused_restore_moves_neither(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "data").mkdir()
+    monkeypatch.chdir(project)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # this test's own, put back after it
+    module = types.ModuleType("__main__")
+    module.__dict__["rows"] = [1]
+    ckpt = Checkpointer(store, "paths.ipynb", module)
+    sys.path.append("src")
+    os.chdir("data")
+    cid = ckpt.save()
+    assert store.manifest(cid)["paths"] == {"cwd": "data", "sys_path_front": [], "sys_path_end": ["src"]}
+    sys.path.remove("src")
+    os.chdir(project)
+
+    key = store.manifest(cid)["groups"][0]["key"]
+    blob = store.root / "blobs" / key[:2] / key
+    good = blob.read_bytes()
+    blob.write_bytes(good[:-1] + bytes([good[-1] ^ 0xFF]))
+    ckpt._held = None  # every group is read
+    with pytest.raises(IntegrityError, match="signature"):
+        ckpt.restore(cid)
+    assert os.getcwd() == str(project) and "src" not in sys.path
+
+    blob.write_bytes(good)
+    ckpt.restore(cid)
+    assert os.getcwd() == str(project / "data") and sys.path[-1] == "src"
+
+    os.chdir(project)
+    (project / "data").rmdir()
+    module.__dict__["rows"] = None
+    report = ckpt.restore(cid)
+    assert report.not_restored == {
+        "working directory": f"{project / 'data'}: No such file or directory; it stays {project}"
+    }
+    assert module.__dict__["rows"] == [1] and os.getcwd() == str(project)
 
 
 def test_bad_input_is_refused(nb: tuple[types.ModuleType, Checkpointer]) -> None:

@@ -389,6 +389,41 @@ def test_a_variable_that_cannot_be_loaded_leaves_every_other_one_restored(kernel
     assert fresh.value("[n in dir() for n in ('box', 'Box', 'helper_mod')]") == [False, False, False]
 
 
+def test_a_restore_finds_the_project_s_modules_and_working_directory_even_after_the_project_moved(
+    kernels: Any, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "data" / "raw").mkdir(parents=True)
+    (project / "src" / "shapes_lib.py").write_text("class Square:\n    def __init__(self, s):\n        self.side = s\n")
+    (project / "data" / "raw" / "input.txt").write_text("first\n")
+    k = kernels("project.ipynb", cwd=str(project))
+    k.ok("%load_ext jupyter_ckpt")
+    k.ok("import os, sys\nsys.path.insert(0, 'src')\nimport shapes_lib\nsquare = shapes_lib.Square(3)")
+    k.ok("%checkpoint save")
+    k.ok("os.chdir('data')")  # a cell that only moves: a change of state on the timeline
+    k.ok("%checkpoint save")
+    assert "working directory" in next(row for row in k.ok("%checkpoint list").splitlines() if " #2 " in row)
+    k.close()
+
+    moved = tmp_path / "moved"
+    project.rename(moved)  # the notebook and its project were moved (or copied to another machine)
+    fresh = kernels("project.ipynb", cwd=str(moved))
+    fresh.ok("%load_ext jupyter_ckpt")
+    out = fresh.ok("%checkpoint restore latest")
+    assert "not restored" not in out, out
+    # Where the session was, from where this kernel started; its modules found through its own sys.path entry.
+    assert fresh.value("(os.getcwd(), square.side, type(square).__module__, sys.path[0])") == (
+        str(moved / "data"),
+        3,
+        "shapes_lib",
+        "src",
+    )
+    assert fresh.value("open('raw/input.txt').read()") == "first\n"
+    fresh.ok("%checkpoint undo")  # back before the cell that moved
+    assert fresh.value("os.getcwd()") == str(moved)
+
+
 def test_open_files_come_back_where_they_were_and_written_ones_are_never_truncated(
     kernels: Any, tmp_path: Path
 ) -> None:
