@@ -605,17 +605,17 @@ def prepare(
 
 def link(manifest: Manifest, parent: int | None, parent_manifest: Manifest | None) -> Manifest:
     """The manifest with its place on the timeline: its parent, and what changed since it."""
-    before = parent_manifest["variables"] if parent_manifest else {}
-    previous_modules = parent_manifest["modules"] if parent_manifest else {}
+    parent_manifest = parent_manifest or {}
+    before, previous_modules = parent_manifest.get("variables", {}), parent_manifest.get("modules", {})
     variables, modules = manifest["variables"], manifest["modules"]
     changed = sorted(n for n, v in variables.items() if before.get(n, {}).get("gkey") != v["gkey"])
     changed += sorted(n for n, m in modules.items() if previous_modules.get(n) != m)
     # A cell that only changed a setting (plt.style.use) changed the state: an undo must not step over it.
-    now, then = manifest.get("settings", {}), parent_manifest.get("settings", {}) if parent_manifest else {}
+    now, then = manifest.get("settings", {}), parent_manifest.get("settings", {})
     changed += sorted(n for n in set(now) | set(then) if now.get(n) != then.get(n))
-    # So did one that only registered a class with a library (``Sequence.register(Rows)``).
-    made, before_made = (m.get("registrations", []) if m else [] for m in (manifest, parent_manifest))
-    changed += sorted({registrations.label(r) for r in made} ^ {registrations.label(r) for r in before_made})
-    changed += paths.changes(manifest.get("paths", {}), parent_manifest.get("paths", {}) if parent_manifest else {})
+    # So did one that only registered a class with a library (``Sequence.register(Rows)``), or moved.
+    made = {registrations.label(r) for r in manifest.get("registrations", [])}
+    changed += sorted(made ^ {registrations.label(r) for r in parent_manifest.get("registrations", [])})
+    changed += paths.changes(manifest.get("paths", {}), parent_manifest.get("paths", {}))
     gone = (set(before) | set(previous_modules)) - set(variables) - set(modules) - set(manifest["skipped"])
     return {**manifest, "parent": parent, "changed": changed, "removed": sorted(gone)}

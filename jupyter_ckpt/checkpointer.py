@@ -741,7 +741,7 @@ class Checkpointer:
     def describe_now(self) -> Manifest:
         """The live namespace shaped like a manifest (hashed, not written)."""
         with self._lock:
-            cap = capture.collect(self.module.__dict__, self._hidden(), self.policy.exclude, self._start)
+            cap = capture.collect(self.module.__dict__, self._hidden(), self.policy.exclude)
             _, variables, skipped, _ = capture.pack(self.module, cap, capture.hash_only)
             return {"variables": variables, "modules": cap.modules, "skipped": skipped}
 
