@@ -133,10 +133,10 @@ def apply(registrations: list[Registration], namespace: dict[str, Any]) -> dict[
         try:
             if not isinstance(klass, type):
                 raise TypeError(f"{variable} is not a class in this kernel")
-            owner = _resolve(target)
-            if kind == "accessor" and target.startswith("pandas:") and target[7:] in _PANDAS:
+            owner, pandas_class = _resolve(target), target.removeprefix("pandas:")
+            if kind == "accessor" and pandas_class != target and pandas_class in _PANDAS:
                 if getattr(vars(owner).get(key), "_accessor", None) is not klass:
-                    register = getattr(importlib.import_module("pandas.api.extensions"), _PANDAS[target[7:]])
+                    register = getattr(importlib.import_module("pandas.api.extensions"), _PANDAS[pandas_class])
                     with warnings.catch_warnings():  # "overriding a preexisting attribute": the old class's
                         warnings.simplefilter("ignore", UserWarning)
                         register(key)(klass)
