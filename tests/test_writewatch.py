@@ -23,6 +23,7 @@ import pytest
 
 from jupyter_ckpt.capture import CHUNK
 from jupyter_ckpt.checkpointer import Checkpointer
+from jupyter_ckpt.memory import libc
 from jupyter_ckpt.restore import _chunk_keys
 from jupyter_ckpt.store import Store
 from jupyter_ckpt.writewatch import HUGE, PAGE, WATCH_MIN, WriteWatch, _pages, address_of, observed
@@ -31,9 +32,6 @@ pytestmark = pytest.mark.skipif(not WriteWatch().available, reason="needs userfa
 
 SIZE = 8 * CHUNK
 MIDDLE = CHUNK // 2  # a page here lies in one chunk; a page at a chunk's edge may also hold its neighbour's bytes
-libc = ctypes.CDLL(None, use_errno=True)
-libc.mmap.restype = ctypes.c_void_p
-libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
 
 
 def watched(buffer: memoryview, rounds: int = 2) -> WriteWatch:
@@ -70,7 +68,7 @@ def test_memory_registered_after_the_writer_started_is_not_trusted_until_armed(a
     watch = watched(flat(array), rounds=1)
     assert unknown(watch, flat(array)) == list(range(8))
     start = -(-(address_of(flat(array)) or 0) // PAGE) * PAGE + CHUNK  # a page inside chunk 1, dropped
-    assert libc.madvise(ctypes.c_void_p(start), PAGE, 4) == 0  # before any arm: it may not read as written
+    assert libc().madvise(ctypes.c_void_p(start), PAGE, 4) == 0  # before any arm: it may not read as written
     assert unknown(watch, flat(array)) == list(range(8))
 
 
@@ -103,7 +101,7 @@ def test_a_write_through_proc_self_mem_is_seen(array: np.ndarray) -> None:
 def test_pages_the_kernel_dropped_read_as_written(array: np.ndarray) -> None:
     watch = watched(flat(array))
     start = -(-(address_of(flat(array)) or 0) // PAGE) * PAGE + CHUNK  # a page inside chunk 1
-    assert libc.madvise(ctypes.c_void_p(start), PAGE, 4) == 0  # MADV_DONTNEED: it reads as zeros now
+    assert libc().madvise(ctypes.c_void_p(start), PAGE, 4) == 0  # MADV_DONTNEED: it reads as zeros now
     assert unknown(watch, flat(array)) == [1]
 
 
@@ -111,7 +109,7 @@ def test_memory_mapped_again_at_the_same_address_is_not_trusted(array: np.ndarra
     watch = watched(flat(array))
     lo = -(-(address_of(flat(array)) or 0) // PAGE) * PAGE
     flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x10  # MAP_FIXED: a new mapping over the old pages
-    assert libc.mmap(lo, 4 * CHUNK, mmap.PROT_READ | mmap.PROT_WRITE, flags, -1, 0) == lo
+    assert libc().mmap(lo, 4 * CHUNK, mmap.PROT_READ | mmap.PROT_WRITE, flags, -1, 0) == lo
     assert unknown(watch, flat(array)) == [0, 1, 2, 3, 4]  # chunk 4 shares its first page with the new mapping
 
 
