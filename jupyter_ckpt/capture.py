@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import memory, paths, registrations, serialize, settings
+from . import memory, paths, registrations, serialize, settings, warnfilters
 from .blobs import BlobInfo, LocalBlobs, content_key
 from .manifest import FORMAT_VERSION, Buffer, Group, Manifest, Skipped
 from .progress import Progress, Tally, untold
@@ -79,10 +79,16 @@ class Capture:
     random: dict[str, Any] = field(default_factory=dict)
     # The working directory and import path, as far as the session changed them (``paths.read``).
     paths: dict[str, Any] = field(default_factory=dict)
+    # The warning filters, as far as the session changed them (``warnfilters.read``).
+    warnings: dict[str, Any] = field(default_factory=dict)
 
 
 def collect(
-    namespace: dict[str, Any], hidden: Iterable[str], exclude: Iterable[str], start: paths.Start | None = None
+    namespace: dict[str, Any],
+    hidden: Iterable[str],
+    exclude: Iterable[str],
+    start: paths.Start | None = None,
+    filters: warnfilters.Start | None = None,
 ) -> Capture:
     hidden = set(hidden) | set(exclude)
     variables: dict[str, Any] = {}
@@ -95,7 +101,9 @@ def collect(
         else:
             variables[name] = value
     found = paths.read(start) if start is not None else {}
-    return Capture(variables, modules, {k: id(v) for k, v in variables.items()}, process_states(), found)
+    warning_filters = warnfilters.read(filters, namespace) if filters is not None else {}
+    ids = {k: id(v) for k, v in variables.items()}
+    return Capture(variables, modules, ids, process_states(), found, warning_filters)
 
 
 class _Overflow(Exception):
@@ -598,6 +606,7 @@ def prepare(
         "settings": settings.fingerprints(capture.random.get("settings", {})),
         "registrations": registrations.read(capture.variables, module.__name__),
         "paths": capture.paths,
+        "warnings": capture.warnings,
         "versions": versions(),
     }
     return manifest, written
@@ -617,5 +626,6 @@ def link(manifest: Manifest, parent: int | None, parent_manifest: Manifest | Non
     made = {registrations.label(r) for r in manifest.get("registrations", [])}
     changed += sorted(made ^ {registrations.label(r) for r in parent_manifest.get("registrations", [])})
     changed += paths.changes(manifest.get("paths", {}), parent_manifest.get("paths", {}))
+    changed += warnfilters.changes(manifest.get("warnings", {}), parent_manifest.get("warnings", {}))
     gone = (set(before) | set(previous_modules)) - set(variables) - set(modules) - set(manifest["skipped"])
     return {**manifest, "parent": parent, "changed": changed, "removed": sorted(gone)}

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypedDict
 
-from . import capture, memory, paths, serialize, settings
+from . import capture, memory, paths, serialize, settings, warnfilters
 from .blobs import BlobInfo, writer_alive
 from .errors import BadArgument, CheckpointError, IntegrityError, StoreFullError, UnknownCheckpoint
 from .manifest import Manifest, Skipped
@@ -143,6 +143,7 @@ class Checkpointer:
         self._last_time = 0.0
         self.schedule = scheduler or Scheduler()
         self._start = paths.Start.now()  # what the session's working directory and import path are changes of
+        self._filters = warnfilters.Start.now()  # and its warning filters
         self._cost_at_fork: float | None = None  # _writers_cost() when the first running writer was forked
         self._forks = 0  # writers forked so far
         self._forking = threading.Lock()  # held to fork a writer, or to make pages writable between forks
@@ -321,7 +322,7 @@ class Checkpointer:
             if writer is None:
                 self._owed = (trigger, status, cell)
                 return None
-            cap = capture.collect(self.module.__dict__, self._hidden(), self.policy.exclude, self._start)
+            cap = capture.collect(self.module.__dict__, self._hidden(), self.policy.exclude, self._start, self._filters)
             meta = capture.Meta(self.session, cell, self.last_cell, trigger, status, message, tag)
             outcome: dict[str, int | None] = {}
 
@@ -596,6 +597,9 @@ class Checkpointer:
                     progress=self._progress(f"restoring kernel checkpoint #{number}{after}"),
                 )
             report.not_restored.update(paths_failed)
+            if only is None:
+                kept_filters = manifest.get("warnings")
+                report.not_restored.update(warnfilters.apply(kept_filters, self._filters, self.module.__dict__))
             report.number = number
             if only is None:
                 self._record_restore(target, manifest, trigger)

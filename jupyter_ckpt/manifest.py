@@ -78,6 +78,9 @@ class Manifest(TypedDict, total=False):
     # The working directory and import path as far as the session changed them (paths.py). Absent from
     # checkpoints older than paths.
     paths: dict[str, Any]
+    # The warning filters as far as the session changed them (warnfilters.py). Absent from checkpoints older
+    # than warning filters.
+    warnings: dict[str, Any]
     versions: dict[str, str]
     # Set by capture.link when the checkpoint takes its place on the timeline:
     parent: int | None

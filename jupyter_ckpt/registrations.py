@@ -24,6 +24,8 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
+from . import serialize
+
 # [kind, target, key, variable]: ["accessor", "pandas:DataFrame", "geo", "Geo"] is ``df.geo``, made of the class
 # in the variable ``Geo``; ["abc", "collections.abc:Sequence", "", "Rows"] is ``Sequence.register(Rows)``.
 Registration = list[str]
@@ -67,7 +69,7 @@ def _accessors(classes: dict[int, str]) -> Iterator[Registration]:
 def _virtual_subclasses(classes: dict[int, str], notebook: str) -> Iterator[Registration]:
     for abstract in _library_abcs(notebook):
         for registered in _registry(abstract):
-            if id(registered) in classes and (path := _path(abstract)) is not None:
+            if id(registered) in classes and (path := serialize.path_of(abstract)) is not None:
                 yield ["abc", path, "", classes[id(registered)]]
 
 
@@ -99,23 +101,6 @@ def _registry(abstract: type) -> list[type]:
     return [klass for ref in refs if (klass := ref()) is not None]
 
 
-def _path(owner: type) -> str | None:
-    """``module:qualname`` for a class its module names as it is, else None (it could not be found again)."""
-    path = f"{owner.__module__}:{owner.__qualname__}"
-    try:
-        return path if _resolve(path, import_missing=False) is owner else None
-    except (AttributeError, KeyError):
-        return None
-
-
-def _resolve(path: str, *, import_missing: bool = True) -> Any:
-    module_name, _, qualname = path.partition(":")
-    found: Any = importlib.import_module(module_name) if import_missing else sys.modules[module_name]
-    for part in qualname.split("."):
-        found = getattr(found, part)
-    return found
-
-
 def label(registration: Registration) -> str:
     """How a registration is named on the timeline and in a restore's report."""
     kind, target, key, variable = registration
@@ -133,7 +118,7 @@ def apply(registrations: list[Registration], namespace: dict[str, Any]) -> dict[
         try:
             if not isinstance(klass, type):
                 raise TypeError(f"{variable} is not a class in this kernel")
-            owner, pandas_class = _resolve(target), target.removeprefix("pandas:")
+            owner, pandas_class = serialize.find(target), target.removeprefix("pandas:")
             if kind == "accessor" and pandas_class != target and pandas_class in _PANDAS:
                 if getattr(vars(owner).get(key), "_accessor", None) is not klass:
                     register = getattr(importlib.import_module("pandas.api.extensions"), _PANDAS[pandas_class])

@@ -145,6 +145,31 @@ def _located(obj: Any) -> bool:
     return found is obj
 
 
+def find(path: str, notebook: dict[str, Any] | None = None, *, import_missing: bool = True) -> Any:
+    """What ``module:qualname`` names: in the namespace ``notebook`` if that is the module's (its ``__name__``),
+    else in the module, imported if it is not yet and ``import_missing``. Raises ImportError, KeyError or
+    AttributeError if there is no such object."""
+    module_name, _, qualname = path.partition(":")
+    first, *rest = qualname.split(".")
+    if notebook is not None and module_name == notebook.get("__name__"):
+        found = notebook[first]
+    else:
+        found = getattr(importlib.import_module(module_name) if import_missing else sys.modules[module_name], first)
+    for part in rest:
+        found = getattr(found, part)
+    return found
+
+
+def path_of(obj: Any, notebook: dict[str, Any] | None = None) -> str | None:
+    """``module:qualname`` for a class or function ``find`` finds again as it is now (nothing imported), else None
+    (made in a function, deleted, replaced)."""
+    path = f"{obj.__module__}:{obj.__qualname__}"
+    try:
+        return path if find(path, notebook, import_missing=False) is obj else None
+    except (AttributeError, KeyError):
+        return None
+
+
 # Types whose objects are data, never looked up among the library modules' attributes (``_referable``).
 _PLAIN = frozenset({dict, list, tuple, set, frozenset, bytearray, bytes, str, int, float, complex, bool, type(None)})
 _REFERABLE: dict[type, bool] = {}

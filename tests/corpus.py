@@ -328,6 +328,15 @@ PATTERNS = [
         "isinstance(lar_r, collections.abc.Sequence) and issubclass(LarRows, collections.abc.Sequence) and lar_r[1] == 2",
     ),
     _p(
+        "warnings_filter",
+        "stdlib",
+        "import warnings\nclass WfNoise(UserWarning):\n    pass\n"
+        "warnings.filterwarnings('ignore', message='wf quiet', category=WfNoise)\n"
+        "def wf_shown(text):\n    with warnings.catch_warnings(record=True) as seen:\n"
+        "        warnings.warn(text, WfNoise)\n    return len(seen)",
+        "wf_shown('wf quiet, please') == 0 and wf_shown('wf loud') == 1",
+    ),
+    _p(
         "total_ordering",
         "stdlib",
         "import functools\n@functools.total_ordering\nclass ToV:\n    def __init__(self, v):\n        self.v = v\n"

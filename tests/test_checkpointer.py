@@ -5,9 +5,11 @@ from __future__ import annotations
 import gc
 import os
 import random
+import re
 import sys
 import textwrap
 import types
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -580,6 +582,58 @@ def test_a_class_registered_with_a_library_is_registered_again_and_the_registrat
         "not registered again: ModuleNotFoundError: No module named 'shapes'"
     )
     assert {"Square", "Circle"} <= set(report.loaded)
+
+
+def test_warning_filters_come_back_and_an_undo_takes_back_one_set_after(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "noise.py").write_text("class NoiseWarning(UserWarning):\n    pass\n")
+    monkeypatch.syspath_prepend(tmp_path)
+    module = types.ModuleType("__main__")
+    exec("import noise\nclass NbWarning(UserWarning):\n    pass\n", module.__dict__)
+    nb_warning, started = module.__dict__["NbWarning"], list(warnings.filters)  # pytest's own, put back after
+    ckpt = Checkpointer(store, "warnings.ipynb", module)
+    ckpt.save()
+    warnings.filterwarnings("ignore", message="quiet", category=nb_warning)
+    warnings.simplefilter("ignore", sys.modules["noise"].NoiseWarning)
+    warnings.simplefilter("error", ResourceWarning, append=True)
+    set_filters = ckpt.save()  # a cell that only set filters: a new state
+    at_set = list(warnings.filters)
+    record = next(r for r in ckpt.checkpoints() if r.id == set_filters)
+    assert record.changed == ["warnings filters"] and ckpt.diff("-1", set_filters).changed == {}
+    assert store.manifest(set_filters)["warnings"] == {
+        "front": [["ignore", None, "noise:NoiseWarning", None, 0], ["ignore", "quiet", "__main__:NbWarning", None, 0]],
+        "end": [["error", None, "builtins:ResourceWarning", None, 0]],
+    }
+
+    warnings.resetwarnings()  # a cell that clears them all, every starting one too, and sets another
+    warnings.filterwarnings("always", category=DeprecationWarning)
+    ckpt.save()
+    assert ckpt.restore(set_filters).not_restored == {}  # the undo
+    assert warnings.filters == at_set
+
+    # As in a new kernel: the starting filters only, the notebook's category gone, the library imported afresh.
+    warnings.filters[:] = started
+    exec("del NbWarning", module.__dict__)
+    del sys.modules["noise"]
+    report = Checkpointer(store, "warnings.ipynb", module).restore(set_filters)
+    assert report.not_restored == {}
+    restored = module.__dict__["NbWarning"]
+    assert restored is not nb_warning and warnings.filters[1][2] is restored
+    warnings.warn("quiet, please", restored, stacklevel=1)  # silenced; pytest makes every other warning an error
+    with pytest.raises(restored, match="loud"):
+        warnings.warn("loud", restored, stacklevel=1)
+
+    # The library gone: its filter is named with why, and the others are set all the same.
+    warnings.filters[:] = started
+    del sys.modules["noise"]
+    (tmp_path / "noise.py").unlink()
+    report = Checkpointer(store, "warnings.ipynb", module).restore(set_filters)
+    assert report.not_restored["warnings filter ignore noise:NoiseWarning"] == (
+        "not set again: ModuleNotFoundError: No module named 'noise'"
+    )
+    quiet = ("ignore", re.compile("quiet", re.I), module.__dict__["NbWarning"], None, 0)
+    assert warnings.filters == [quiet, *started, at_set[-1]]
 
 
 def test_groups_a_restore_keeps_do_not_share_what_they_did_not_share(store: Store) -> None:
