@@ -315,12 +315,17 @@ def group(variables: dict[str, Any], budget: int = REACH_BUDGET) -> list[list[st
 
 
 def process_states() -> dict[str, Any]:
-    """What a checkpoint keeps of the process beside the variables: the global random streams, and the
-    settings of the libraries imported (``settings.read``: matplotlib's rcParams, pandas' options, ...)."""
+    """What a checkpoint keeps of the process beside the variables: the global random streams (Python's, and
+    numpy's and torch's CPU one if imported), and the settings of the libraries imported (``settings.read``:
+    matplotlib's rcParams, pandas' options, ...)."""
     states: dict[str, Any] = {"random": random.getstate()}
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         states["numpy"] = numpy.random.get_state()
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        with contextlib.suppress(Exception):  # torch half imported, or built without numpy: its stream is not kept
+            states["torch"] = torch.get_rng_state().numpy().tobytes()  # bytes: loaded in a kernel without torch
     states["settings"] = settings.read()
     return states
 

@@ -267,6 +267,19 @@ def _as_read(namespace: dict[str, Any], modules: dict[str, types.ModuleType], re
         namespace.update(before)  # with no moment where the kernel's other threads would find it empty
 
 
+def _set_torch_stream(state: bytes) -> None:
+    torch = importlib.import_module("torch")
+    torch.set_rng_state(torch.frombuffer(bytearray(state), dtype=torch.uint8))
+
+
+# How each global random stream a checkpoint keeps (``capture.process_states``) is set again.
+_RANDOM_STREAMS: dict[str, Callable[[Any], None]] = {
+    "random": random.setstate,
+    "numpy": lambda state: importlib.import_module("numpy").random.set_state(state),
+    "torch": _set_torch_stream,
+}
+
+
 def restore_namespace(
     blobs: LocalBlobs,
     module: types.ModuleType,
@@ -379,11 +392,12 @@ def restore_namespace(
             report.modules.append(alias)
         else:
             report.not_restored[alias] = import_failed[alias]
-    if "random" in states:
-        random.setstate(states["random"])
-    if "numpy" in states:
-        numpy = sys.modules.get("numpy") or importlib.import_module("numpy")
-        numpy.random.set_state(states["numpy"])
+    for stream, set_state in _RANDOM_STREAMS.items():
+        if stream in states:
+            try:
+                set_state(states[stream])
+            except Exception as e:  # numpy or torch missing here: the other streams and the variables stand
+                report.not_restored[f"{stream} random stream"] = f"not set again: {type(e).__name__}: {e}"
     if "settings" in states:  # a checkpoint older than settings keeps none: the live ones stay as they are
         report.not_restored.update(settings.apply(states["settings"], module))  # after the modules are imported
     # Of the classes now in the namespace (the checkpoint's, or the ones a partial restore kept).

@@ -1,4 +1,4 @@
-"""The process-wide settings a notebook's cells change: how its plots and tables look.
+"""The process-wide settings a notebook's cells change: how its plots and tables look, how it computes.
 
 ``plt.rc("font", size=14)``, ``plt.style.use("ggplot")``, ``pd.set_option("display.max_rows", 200)`` and
 ``np.set_printoptions(precision=3)`` change how the session looks, and what they change lives in the
@@ -7,14 +7,19 @@ library, not in a variable. A checkpoint keeps them beside the random states:
 - matplotlib's ``rcParams`` (what ``plt.rc``, ``plt.style.use``, ``sns.set_theme`` and
   ``mpl.rcParams[...] = ...`` set), except the backend and interactive mode, which the frontend decides;
 - pandas' options (``pd.set_option``, ``pd.options.display.max_rows = ...``), except deprecated ones;
-- numpy's print options (``np.set_printoptions``) and floating-point error handling (``np.seterr``).
+- numpy's print options (``np.set_printoptions``) and floating-point error handling (``np.seterr``);
+- torch's default dtype, deterministic algorithms and float32 matmul precision;
+- scikit-learn's config (``sklearn.set_config(transform_output="pandas")``);
+- the ``decimal`` context (``decimal.getcontext().prec = 6``, its rounding and traps);
+- Python's recursion limit and the digits an ``int`` may print with (``sys.set_int_max_str_digits``).
 
 Only libraries already imported are read (``sys.modules``: nothing is imported to read it), and of
 each only what differs from what a fresh process starts with, as plain data; a value that is not plain
 (a ``cycler``, a ``float_format`` function) is kept serialized on its own, so that one that cannot be
 loaded again costs only itself. Reading compares with the starting values, taken once per process.
-numpy 2 holds its options in a context variable, which only the thread that runs the cells sees:
-``remember`` notes them there as each cell ends, for checkpoints taken by another thread.
+numpy 2 holds its options in a context variable, which only the thread that runs the cells sees, and so
+does decimal its context and scikit-learn its config (a thread's own): ``remember`` notes them there as
+each cell ends, for checkpoints taken by another thread.
 
 Applying puts each library's settings back to its starting values and then applies what was kept, so
 an undo to a cell before a change undoes it. A library the checkpoint has settings for is imported
@@ -154,6 +159,91 @@ def _errors_write(np: types.ModuleType, key: str, value: Any) -> None:
     np.seterr(**{key: value})
 
 
+# -- torch ---------------------------------------------------------------------
+
+# What a fresh process starts with: torch.set_default_dtype (by the dtype's name), torch.use_deterministic_algorithms
+# (True, False or "warn only") and torch.set_float32_matmul_precision.
+_TORCH_START = {"default_dtype": "float32", "deterministic_algorithms": False, "float32_matmul_precision": "highest"}
+
+
+def _torch_read(torch: types.ModuleType) -> Iterable[tuple[str, Any]]:
+    yield "default_dtype", str(torch.get_default_dtype()).removeprefix("torch.")
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    yield (
+        "deterministic_algorithms",
+        "warn only" if torch.is_deterministic_algorithms_warn_only_enabled() else deterministic,
+    )
+    yield "float32_matmul_precision", torch.get_float32_matmul_precision()
+
+
+def _torch_write(torch: types.ModuleType, key: str, value: Any) -> None:
+    if key == "default_dtype":
+        torch.set_default_dtype(getattr(torch, value))
+    elif key == "deterministic_algorithms":
+        torch.use_deterministic_algorithms(bool(value), warn_only=value == "warn only")
+    elif key == "float32_matmul_precision":
+        torch.set_float32_matmul_precision(value)
+    else:
+        raise KeyError("this version of jupyter-ckpt does not set it")
+
+
+# -- scikit-learn ----------------------------------------------------------------
+
+
+def _sklearn_start(sklearn: types.ModuleType) -> dict[str, Any]:
+    from sklearn import _config  # set_config changes the thread's copy: the process's stays as it started
+
+    return dict(_config._global_config)
+
+
+def _sklearn_write(sklearn: types.ModuleType, key: str, value: Any) -> None:
+    if key not in sklearn.get_config():
+        raise KeyError(f"this scikit-learn ({sklearn.__version__}) has no such setting")
+    sklearn.set_config(**{key: value})
+
+
+# -- decimal -------------------------------------------------------------------
+
+_DECIMAL_FIELDS = ("prec", "rounding", "Emin", "Emax", "capitals", "clamp")
+
+
+def _decimal_read(decimal: types.ModuleType, context: Any = None) -> Iterable[tuple[str, Any]]:
+    context = decimal.getcontext() if context is None else context
+    yield from ((field, getattr(context, field)) for field in _DECIMAL_FIELDS)
+    yield "traps", sorted(signal.__name__ for signal, on in context.traps.items() if on)
+
+
+def _decimal_write(decimal: types.ModuleType, key: str, value: Any) -> None:
+    context = decimal.getcontext()
+    if key == "traps":
+        for signal in context.traps:
+            context.traps[signal] = signal.__name__ in value
+    elif key in _DECIMAL_FIELDS:
+        setattr(context, key, value)
+    else:
+        raise KeyError("decimal contexts have no such field")
+
+
+# -- Python --------------------------------------------------------------------
+
+# The interpreter's limits a cell raises, and how each is read and set.
+_PYTHON_LIMITS = {
+    "recursionlimit": ("getrecursionlimit", "setrecursionlimit"),
+    "int_max_str_digits": ("get_int_max_str_digits", "set_int_max_str_digits"),
+}
+
+
+def _python_start(sys_module: types.ModuleType) -> dict[str, Any]:
+    digits = sys_module.flags.int_max_str_digits  # -1: not set by -X or the environment
+    return {"recursionlimit": 1000, "int_max_str_digits": 4300 if digits == -1 else digits}
+
+
+def _python_write(sys_module: types.ModuleType, key: str, value: Any) -> None:
+    if key not in _PYTHON_LIMITS:
+        raise KeyError("this version of jupyter-ckpt does not set it")
+    getattr(sys_module, _PYTHON_LIMITS[key][1])(value)
+
+
 LIBRARIES: dict[str, Library] = {
     "matplotlib": Library(
         "matplotlib", "matplotlib rcParams", lambda k: f"matplotlib rcParams[{k!r}]", _mpl_start, _mpl_read, _mpl_write
@@ -184,6 +274,35 @@ LIBRARIES: dict[str, Library] = {
         lambda np: np.geterr().items(),
         _errors_write,
         in_context=True,
+    ),
+    "torch": Library(
+        "torch", "torch defaults", lambda k: f"torch {k}", lambda torch: dict(_TORCH_START), _torch_read, _torch_write
+    ),
+    "scikit-learn": Library(
+        "sklearn",
+        "scikit-learn config",
+        lambda k: f"scikit-learn config {k!r}",
+        _sklearn_start,
+        lambda sklearn: sklearn.get_config().items(),
+        _sklearn_write,
+        in_context=True,  # set_config changes the calling thread's
+    ),
+    "decimal": Library(
+        "decimal",
+        "decimal context",
+        lambda k: f"decimal context {k}",
+        lambda decimal: dict(_decimal_read(decimal, decimal.DefaultContext)),
+        _decimal_read,
+        _decimal_write,
+        in_context=True,
+    ),
+    "python": Library(
+        "sys",
+        "Python limits",
+        lambda k: f"sys.{_PYTHON_LIMITS[k][1]}" if k in _PYTHON_LIMITS else f"Python {k}",
+        _python_start,
+        lambda sys_module: [(k, getattr(sys_module, get)()) for k, (get, _) in _PYTHON_LIMITS.items()],
+        _python_write,
     ),
 }
 

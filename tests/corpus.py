@@ -632,4 +632,18 @@ PATTERNS = [
         "torch.equal(tt_m.lin.weight.detach(), tt_w) and tt_opt.param_groups[0]['params'][0] is tt_m.lin.weight"
         " and isinstance(tt_m, TtNet) and tt_sched.optimizer is tt_opt",
     ),
+    _p(  # the last to draw from torch's stream, so that its check sees the draws its setup expects
+        "torch_random_stream",
+        "torch",
+        "import torch\ntorch.manual_seed(11)\ntr_next = torch.rand(2)\ntorch.manual_seed(11)",
+        "torch.equal(torch.rand(2), tr_next)",
+    ),
+    _p(
+        "library_settings",
+        "settings",
+        "import decimal, sys, sklearn\ndecimal.getcontext().prec = 6\nsys.setrecursionlimit(4321)\n"
+        "sklearn.set_config(display='text')",
+        "str(decimal.Decimal(1) / 7) == '0.142857' and sys.getrecursionlimit() == 4321"
+        " and sklearn.get_config()['display'] == 'text'",
+    ),
 ]

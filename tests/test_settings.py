@@ -145,6 +145,40 @@ def test_only_what_differs_from_the_start_is_kept_and_a_setting_not_plain_data_i
     assert list(kept) == ["display.float_format", "display.max_rows"]
 
 
+def test_how_the_session_computes_is_kept_and_put_back(defaults: None) -> None:
+    import decimal
+
+    import sklearn
+    import torch
+
+    torch.set_default_dtype(torch.float64)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    sklearn.set_config(transform_output="pandas")
+    decimal.getcontext().prec = 6
+    decimal.getcontext().traps[decimal.Inexact] = True
+    sys.setrecursionlimit(4321)
+    sys.set_int_max_str_digits(0)
+    kept = settings.read()
+    assert {name: kept[name] for name in ("torch", "scikit-learn", "decimal", "python")} == {
+        "torch": {"default_dtype": "float64", "deterministic_algorithms": "warn only"},
+        "scikit-learn": {"transform_output": "pandas"},
+        "decimal": {"prec": 6, "traps": ["DivisionByZero", "Inexact", "InvalidOperation", "Overflow"]},
+        "python": {"int_max_str_digits": 0, "recursionlimit": 4321},
+    }
+
+    assert settings.apply({}, sys.modules["__main__"]) == {}  # an undo to before those cells
+    assert torch.get_default_dtype() is torch.float32 and not torch.are_deterministic_algorithms_enabled()
+    assert sklearn.get_config()["transform_output"] == "default" and sys.getrecursionlimit() == 1000
+    assert str(decimal.Decimal(1) / 7) == "0.1428571428571428571428571429"
+
+    assert settings.apply(kept, sys.modules["__main__"]) == {}  # and back
+    assert torch.zeros(1).dtype is torch.float64 and torch.is_deterministic_algorithms_warn_only_enabled()
+    assert sklearn.get_config()["transform_output"] == "pandas" and sys.get_int_max_str_digits() == 0
+    with pytest.raises(decimal.Inexact):
+        decimal.Decimal(1) / 7
+    assert sys.getrecursionlimit() == 4321 and settings.read() == kept
+
+
 def test_a_record_from_elsewhere_applies_what_it_can_and_names_the_rest(defaults: None) -> None:
     record: settings.Settings = {
         "pandas": {"display.max_rows": 9, "display.nope": 1},

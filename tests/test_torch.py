@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import random
+import sys
 import textwrap
 import types
 
+import pytest
 import torch
 
 from jupyter_ckpt.checkpointer import Checkpointer
@@ -50,3 +53,24 @@ def test_a_model_and_its_optimizer_round_trip_together(store: Store) -> None:
     assert isinstance(net, net_class)
     assert opt.param_groups[0]["params"][0] is net.fc.weight  # the optimizer still drives the model
     assert opt.state[net.fc.weight]["momentum_buffer"].shape == (2, 4)
+
+
+def test_torch_s_random_stream_comes_back_and_a_kernel_without_torch_keeps_the_others(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = types.ModuleType("__main__")
+    module.__dict__["epochs"] = 3
+    ckpt = Checkpointer(store, "seeded.ipynb", module)
+    torch.manual_seed(7)
+    random.seed(7)
+    cid = ckpt.save()
+    expected = (torch.rand(3), random.random())
+    torch.rand(5)  # a cell that draws
+    ckpt.restore(cid)
+    drawn = (torch.rand(3), random.random())
+    assert torch.equal(drawn[0], expected[0]) and drawn[1] == expected[1]
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # as in a kernel without torch: "import torch" fails
+    report = ckpt.restore(cid)
+    assert report.not_restored["torch random stream"].startswith("not set again: ModuleNotFoundError")
+    assert random.random() == expected[1] and module.__dict__["epochs"] == 3
