@@ -187,6 +187,9 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int) -> set[str]:
             stack.extend(list(o) if t is weakref.WeakSet else [*o.keys(), *o.values()])
         elif t is types.MethodType or t is types.BuiltinMethodType:  # its object is one another variable may hold
             stack.append(o.__self__)
+        elif t is memoryview:  # pickled as a view of its object (serialize._reduce_memoryview)
+            with contextlib.suppress(ValueError):  # released
+                stack.append(o.obj)
         else:
             travels = _TRAVELS.get(t)
             if travels is None:

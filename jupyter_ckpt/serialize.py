@@ -302,9 +302,12 @@ def _array_from(buffer: Any, dtype: Any, shape: tuple[int, ...], order: str) -> 
     return numpy.ndarray(shape, dtype, buffer=buffer, order=order)
 
 
-def _view_of(root: Any, dtype: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> Any:
-    """Rebuild a numpy view on its (already rebuilt) base array."""
-    return type(root)(shape, dtype, buffer=root, offset=offset, strides=strides)
+def _view_of(
+    root: Any, dtype: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int, kind: type | None = None
+) -> Any:
+    """Rebuild a numpy view on its (already rebuilt) base array, of class ``kind`` (a ``recarray``) if given."""
+    numpy = sys.modules.get("numpy") or importlib.import_module("numpy")
+    return numpy.ndarray.__new__(kind or type(root), shape, dtype, buffer=root, offset=offset, strides=strides)
 
 
 def _extent(a: Any) -> tuple[int, int]:
@@ -397,6 +400,9 @@ def _reduce_array(obj: Any) -> Any:
     contiguous = root.flags.c_contiguous or root.flags.f_contiguous
     if type(root) is not numpy.ndarray or root.dtype.hasobject or not contiguous:
         return NotImplemented
+    kind = type(obj) if type(obj) is not numpy.ndarray else None
+    if kind is not None and (root is obj or vars(obj)):  # a subclass with state of its own: numpy's pickling
+        return NotImplemented
     if root is obj:
         order = "C" if obj.flags.c_contiguous else "F"
         data = obj if order == "C" else obj.T
@@ -408,7 +414,42 @@ def _reduce_array(obj: Any) -> Any:
     if start < lo or end > hi:
         return NotImplemented
     offset = obj.__array_interface__["data"][0] - root.__array_interface__["data"][0]
-    return _view_of, (root, obj.dtype, obj.shape, obj.strides, offset)
+    return _view_of, (root, obj.dtype, obj.shape, obj.strides, offset, kind)
+
+
+def _plain_array_class(t: type, numpy: Any) -> bool:
+    """Whether ``t`` is a subclass of ndarray pickled as ndarray pickles (``recarray``, ``chararray``): its
+    views are then rebuilt on their base as a plain array's are."""
+    ndarray = numpy.ndarray
+    return issubclass(t, ndarray) and all(
+        getattr(t, name) is getattr(ndarray, name) for name in ("__reduce__", "__reduce_ex__", "__setstate__")
+    )
+
+
+def _reduce_memoryview(obj: memoryview) -> Any:
+    """A memoryview of a whole object as a memoryview of that object (``memoryview(data)``, sharing it); one of
+    part of an object as a memoryview of a copy of its bytes, with its format, shape and writability (dill
+    refuses a memoryview; cloudpickle saves its bytes)."""
+    base = obj.obj
+    with contextlib.suppress(TypeError, ValueError):  # a base that exports no buffer any more
+        whole = memoryview(base)
+        if (whole.nbytes, whole.format, whole.shape, whole.readonly) == (
+            obj.nbytes,
+            obj.format,
+            obj.shape,
+            obj.readonly,
+        ):
+            return memoryview, (base,)
+    try:
+        _memoryview_of(bytes(obj.itemsize), obj.format, (1,), True)  # a format cast takes: "d", not "<d"
+    except (TypeError, ValueError):
+        return NotImplemented
+    return _memoryview_of, (obj.tobytes(), obj.format, obj.shape, obj.readonly)
+
+
+def _memoryview_of(data: bytes, item_format: str, shape: tuple[int, ...], readonly: bool) -> Any:
+    octets: Any = memoryview(data if readonly else bytearray(data)).cast("B")
+    return octets.cast(item_format, shape)
 
 
 def _reopen(path: str, mode: str, position: int | None, encoding: str | None, errors: str | None) -> Any:
@@ -655,8 +696,10 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_exception if _rebuilt_without_init(t) else None
     if issubclass(t, type):
         return _reduce_class
-    if numpy is not None and t is numpy.ndarray:
+    if numpy is not None and (t is numpy.ndarray or _plain_array_class(t, numpy)):
         return _reduce_array
+    if t is memoryview:
+        return _reduce_memoryview
     return _reduce_proxy if _forwards(t) else None
 
 

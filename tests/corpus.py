@@ -507,6 +507,19 @@ PATTERNS = [
         "st_a['f'][1] == 4.5 and st_a.dtype.names == ('i', 'f')",
     ),
     _p(
+        "record_view",
+        "numpy",
+        "import numpy as np\nrv_t = np.array([(1, 2.5), (3, 4.5)], dtype=[('i', 'i4'), ('f', 'f8')])\n"
+        "rv_r = rv_t.view(np.recarray)",
+        "type(rv_r) is np.recarray and rv_r.base is rv_t and rv_r.f[1] == 4.5",
+    ),
+    _p(
+        "memoryview",
+        "plain",
+        "mv_data = bytearray(b'abcdef')\nmv_whole, mv_part = memoryview(mv_data), memoryview(mv_data)[2:4]",
+        "type(mv_whole) is memoryview and mv_whole.obj is mv_data and bytes(mv_part) == b'cd' and not mv_part.readonly",
+    ),
+    _p(
         "masked",
         "numpy",
         "import numpy as np\nma_a = np.ma.masked_array([1, 2, 3], mask=[0, 1, 0])",

@@ -208,6 +208,29 @@ def test_objects_a_library_module_holds_come_back_as_those_very_objects(tmp_path
     assert read_back(tmp_path, packed, expression) == f"(True, True, True, True, [{os.sep!r}])"
 
 
+def test_memoryviews_and_record_views_come_back_as_what_they_were_and_share_what_they_shared(tmp_path: Path) -> None:
+    module = notebook(
+        """
+        import numpy as np
+        data = bytearray(b"abcdef")
+        whole, part, frozen = memoryview(data), memoryview(data)[2:4], memoryview(b"xyz")
+        floats = memoryview(np.arange(6.0)).cast("B").cast("d", (2, 3))
+        table = np.array([(1, 2.5), (3, 4.5)], dtype=[("i", "i4"), ("f", "f8")])
+        rows = table.view(np.recarray)
+        """
+    )
+    names = ("data", "whole", "part", "frozen", "floats", "table", "rows")
+    packed = serialize.dumps({n: getattr(module, n) for n in names}, module)
+    expression = (
+        "type(whole).__name__, whole.obj is data, bytes(part), part.readonly, frozen.readonly, floats.shape,"
+        " floats.format, floats[1, 2], type(rows).__name__, rows.base is table, float(rows.f[1]),"
+        " data.__setitem__(0, 90) or bytes(whole[:1]), rows.__setitem__(0, (7, 0.5)) or int(table['i'][0])"
+    )
+    assert read_back(tmp_path, packed, expression) == (
+        "('memoryview', True, b'cd', False, True, (2, 3), 'd', 5.0, 'recarray', True, 4.5, b'Z', 7)"
+    )
+
+
 def test_a_library_modules_object_is_saved_by_reference_but_a_notebook_function_it_was_given_is_not(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
