@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import memory, paths, registrations, serialize, settings, warnfilters
+from . import loggers, memory, paths, registrations, serialize, settings, warnfilters
 from .blobs import BlobInfo, LocalBlobs, content_key
 from .manifest import FORMAT_VERSION, Buffer, Group, Manifest, Skipped
 from .progress import Progress, Tally, untold
@@ -67,6 +67,20 @@ def is_user_variable(name: str, value: Any, hidden: Iterable[str] = ()) -> bool:
     )
 
 
+@dataclass(frozen=True)
+class Starts:
+    """What the process state a checkpoint keeps as the session's changes (the working directory and import
+    path, the warning filters, the loggers) was when jupyter-ckpt was loaded in the kernel."""
+
+    paths: paths.Start
+    filters: warnfilters.Start
+    loggers: loggers.Start
+
+    @classmethod
+    def now(cls) -> Starts:
+        return cls(paths.Start.now(), warnfilters.Start.now(), loggers.Start.now())
+
+
 @dataclass
 class Capture:
     """The parts of a namespace that go into a checkpoint, before serialization."""
@@ -81,14 +95,16 @@ class Capture:
     paths: dict[str, Any] = field(default_factory=dict)
     # The warning filters, as far as the session changed them (``warnfilters.read``).
     warnings: dict[str, Any] = field(default_factory=dict)
+    # What the loggers are changes of: they are read by the writer (``loggers.read``, 0.1 ms with torch's 160
+    # loggers), never in the kernel's pause.
+    starts: Starts | None = None
 
 
 def collect(
     namespace: dict[str, Any],
     hidden: Iterable[str],
     exclude: Iterable[str],
-    start: paths.Start | None = None,
-    filters: warnfilters.Start | None = None,
+    starts: Starts | None = None,
 ) -> Capture:
     hidden = set(hidden) | set(exclude)
     variables: dict[str, Any] = {}
@@ -100,10 +116,10 @@ def collect(
             modules[name] = value.__name__
         else:
             variables[name] = value
-    found = paths.read(start) if start is not None else {}
-    warning_filters = warnfilters.read(filters, namespace) if filters is not None else {}
+    found = paths.read(starts.paths) if starts is not None else {}
+    warning_filters = warnfilters.read(starts.filters, namespace) if starts is not None else {}
     ids = {k: id(v) for k, v in variables.items()}
-    return Capture(variables, modules, ids, process_states(), found, warning_filters)
+    return Capture(variables, modules, ids, process_states(), found, warning_filters, starts)
 
 
 class _Overflow(Exception):
@@ -615,6 +631,7 @@ def prepare(
         "registrations": registrations.read(capture.variables, module.__name__),
         "paths": capture.paths,
         "warnings": capture.warnings,
+        "logging": loggers.read(capture.starts.loggers) if capture.starts is not None else {},
         "versions": versions(),
     }
     return manifest, written
@@ -635,5 +652,6 @@ def link(manifest: Manifest, parent: int | None, parent_manifest: Manifest | Non
     changed += sorted(made ^ {registrations.label(r) for r in parent_manifest.get("registrations", [])})
     changed += paths.changes(manifest.get("paths", {}), parent_manifest.get("paths", {}))
     changed += warnfilters.changes(manifest.get("warnings", {}), parent_manifest.get("warnings", {}))
+    changed += loggers.changes(manifest.get("logging", {}), parent_manifest.get("logging", {}))
     gone = (set(before) | set(previous_modules)) - set(variables) - set(modules) - set(manifest["skipped"])
     return {**manifest, "parent": parent, "changed": changed, "removed": sorted(gone)}

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypedDict
 
-from . import capture, memory, paths, serialize, settings, warnfilters
+from . import capture, loggers, memory, paths, serialize, settings, warnfilters
 from .blobs import BlobInfo, writer_alive
 from .errors import BadArgument, CheckpointError, IntegrityError, StoreFullError, UnknownCheckpoint
 from .manifest import Manifest, Skipped
@@ -142,8 +142,8 @@ class Checkpointer:
         self._cells_since = 0
         self._last_time = 0.0
         self.schedule = scheduler or Scheduler()
-        self._start = paths.Start.now()  # what the session's working directory and import path are changes of
-        self._filters = warnfilters.Start.now()  # and its warning filters
+        # What the session's working directory, import path, warning filters and loggers are changes of.
+        self._start = capture.Starts.now()
         self._cost_at_fork: float | None = None  # _writers_cost() when the first running writer was forked
         self._forks = 0  # writers forked so far
         self._forking = threading.Lock()  # held to fork a writer, or to make pages writable between forks
@@ -322,7 +322,7 @@ class Checkpointer:
             if writer is None:
                 self._owed = (trigger, status, cell)
                 return None
-            cap = capture.collect(self.module.__dict__, self._hidden(), self.policy.exclude, self._start, self._filters)
+            cap = capture.collect(self.module.__dict__, self._hidden(), self.policy.exclude, self._start)
             meta = capture.Meta(self.session, cell, self.last_cell, trigger, status, message, tag)
             outcome: dict[str, int | None] = {}
 
@@ -581,7 +581,7 @@ class Checkpointer:
             fetched = self.replica.fetched(target.id) if self.replica is not None else contextlib.nullcontext()
             # Where the session found its files and modules, before anything is imported or unpickled; put back if
             # the restore fails.
-            kept_paths = paths.applied(manifest.get("paths"), self._start if only is None else None)
+            kept_paths = paths.applied(manifest.get("paths"), self._start.paths if only is None else None)
             with fetched, kept_paths as paths_failed:
                 report = restore_namespace(
                     self.store.blobs,
@@ -598,8 +598,9 @@ class Checkpointer:
                 )
             report.not_restored.update(paths_failed)
             if only is None:
-                kept_filters = manifest.get("warnings")
-                report.not_restored.update(warnfilters.apply(kept_filters, self._filters, self.module.__dict__))
+                namespace = self.module.__dict__
+                report.not_restored.update(warnfilters.apply(manifest.get("warnings"), self._start.filters, namespace))
+                report.not_restored.update(loggers.apply(manifest.get("logging"), self._start.loggers))
             report.number = number
             if only is None:
                 self._record_restore(target, manifest, trigger)

@@ -81,6 +81,8 @@ class Manifest(TypedDict, total=False):
     # The warning filters as far as the session changed them (warnfilters.py). Absent from checkpoints older
     # than warning filters.
     warnings: dict[str, Any]
+    # The loggers as far as the session changed them (loggers.py). Absent from checkpoints older than logging.
+    logging: dict[str, Any]
     versions: dict[str, str]
     # Set by capture.link when the checkpoint takes its place on the timeline:
     parent: int | None

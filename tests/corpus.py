@@ -337,6 +337,14 @@ PATTERNS = [
         "wf_shown('wf quiet, please') == 0 and wf_shown('wf loud') == 1",
     ),
     _p(
+        "logging_config",
+        "stdlib",
+        "import logging\nlogging.basicConfig(level=logging.INFO, format='LG %(message)s')\n"
+        "lg_app = logging.getLogger('lg_app')\nlg_app.setLevel(logging.DEBUG)",
+        "logging.getLogger().level == logging.INFO and lg_app.getEffectiveLevel() == logging.DEBUG"
+        " and [h.formatter._fmt for h in logging.getLogger().handlers] == ['LG %(message)s']",
+    ),
+    _p(
         "total_ordering",
         "stdlib",
         "import functools\n@functools.total_ordering\nclass ToV:\n    def __init__(self, v):\n        self.v = v\n"

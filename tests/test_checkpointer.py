@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import random
 import re
@@ -10,6 +11,7 @@ import sys
 import textwrap
 import types
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -634,6 +636,99 @@ def test_warning_filters_come_back_and_an_undo_takes_back_one_set_after(
     )
     quiet = ("ignore", re.compile("quiet", re.I), module.__dict__["NbWarning"], None, 0)
     assert warnings.filters == [quiet, *started, at_set[-1]]
+
+
+def _to_stdout(logger: logging.Logger) -> list[str | None]:
+    """The formats of the handlers that write ``logger``'s records to the notebook's output."""
+    return [
+        h.formatter._fmt if h.formatter else None
+        for h in logger.handlers
+        if isinstance(h, logging.StreamHandler) and h.stream is sys.stdout
+    ]
+
+
+@pytest.fixture
+def logging_put_back() -> Iterator[None]:
+    """The test changes the process's loggers: pytest's own set-up again after it."""
+    root, level, handlers = logging.getLogger(), logging.getLogger().level, list(logging.getLogger().handlers)
+    yield
+    root.setLevel(level)
+    root.handlers[:] = handlers
+    for name in ("app", "noisy"):
+        logger = logging.getLogger(name)
+        for handler in logger.handlers:
+            handler.close()
+        logger.handlers.clear()
+        logger.setLevel(logging.NOTSET)
+        logger.propagate = True
+    logging.disable(logging.NOTSET)
+
+
+def test_the_logging_set_up_comes_back_and_an_undo_takes_back_what_was_set_after(
+    store: Store, tmp_path: Path, logging_put_back: None
+) -> None:
+    module = types.ModuleType("__main__")
+    module.__dict__["rows"] = [1]
+    ckpt = Checkpointer(store, "logs.ipynb", module)
+    ckpt.save()
+    root, app = logging.getLogger(), logging.getLogger("app")
+    shown = logging.StreamHandler(sys.stdout)  # what basicConfig(level=INFO, format=...) makes, to stdout
+    shown.setFormatter(logging.Formatter("%(levelname)s|%(message)s"))
+    root.addHandler(shown)
+    root.setLevel(logging.INFO)
+    (tmp_path / "logs").mkdir()
+    written = logging.FileHandler(tmp_path / "logs" / "app.log")
+    written.setLevel(logging.DEBUG)
+    app.addHandler(written)
+    app.setLevel(logging.DEBUG)
+    app.propagate = False
+    logging.getLogger("noisy").setLevel(logging.ERROR)
+    configured = ckpt.save()  # a cell that only set up logging: a new state
+    assert next(r for r in ckpt.checkpoints() if r.id == configured).changed == ["logging"]
+    to_file = {"kind": "file", "path": str(tmp_path / "logs" / "app.log"), "encoding": "locale", "level": 10}
+    to_stdout = {"kind": "stream", "stream": "stdout", "level": 0}
+    format_ = {"format": "%(levelname)s|%(message)s", "datefmt": None, "style": "%"}
+    assert store.manifest(configured)["logging"]["loggers"] == {
+        "app": {"level": 10, "propagate": False, "disabled": False, "handlers": [{**to_file, "formatter": None}]},
+        "noisy": {"level": 40, "propagate": True, "disabled": False, "handlers": []},
+        "root": {"level": 20, "propagate": True, "disabled": False, "handlers": [{**to_stdout, "formatter": format_}]},
+    }
+    app.debug("before")
+
+    root.removeHandler(shown)  # a cell that undoes some of it, and silences everything
+    app.addHandler(logging.StreamHandler(sys.stderr))
+    logging.getLogger("noisy").setLevel(logging.NOTSET)
+    logging.disable(logging.CRITICAL)
+    ckpt.save()
+    assert ckpt.restore(configured).not_restored == {}  # the undo: the handler still on its logger is kept
+    assert _to_stdout(root) == ["%(levelname)s|%(message)s"] and root.level == logging.INFO
+    assert app.handlers == [written]
+    assert logging.getLogger("noisy").level == logging.ERROR and logging.root.manager.disable == logging.NOTSET
+
+    # As in a new kernel: none of it set up. The log file is appended to, not truncated.
+    for logger in (root, app):
+        logger.handlers[:] = [h for h in logger.handlers if h not in (shown, written)]
+    written.close()
+    root.setLevel(logging.WARNING)
+    app.setLevel(logging.NOTSET)
+    report = Checkpointer(store, "logs.ipynb", module).restore(configured)
+    assert report.not_restored == {}
+    assert _to_stdout(root) == ["%(levelname)s|%(message)s"]
+    app.debug("after")
+    app.handlers[0].flush()
+    assert (tmp_path / "logs" / "app.log").read_text() == "before\nafter\n"
+
+    # The log's directory gone: that handler is named with why, and the rest is set all the same.
+    app.handlers[0].close()
+    app.handlers.clear()
+    (tmp_path / "logs" / "app.log").unlink()
+    (tmp_path / "logs").rmdir()
+    root.setLevel(logging.WARNING)
+    report = Checkpointer(store, "logs.ipynb", module).restore(configured)
+    ((label, why),) = report.not_restored.items()
+    assert label == f"logging handler to {tmp_path / 'logs' / 'app.log'} of logger 'app'"
+    assert why.startswith("not made again: [Errno 2] No such file or directory")
+    assert root.level == logging.INFO and app.level == logging.DEBUG and app.handlers == []
 
 
 def test_groups_a_restore_keeps_do_not_share_what_they_did_not_share(store: Store) -> None:

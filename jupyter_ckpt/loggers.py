@@ -1,0 +1,167 @@
+"""The logging set-up the cells made: ``logging.basicConfig(level=logging.INFO)``,
+``logging.getLogger("urllib3").setLevel(logging.WARNING)``, a handler that writes to a file.
+
+Loggers live in the ``logging`` module, not in variables, and a fresh kernel starts without the set-up
+the session made: a restore into one printed none of the messages the notebook logged. A checkpoint
+keeps, as plain data in the manifest, each logger the session changed since jupyter-ckpt was loaded
+(``Start``: its level, whether it propagates, whether it is disabled, its handlers), and
+``logging.disable``'s level:
+
+- a handler writing to the notebook's output (``sys.stdout``, ``sys.stderr``, as ``basicConfig`` makes)
+  or to a file, with no formatter or a ``logging.Formatter``, is kept as plain data: its level and its
+  formatter's format, date format and style;
+- any other handler (a ``NullHandler``, a rotating file, a queue, one of the notebook's classes, one
+  with a formatter of a class of its own) is neither kept nor removed: libraries add such handlers to
+  their own loggers as they are imported (torch, with its own formatter), and cannot be told from a
+  cell's, and such a handler may hold what plain data cannot.
+
+A whole restore (an undo too) makes the loggers what they were at the checkpoint: each kept logger as
+kept, reusing a handler it already has that is kept the same (so an undo keeps the objects), and each
+logger this kernel's session changed and the checkpoint does not keep back as it was at the start. A
+file handler is opened again to append, never to truncate the log; one that cannot be opened (its
+directory is gone) is named in the report, and the rest is set.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+LOGGING = "logging"
+
+# What each handler kind writes to, as a stream the restoring kernel has: the notebook's output, or the
+# kernel's own (its log, not the notebook).
+_STREAMS = ("stdout", "stderr", "__stdout__", "__stderr__")
+
+# (level, propagate, disabled, handlers) of a logger.
+Config = tuple[int, bool, bool, tuple[logging.Handler, ...]]
+_UNSET: Config = (logging.NOTSET, True, False, ())
+
+
+@dataclass(frozen=True)
+class Start:
+    """The loggers a kernel had when jupyter-ckpt was loaded in it, and the level ``logging.disable`` set."""
+
+    loggers: dict[str, Config]
+    disable: int
+
+    @classmethod
+    def now(cls) -> Start:
+        return cls({name: _config(logger) for name, logger in _loggers().items()}, logging.root.manager.disable)
+
+
+def read(start: Start) -> dict[str, Any]:
+    """How the session changed the loggers since ``start``: ``loggers`` (by name, ``root`` for the root one)
+    and ``disable``, each only if it changed. Never raises: loggers that cannot be read are not kept."""
+    found: dict[str, Any] = {}
+    try:
+        changed = {
+            name: _plain(logger)
+            for name, logger in _loggers().items()
+            if _config(logger) != start.loggers.get(name, _UNSET)
+        }
+        disable = logging.root.manager.disable
+    except Exception:
+        return found
+    if changed:
+        found["loggers"] = dict(sorted(changed.items()))
+    if disable != start.disable:
+        found["disable"] = disable
+    return found
+
+
+def changes(now: dict[str, Any], then: dict[str, Any]) -> list[str]:
+    """Whether two checkpoints' logging differs, as the timeline's changed column names it."""
+    return [LOGGING] if now != then else []
+
+
+def apply(kept: dict[str, Any] | None, start: Start) -> dict[str, str]:
+    """Make the loggers those ``kept`` describes, and those this kernel's session changed that it does not
+    describe what they were at ``start``. Returns the handlers that could not be made, by label, with why;
+    never raises. A checkpoint older than logging (``kept`` None) leaves them alone."""
+    failed: dict[str, str] = {}
+    if kept is None:
+        return failed
+    described = kept.get("loggers", {})
+    for name, logger in _loggers().items():
+        if name not in described and _config(logger) != start.loggers.get(name, _UNSET):
+            _set(logger, start.loggers.get(name, _UNSET))
+    for name, plain in described.items():
+        logger = logging.getLogger(None if name == "root" else name)
+        handlers = []
+        for kept_handler in plain["handlers"]:
+            try:
+                handlers.append(_handler(kept_handler, logger))
+            except Exception as e:  # a file that cannot be opened
+                where = f"sys.{kept_handler['stream']}" if kept_handler["kind"] == "stream" else kept_handler["path"]
+                failed[f"logging handler to {where} of logger {name!r}"] = f"not made again: {e}"
+        _set(logger, (plain["level"], plain["propagate"], plain["disabled"], tuple(handlers)))
+    logging.disable(kept.get("disable", start.disable))
+    return failed
+
+
+def _loggers() -> dict[str, logging.Logger]:
+    """Every logger of the process by name, the root one as ``root``; placeholders (a name only a longer
+    name made) are not loggers."""
+    found: dict[str, logging.Logger] = {"root": logging.root}
+    for name, logger in list(logging.root.manager.loggerDict.items()):
+        if isinstance(logger, logging.Logger):
+            found[name] = logger
+    return found
+
+
+def _config(logger: logging.Logger) -> Config:
+    return (logger.level, logger.propagate, logger.disabled, tuple(h for h in logger.handlers if _plain_handler(h)))
+
+
+def _set(logger: logging.Logger, config: Config) -> None:
+    level, propagate, disabled, handlers = config
+    logger.setLevel(level)  # clears the loggers' caches of levels
+    logger.propagate, logger.disabled = propagate, disabled
+    logger.handlers[:] = [h for h in logger.handlers if _plain_handler(h) is None] + list(handlers)
+
+
+def _plain(logger: logging.Logger) -> dict[str, Any]:
+    handlers = [plain for h in logger.handlers if (plain := _plain_handler(h)) is not None]
+    return {"level": logger.level, "propagate": logger.propagate, "disabled": logger.disabled, "handlers": handlers}
+
+
+def _plain_handler(handler: logging.Handler) -> dict[str, Any] | None:
+    """A handler as plain data, or None if it is not one kept (see above)."""
+    formatter = handler.formatter
+    if formatter is None:
+        found: dict[str, Any] = {"level": handler.level, "formatter": None}
+    elif type(formatter) is logging.Formatter:
+        styles: dict[str, tuple[type, str]] = logging._STYLES  # type: ignore[assignment]  # classes, not instances
+        style = next((k for k, (cls, _) in styles.items() if type(formatter._style) is cls), "%")
+        found = {
+            "level": handler.level,
+            "formatter": {"format": formatter._fmt, "datefmt": formatter.datefmt, "style": style},
+        }
+    else:
+        return None
+    if isinstance(handler, logging.FileHandler) and type(handler) is logging.FileHandler:
+        return {"kind": "file", "path": handler.baseFilename, "encoding": handler.encoding, **found}
+    if isinstance(handler, logging.StreamHandler) and type(handler) is logging.StreamHandler:
+        stream = next((name for name in _STREAMS if getattr(sys, name, None) is handler.stream), None)
+        if stream is not None:
+            return {"kind": "stream", "stream": stream, **found}
+    return None
+
+
+def _handler(plain: dict[str, Any], logger: logging.Logger) -> logging.Handler:
+    """The handler ``plain`` describes: one ``logger`` has that is kept the same, else a new one."""
+    same = next((h for h in logger.handlers if _plain_handler(h) == plain), None)
+    if same is not None:
+        return same
+    handler: logging.Handler
+    if plain["kind"] == "stream":
+        handler = logging.StreamHandler(getattr(sys, plain["stream"]))
+    else:
+        handler = logging.FileHandler(plain["path"], mode="a", encoding=plain["encoding"])  # never truncated
+    handler.setLevel(plain["level"])
+    if (formatter := plain["formatter"]) is not None:
+        handler.setFormatter(logging.Formatter(formatter["format"], formatter["datefmt"], formatter["style"]))
+    return handler
