@@ -563,7 +563,7 @@ def test_a_save_tells_its_progress_against_a_total_it_corrects_as_it_goes(store:
     # the array's part is exact, the strings' not.
     assert 3 * 2**23 < told[0][1] < written
     # With the previous checkpoint's sizes, the guess is right from the first chunk, but for the few KiB of
-    # the random generators' states.
+    # the random generators' states (Python's 3.8 KB, numpy's 2.7 KB, torch's 5 KB if a test imported torch).
     told.clear()
     capture.prepare(store.blobs, module, cap, meta, lambda d, t: told.append((d, t)), previous=manifest)
-    assert told[0][1] == written and told[-1][1] - written < 10_000
+    assert told[0][1] == written and told[-1][1] - written < 20_000
