@@ -54,6 +54,7 @@ import os
 import pickle
 import reprlib
 import sys
+import threading
 import types
 import warnings
 import weakref
@@ -934,14 +935,53 @@ def dumps(objs: dict[str, Any], module: types.ModuleType) -> Packed:
         warnings.simplefilter("error", dill.PicklingWarning)
         for name in SERIALIZERS:
             try:
-                return _dump(name, objs, module)
+                try:
+                    return _dump(name, objs, module)
+                except RecursionError:  # a long linked list, a deep tree: again, with room for it
+                    return _deeply(functools.partial(_dump, name, objs, module))
             except _DefinedInNotebook:
                 continue
             except RecursionError:
-                reasons[name] = "too deeply nested to serialize (RecursionError)"
+                reasons[name] = f"too deeply nested to serialize (RecursionError at {DEEP_LIMIT:,} levels)"
             except Exception as e:  # any pickler may raise anything from a __reduce__
                 reasons[name] = f"{type(e).__name__}: {e}"
     raise NotSerializable(reasons.get("dill") or next(iter(reasons.values())))
+
+
+# How deep a group may nest (a linked list of 20,000 notebook objects takes about 60,000 levels of the recursion
+# limit), and the stack of the thread that pickles one deeper than the default limit, which holds the C frames of
+# that many levels (a few hundred bytes each); only the pages it uses are ever touched.
+DEEP_LIMIT = 200_000
+_DEEP_STACK = 1 << 30
+
+
+def _deeply(call: Callable[[], Packed]) -> Packed:
+    """``call``'s result, run in a thread with a stack of ``_DEEP_STACK`` and the recursion limit raised to
+    ``DEEP_LIMIT`` meanwhile (a process-wide setting: in the kernel, only while a group that deep is pickled)."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["packed"] = call()
+        except BaseException as e:
+            outcome["error"] = e
+
+    limit = sys.getrecursionlimit()
+    thread = threading.Thread(target=run, name="jupyter-ckpt-deep", daemon=True)
+    size = threading.stack_size(_DEEP_STACK)
+    sys.setrecursionlimit(max(limit, DEEP_LIMIT))
+    try:
+        try:
+            thread.start()
+        finally:
+            threading.stack_size(size)  # for the threads started after it, the usual again
+        thread.join()
+    finally:
+        sys.setrecursionlimit(limit)
+    if "error" in outcome:
+        raise outcome["error"]
+    packed: Packed = outcome["packed"]
+    return packed
 
 
 def dump_with(serializer: str, objs: dict[str, Any], module: types.ModuleType) -> Packed:

@@ -41,6 +41,13 @@ PATTERNS = [
         "by_b == bytes(range(256)) and by_a == b'xyz'",
     ),
     _p("big_int", "plain", "bi_n = 3 ** 400\nbi_c = 1 + 2j", "bi_n == 3 ** 400 and bi_c == 1 + 2j"),
+    _p(
+        "linked_list",
+        "plain",
+        "class LlNode:\n    def __init__(self, value, after):\n        self.value, self.after = value, after\n"
+        "ll_head = None\nfor _ll_i in range(20_000):\n    ll_head = LlNode(_ll_i, ll_head)\ndel _ll_i",
+        "ll_head.value == 19_999 and ll_head.after.after.value == 19_997 and type(ll_head.after) is LlNode",
+    ),
     _p("function", "plain", "def fn_sq(x):\n    return x * x", "fn_sq(7) == 49"),
     _p(
         "global_used",

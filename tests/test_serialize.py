@@ -231,6 +231,37 @@ def test_memoryviews_and_record_views_come_back_as_what_they_were_and_share_what
     )
 
 
+def test_a_long_linked_list_and_a_deep_tree_come_back_and_one_deeper_than_any_limit_is_named(tmp_path: Path) -> None:
+    module = notebook(
+        """
+        class Node:
+            def __init__(self, value, after):
+                self.value, self.after = value, after
+        head = None
+        for i in range(20_000):
+            head = Node(i, head)
+        tree = {}
+        leaf = tree
+        for _ in range(10_000):
+            leaf["k"] = {}
+            leaf = leaf["k"]
+        """
+    )
+    limit = sys.getrecursionlimit()
+    packed = serialize.dumps({"head": module.head, "tree": module.tree, "Node": module.Node}, module)
+    assert sys.getrecursionlimit() == limit  # raised only while the group was pickled
+    deepest = "(lambda d: [d := d['k'] for _ in range(10_000)][-1])(tree)"
+    expression = f"head.value, head.after.after.value, type(head) is Node, {deepest}"
+    assert read_back(tmp_path, packed, expression) == "(19999, 19997, True, {})"
+
+    module.tree["k"] = deeper = {}
+    for _ in range(serialize.DEEP_LIMIT):
+        deeper["k"] = deeper = {}
+    with pytest.raises(serialize.NotSerializable, match=r"too deeply nested to serialize \(RecursionError at 200,000"):
+        serialize.dumps({"tree": module.tree}, module)
+    assert sys.getrecursionlimit() == limit
+
+
 def test_a_library_modules_object_is_saved_by_reference_but_a_notebook_function_it_was_given_is_not(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
