@@ -552,13 +552,27 @@ def test_an_undo_with_no_state_before_says_why_and_changes_nothing(store: Store)
     assert [r.cell for r in ckpt.checkpoints()] == [3]  # the failed undo put nothing on the timeline
 
 
+def _with_library(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, library: str, name: str, cell: str
+) -> types.ModuleType:
+    """A notebook that imports the module ``name`` (written in ``tmp_path`` from ``library``) and then runs ``cell``."""
+    (tmp_path / f"{name}.py").write_text(library)
+    monkeypatch.syspath_prepend(tmp_path)
+    module = types.ModuleType("__main__")
+    exec(f"import {name}\n{cell}", module.__dict__)
+    return module
+
+
 def test_a_class_registered_with_a_library_is_registered_again_and_the_registration_is_a_change(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (tmp_path / "shapes.py").write_text("import abc\nclass Shape(abc.ABC):\n    pass\n")
-    monkeypatch.syspath_prepend(tmp_path)
-    module = types.ModuleType("__main__")
-    exec("import shapes\nclass Square:\n    pass\nclass Circle:\n    pass\n", module.__dict__)
+    module = _with_library(
+        tmp_path,
+        monkeypatch,
+        "import abc\nclass Shape(abc.ABC):\n    pass\n",
+        "shapes",
+        "class Square:\n    pass\nclass Circle:\n    pass\n",
+    )
     ckpt = Checkpointer(store, "shapes.ipynb", module)
     ckpt.save()
     sys.modules["shapes"].Shape.register(module.__dict__["Square"])  # a cell that only registers: a new state
@@ -589,10 +603,13 @@ def test_a_class_registered_with_a_library_is_registered_again_and_the_registrat
 def test_warning_filters_come_back_and_an_undo_takes_back_one_set_after(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (tmp_path / "noise.py").write_text("class NoiseWarning(UserWarning):\n    pass\n")
-    monkeypatch.syspath_prepend(tmp_path)
-    module = types.ModuleType("__main__")
-    exec("import noise\nclass NbWarning(UserWarning):\n    pass\n", module.__dict__)
+    module = _with_library(
+        tmp_path,
+        monkeypatch,
+        "class NoiseWarning(UserWarning):\n    pass\n",
+        "noise",
+        "class NbWarning(UserWarning):\n    pass\n",
+    )
     nb_warning, started = module.__dict__["NbWarning"], list(warnings.filters)  # pytest's own, put back after
     ckpt = Checkpointer(store, "warnings.ipynb", module)
     ckpt.save()
