@@ -17,7 +17,9 @@ keeps, as plain data in the manifest, each logger the session changed since jupy
 
 A whole restore (an undo too) makes the loggers what they were at the checkpoint: each kept logger as
 kept, reusing a handler it already has that is kept the same (so an undo keeps the objects), and each
-logger this kernel's session changed and the checkpoint does not keep back as it was at the start. A
+logger this kernel's session changed and the checkpoint does not keep back as it was at the start, but
+one made since by a module imported since (an undo leaves the module imported, set up as it set itself
+up). A
 file handler is opened again to append, never to truncate the log; one that cannot be opened (its
 directory is gone) is named in the report, and the rest is set.
 """
@@ -86,7 +88,9 @@ def apply(kept: dict[str, Any] | None, start: Start) -> dict[str, str]:
         return failed
     described = kept.get("loggers", {})
     for name, logger in _loggers().items():
-        if name not in described and _config(logger) != start.loggers.get(name, _UNSET):
+        if name in described or _config(logger) == start.loggers.get(name, _UNSET):
+            continue
+        if name in start.loggers or not _of_a_module(name):
             _set(logger, start.loggers.get(name, _UNSET))
     for name, plain in described.items():
         logger = logging.getLogger(None if name == "root" else name)
@@ -110,6 +114,13 @@ def _loggers() -> dict[str, logging.Logger]:
         if isinstance(logger, logging.Logger):
             found[name] = logger
     return found
+
+
+def _of_a_module(name: str) -> bool:
+    """Whether a logger is named after a module imported here (``torch._dynamo``), not the notebook's: one
+    made since the start is then that module's, set up as it was imported, and stays so while it does."""
+    top = name.partition(".")[0]
+    return top in sys.modules and top != "__main__"
 
 
 def _config(logger: logging.Logger) -> Config:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import importlib
 import logging
 import os
 import random
@@ -671,13 +672,10 @@ def logging_put_back() -> Iterator[None]:
     yield
     root.setLevel(level)
     root.handlers[:] = handlers
-    for name in ("app", "noisy"):
-        logger = logging.getLogger(name)
-        for handler in logger.handlers:
+    for name in ("app", "noisy", "chatty"):  # gone, as if never made
+        logger = logging.root.manager.loggerDict.pop(name, None)
+        for handler in logger.handlers if isinstance(logger, logging.Logger) else ():
             handler.close()
-        logger.handlers.clear()
-        logger.setLevel(logging.NOTSET)
-        logger.propagate = True
     logging.disable(logging.NOTSET)
 
 
@@ -746,6 +744,28 @@ def test_the_logging_set_up_comes_back_and_an_undo_takes_back_what_was_set_after
     assert label == f"logging handler to {tmp_path / 'logs' / 'app.log'} of logger 'app'"
     assert why.startswith("not made again: [Errno 2] No such file or directory")
     assert root.level == logging.INFO and app.level == logging.DEBUG and app.handlers == []
+
+
+def test_an_undo_leaves_the_loggers_of_a_module_imported_since_as_that_module_set_them_up(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, logging_put_back: None
+) -> None:
+    (tmp_path / "chatty.py").write_text(
+        "import logging, sys\nlog = logging.getLogger('chatty')\nlog.propagate = False\n"
+        "log.addHandler(logging.StreamHandler(sys.stderr))\n"
+    )
+    monkeypatch.syspath_prepend(tmp_path)
+    monkeypatch.delitem(sys.modules, "chatty", raising=False)
+    module = types.ModuleType("__main__")
+    module.__dict__["rows"] = [1]
+    ckpt = Checkpointer(store, "chatty.ipynb", module)
+    before = ckpt.save()
+    importlib.import_module("chatty")  # a cell that imports a library that sets up its own logger
+    logging.getLogger("noisy").setLevel(logging.DEBUG)  # and sets up one of the notebook's
+    assert store.manifest(ckpt.save())["logging"]["loggers"].keys() == {"chatty", "noisy"}
+    assert ckpt.restore(before).not_restored == {}  # the undo
+    chatty = logging.getLogger("chatty")
+    assert not chatty.propagate and len(chatty.handlers) == 1  # still imported, still as it set itself up
+    assert logging.getLogger("noisy").level == logging.NOTSET
 
 
 def test_groups_a_restore_keeps_do_not_share_what_they_did_not_share(store: Store) -> None:
