@@ -15,8 +15,10 @@ made inside a function) is not kept.
 
 A whole restore (an undo too) makes the filters what they were at the checkpoint, around the restoring
 kernel's own starting filters: a filter set after the checkpoint goes, one a fresh kernel starts with
-stays. A category the notebook defined is the class the restore brought back; a filter whose category
-cannot be found (its module is gone) is reported, and the others are set.
+stays, and so does one for a category a library defines (torch's ``TracerWarning``), which that library
+set as it was imported since: an undo leaves it imported. A category the notebook defined is the class
+the restore brought back; a filter whose category cannot be found (its module is gone) is reported, and
+the others are set.
 """
 
 from __future__ import annotations
@@ -91,9 +93,21 @@ def apply(kept: dict[str, Any] | None, start: Start, notebook: dict[str, Any]) -
     removed = kept.get("removed", [])
     added = made["front"] + made["end"]
     staying = [f for f in start.filters if f not in added and _plain(f, notebook) not in removed]
-    warnings.filters[:] = made["front"] + staying + made["end"]  # type: ignore[index]  # a list, typed Sequence
+    # A library imported since (it stays imported) keeps the filters it set as it was: its newest, so first.
+    libraries = [
+        f for f in warnings.filters if f not in start.filters and f not in added and _of_a_library(f, notebook)
+    ]
+    warnings.filters[:] = libraries + made["front"] + staying + made["end"]  # type: ignore[index]  # typed Sequence
     warnings._filters_mutated()  # type: ignore[attr-defined]  # the "once" and "default" registries start again
     return failed
+
+
+def _of_a_library(entry: Entry, notebook: dict[str, Any]) -> bool:
+    """Whether a filter is for a warning category a library defines (torch's ``TracerWarning``), not Python's
+    own (``FutureWarning``) or the notebook's: one that library set as it was imported."""
+    category = entry[2] if isinstance(entry, tuple) and len(entry) == 5 else None
+    module = getattr(category, "__module__", None)
+    return isinstance(category, type) and module not in ("builtins", "warnings", notebook.get("__name__"))
 
 
 def label(plain: Filter) -> str:

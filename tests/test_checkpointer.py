@@ -665,6 +665,26 @@ def _to_stdout(logger: logging.Logger) -> list[str | None]:
     ]
 
 
+def test_an_undo_leaves_the_filters_a_library_imported_since_set_for_its_warnings(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "hushed.py").write_text(
+        "import warnings\nclass HushedWarning(UserWarning):\n    pass\n"
+        "warnings.filterwarnings('ignore', category=HushedWarning)\n"
+    )
+    monkeypatch.syspath_prepend(tmp_path)
+    monkeypatch.delitem(sys.modules, "hushed", raising=False)
+    module = types.ModuleType("__main__")
+    module.__dict__["rows"] = [1]
+    ckpt = Checkpointer(store, "hushed.ipynb", module)
+    before, started = ckpt.save(), list(warnings.filters)
+    hushed = importlib.import_module("hushed")  # a cell that imports a library that silences its own warning
+    warnings.filterwarnings("error", category=FutureWarning)  # and sets a filter of the notebook's
+    ckpt.save()
+    assert ckpt.restore(before).not_restored == {}  # the undo
+    assert warnings.filters == [("ignore", None, hushed.HushedWarning, None, 0), *started]
+
+
 @pytest.fixture
 def logging_put_back() -> Iterator[None]:
     """The test changes the process's loggers: pytest's own set-up again after it."""
