@@ -553,15 +553,32 @@ def test_an_undo_with_no_state_before_says_why_and_changes_nothing(store: Store)
     assert [r.cell for r in ckpt.checkpoints()] == [3]  # the failed undo put nothing on the timeline
 
 
+def _importable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, code: str) -> None:
+    """Write the module ``name`` from ``code`` where the next ``import`` finds it, and not imported yet."""
+    (tmp_path / f"{name}.py").write_text(code)
+    monkeypatch.syspath_prepend(tmp_path)
+    monkeypatch.delitem(sys.modules, name, raising=False)
+
+
 def _with_library(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, library: str, name: str, cell: str
 ) -> types.ModuleType:
     """A notebook that imports the module ``name`` (written in ``tmp_path`` from ``library``) and then runs ``cell``."""
-    (tmp_path / f"{name}.py").write_text(library)
-    monkeypatch.syspath_prepend(tmp_path)
+    _importable(tmp_path, monkeypatch, name, library)
     module = types.ModuleType("__main__")
     exec(f"import {name}\n{cell}", module.__dict__)
     return module
+
+
+def _before_an_import(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, code: str
+) -> tuple[types.ModuleType, Checkpointer, int]:
+    """A notebook checkpointed before a cell imports the module ``name`` (``code``, not imported yet)."""
+    _importable(tmp_path, monkeypatch, name, code)
+    module = types.ModuleType("__main__")
+    module.__dict__["rows"] = [1]
+    ckpt = Checkpointer(store, f"{name}.ipynb", module)
+    return module, ckpt, ckpt.save()
 
 
 def test_a_class_registered_with_a_library_is_registered_again_and_the_registration_is_a_change(
@@ -668,16 +685,12 @@ def _to_stdout(logger: logging.Logger) -> list[str | None]:
 def test_an_undo_leaves_the_filters_a_library_imported_since_set_for_its_warnings(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (tmp_path / "hushed.py").write_text(
+    library = (
         "import warnings\nclass HushedWarning(UserWarning):\n    pass\n"
         "warnings.filterwarnings('ignore', category=HushedWarning)\n"
     )
-    monkeypatch.syspath_prepend(tmp_path)
-    monkeypatch.delitem(sys.modules, "hushed", raising=False)
-    module = types.ModuleType("__main__")
-    module.__dict__["rows"] = [1]
-    ckpt = Checkpointer(store, "hushed.ipynb", module)
-    before, started = ckpt.save(), list(warnings.filters)
+    module, ckpt, before = _before_an_import(store, tmp_path, monkeypatch, "hushed", library)
+    started = list(warnings.filters)
     # A cell that imports a library, which silences its own warning, and sets a filter of the notebook's: it
     # shows the module it imported, not what its import set up.
     hushed = module.__dict__["hushed"] = importlib.import_module("hushed")
@@ -772,16 +785,11 @@ def test_the_logging_set_up_comes_back_and_an_undo_takes_back_what_was_set_after
 def test_an_undo_leaves_the_loggers_of_a_module_imported_since_as_that_module_set_them_up(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, logging_put_back: None
 ) -> None:
-    (tmp_path / "chatty.py").write_text(
+    library = (
         "import logging, sys\nlog = logging.getLogger('chatty')\nlog.propagate = False\n"
         "log.addHandler(logging.StreamHandler(sys.stderr))\n"
     )
-    monkeypatch.syspath_prepend(tmp_path)
-    monkeypatch.delitem(sys.modules, "chatty", raising=False)
-    module = types.ModuleType("__main__")
-    module.__dict__["rows"] = [1]
-    ckpt = Checkpointer(store, "chatty.ipynb", module)
-    before = ckpt.save()
+    _, ckpt, before = _before_an_import(store, tmp_path, monkeypatch, "chatty", library)
     importlib.import_module("chatty")  # a cell that imports a library that sets up its own logger
     logging.getLogger("noisy").setLevel(logging.DEBUG)  # and sets up one of the notebook's
     assert store.manifest(ckpt.save())["logging"]["loggers"].keys() == {"chatty", "noisy"}
