@@ -98,7 +98,9 @@ def apply(kept: dict[str, Any] | None, start: Start, notebook: dict[str, Any]) -
         f for f in warnings.filters if f not in start.filters and f not in added and _of_a_library(f, notebook)
     ]
     warnings.filters[:] = libraries + made["front"] + staying + made["end"]  # type: ignore[index]  # typed Sequence
-    warnings._filters_mutated()  # type: ignore[attr-defined]  # the "once" and "default" registries start again
+    mutated = getattr(warnings, "_filters_mutated", None)  # CPython's: the "once" and "default" registries start again
+    if mutated is not None:
+        mutated()
     return failed
 
 
