@@ -654,7 +654,7 @@ def link(manifest: Manifest, parent: int | None, parent_manifest: Manifest | Non
     # Libraries set filters and loggers up as they are imported (numpy four filters, torch 43 loggers): a cell
     # that imported a module shows the module, not what its import set up (an undo stops at it all the same).
     if not any(previous_modules.get(n) != m for n, m in modules.items()):
-        changed += warnfilters.changes(manifest.get("warnings", {}), parent_manifest.get("warnings", {}))
-        changed += loggers.changes(manifest.get("logging", {}), parent_manifest.get("logging", {}))
+        for key, label in (("warnings", warnfilters.WARNING_FILTERS), ("logging", loggers.LOGGING)):
+            changed += [label] if manifest.get(key, {}) != parent_manifest.get(key, {}) else []
     gone = (set(before) | set(previous_modules)) - set(variables) - set(modules) - set(manifest["skipped"])
     return {**manifest, "parent": parent, "changed": changed, "removed": sorted(gone)}

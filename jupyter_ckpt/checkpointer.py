@@ -597,12 +597,11 @@ class Checkpointer:
                     progress=self._progress(f"restoring kernel checkpoint #{number}{after}"),
                 )
             report.not_restored.update(paths_failed)
+            report.number = number
             if only is None:
                 namespace = self.module.__dict__
                 report.not_restored.update(warnfilters.apply(manifest.get("warnings"), self._start.filters, namespace))
                 report.not_restored.update(loggers.apply(manifest.get("logging"), self._start.loggers))
-            report.number = number
-            if only is None:
                 self._record_restore(target, manifest, trigger)
             self._offer_replay(report, manifest, mode)
             if report.unverified:

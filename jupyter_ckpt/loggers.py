@@ -31,7 +31,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-LOGGING = "logging"
+LOGGING = "logging"  # how the timeline's changed column names the loggers
 
 # What each handler kind writes to, as a stream the restoring kernel has: the notebook's output, or the
 # kernel's own (its log, not the notebook).
@@ -72,11 +72,6 @@ def read(start: Start) -> dict[str, Any]:
     if disable != start.disable:
         found["disable"] = disable
     return found
-
-
-def changes(now: dict[str, Any], then: dict[str, Any]) -> list[str]:
-    """Whether two checkpoints' logging differs, as the timeline's changed column names it."""
-    return [LOGGING] if now != then else []
 
 
 def apply(kept: dict[str, Any] | None, start: Start) -> dict[str, str]:

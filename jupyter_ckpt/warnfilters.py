@@ -30,7 +30,7 @@ from typing import Any
 
 from . import serialize
 
-WARNING_FILTERS = "warnings filters"
+WARNING_FILTERS = "warnings filters"  # how the timeline's changed column names them
 
 # An entry of ``warnings.filters``: (action, message regex or None, category, module regex or None, line).
 Entry = tuple[Any, ...]
@@ -70,11 +70,6 @@ def read(start: Start, notebook: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
-def changes(now: dict[str, Any], then: dict[str, Any]) -> list[str]:
-    """How two checkpoints' filters differ, as the timeline's changed column names it."""
-    return [WARNING_FILTERS] if now != then else []
-
-
 def apply(kept: dict[str, Any] | None, start: Start, notebook: dict[str, Any]) -> dict[str, str]:
     """Make the filters those ``kept`` describes, around this kernel's starting ones (``start``) but those it
     removed, with the notebook's categories found in ``notebook``. Returns the filters that could not be set,
@@ -107,9 +102,8 @@ def apply(kept: dict[str, Any] | None, start: Start, notebook: dict[str, Any]) -
 def _of_a_library(entry: Entry, notebook: dict[str, Any]) -> bool:
     """Whether a filter is for a warning category a library defines (torch's ``TracerWarning``), not Python's
     own (``FutureWarning``) or the notebook's: one that library set as it was imported."""
-    category = entry[2] if isinstance(entry, tuple) and len(entry) == 5 else None
-    module = getattr(category, "__module__", None)
-    return isinstance(category, type) and module not in ("builtins", "warnings", notebook.get("__name__"))
+    category = _category(entry)
+    return category is not None and category.__module__ not in ("builtins", "warnings", notebook.get("__name__"))
 
 
 def label(plain: Filter) -> str:
@@ -117,12 +111,19 @@ def label(plain: Filter) -> str:
     return f"warnings filter {plain[0]} {plain[2]}"
 
 
+def _category(entry: Entry) -> type | None:
+    """A filter's category, or None for an entry made by hand, and not as ``warnings`` makes them."""
+    category = entry[2] if isinstance(entry, tuple) and len(entry) == 5 else None
+    return category if isinstance(category, type) else None
+
+
 def _plain(entry: Entry, notebook: dict[str, Any]) -> Filter | None:
-    if not (isinstance(entry, tuple) and len(entry) == 5):  # made by hand, and not as ``warnings`` makes them
+    category = _category(entry)
+    path = serialize.path_of(category, notebook) if category is not None else None
+    if path is None:
         return None
-    action, message, category, module, line = entry
-    path = serialize.path_of(category, notebook) if isinstance(category, type) else None
-    return None if path is None else [action, _pattern(message), path, _pattern(module), line]
+    action, message, _, module, line = entry
+    return [action, _pattern(message), path, _pattern(module), line]
 
 
 def _pattern(matcher: re.Pattern[str] | str | None) -> str | None:
