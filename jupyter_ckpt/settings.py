@@ -8,7 +8,8 @@ library, not in a variable. A checkpoint keeps them beside the random states:
   ``mpl.rcParams[...] = ...`` set), except the backend and interactive mode, which the frontend decides;
 - pandas' options (``pd.set_option``, ``pd.options.display.max_rows = ...``), except deprecated ones;
 - numpy's print options (``np.set_printoptions``) and floating-point error handling (``np.seterr``);
-- torch's default dtype, deterministic algorithms and float32 matmul precision;
+- torch's default dtype, deterministic algorithms, float32 matmul precision, grad mode
+  (``torch.set_grad_enabled(False)``), anomaly detection and cuDNN's benchmark and deterministic flags;
 - scikit-learn's config (``sklearn.set_config(transform_output="pandas")``);
 - the ``decimal`` context (``decimal.getcontext().prec = 6``, its rounding and traps);
 - Python's recursion limit and the digits an ``int`` may print with (``sys.set_int_max_str_digits``).
@@ -18,8 +19,8 @@ each only what differs from what a fresh process starts with, as plain data; a v
 (a ``cycler``, a ``float_format`` function) is kept serialized on its own, so that one that cannot be
 loaded again costs only itself. Reading compares with the starting values, taken once per process.
 numpy 2 holds its options in a context variable, which only the thread that runs the cells sees, and so
-does decimal its context and scikit-learn its config (a thread's own): ``remember`` notes them there as
-each cell ends, for checkpoints taken by another thread.
+does decimal its context, scikit-learn its config and torch its grad mode (a thread's own): ``remember``
+notes them there as each cell ends, for checkpoints taken by another thread.
 
 Applying puts each library's settings back to its starting values and then applies what was kept, so
 an undo to a cell before a change undoes it. A library the checkpoint has settings for is imported
@@ -162,8 +163,17 @@ def _errors_write(np: types.ModuleType, key: str, value: Any) -> None:
 # -- torch ---------------------------------------------------------------------
 
 # What a fresh process starts with: torch.set_default_dtype (by the dtype's name), torch.use_deterministic_algorithms
-# (True, False or "warn only") and torch.set_float32_matmul_precision.
-_TORCH_START = {"default_dtype": "float32", "deterministic_algorithms": False, "float32_matmul_precision": "highest"}
+# (True, False or "warn only"), torch.set_float32_matmul_precision, torch.set_grad_enabled (the calling thread's),
+# torch.autograd.set_detect_anomaly, and torch.backends.cudnn's benchmark and deterministic flags.
+_TORCH_START = {
+    "default_dtype": "float32",
+    "deterministic_algorithms": False,
+    "float32_matmul_precision": "highest",
+    "grad_enabled": True,
+    "detect_anomaly": False,
+    "cudnn_benchmark": False,
+    "cudnn_deterministic": False,
+}
 
 
 def _torch_read(torch: types.ModuleType) -> Iterable[tuple[str, Any]]:
@@ -174,6 +184,10 @@ def _torch_read(torch: types.ModuleType) -> Iterable[tuple[str, Any]]:
         "warn only" if torch.is_deterministic_algorithms_warn_only_enabled() else deterministic,
     )
     yield "float32_matmul_precision", torch.get_float32_matmul_precision()
+    yield "grad_enabled", torch.is_grad_enabled()
+    yield "detect_anomaly", torch.is_anomaly_enabled()
+    yield "cudnn_benchmark", torch.backends.cudnn.benchmark
+    yield "cudnn_deterministic", torch.backends.cudnn.deterministic
 
 
 def _torch_write(torch: types.ModuleType, key: str, value: Any) -> None:
@@ -183,6 +197,12 @@ def _torch_write(torch: types.ModuleType, key: str, value: Any) -> None:
         torch.use_deterministic_algorithms(bool(value), warn_only=value == "warn only")
     elif key == "float32_matmul_precision":
         torch.set_float32_matmul_precision(value)
+    elif key == "grad_enabled":
+        torch.set_grad_enabled(bool(value))
+    elif key == "detect_anomaly":
+        torch.autograd.set_detect_anomaly(bool(value))
+    elif key in ("cudnn_benchmark", "cudnn_deterministic"):
+        setattr(torch.backends.cudnn, key.removeprefix("cudnn_"), bool(value))
     else:
         raise KeyError("this version of jupyter-ckpt does not set it")
 
@@ -276,7 +296,13 @@ LIBRARIES: dict[str, Library] = {
         in_context=True,
     ),
     "torch": Library(
-        "torch", "torch defaults", lambda k: f"torch {k}", lambda torch: dict(_TORCH_START), _torch_read, _torch_write
+        "torch",
+        "torch defaults",
+        lambda k: f"torch {k}",
+        lambda torch: dict(_TORCH_START),
+        _torch_read,
+        _torch_write,
+        in_context=True,  # set_grad_enabled changes the calling thread's
     ),
     "scikit-learn": Library(
         "sklearn",

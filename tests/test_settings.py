@@ -153,6 +153,9 @@ def test_how_the_session_computes_is_kept_and_put_back(defaults: None) -> None:
 
     torch.set_default_dtype(torch.float64)
     torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.set_grad_enabled(False)  # an inference notebook's first cell
+    torch.autograd.set_detect_anomaly(True)
+    torch.backends.cudnn.benchmark = True
     sklearn.set_config(transform_output="pandas")
     decimal.getcontext().prec = 6
     decimal.getcontext().traps[decimal.Inexact] = True
@@ -160,7 +163,13 @@ def test_how_the_session_computes_is_kept_and_put_back(defaults: None) -> None:
     sys.set_int_max_str_digits(0)
     kept = settings.read()
     assert {name: kept[name] for name in ("torch", "scikit-learn", "decimal", "python")} == {
-        "torch": {"default_dtype": "float64", "deterministic_algorithms": "warn only"},
+        "torch": {
+            "cudnn_benchmark": True,
+            "default_dtype": "float64",
+            "detect_anomaly": True,
+            "deterministic_algorithms": "warn only",
+            "grad_enabled": False,
+        },
         "scikit-learn": {"transform_output": "pandas"},
         "decimal": {"prec": 6, "traps": ["DivisionByZero", "Inexact", "InvalidOperation", "Overflow"]},
         "python": {"int_max_str_digits": 0, "recursionlimit": 4321},
@@ -168,11 +177,13 @@ def test_how_the_session_computes_is_kept_and_put_back(defaults: None) -> None:
 
     assert settings.apply({}, sys.modules["__main__"]) == {}  # an undo to before those cells
     assert torch.get_default_dtype() is torch.float32 and not torch.are_deterministic_algorithms_enabled()
+    assert torch.is_grad_enabled() and not torch.is_anomaly_enabled() and not torch.backends.cudnn.benchmark
     assert sklearn.get_config()["transform_output"] == "default" and sys.getrecursionlimit() == 1000
     assert str(decimal.Decimal(1) / 7) == "0.1428571428571428571428571429"
 
     assert settings.apply(kept, sys.modules["__main__"]) == {}  # and back
     assert torch.zeros(1).dtype is torch.float64 and torch.is_deterministic_algorithms_warn_only_enabled()
+    assert not torch.ones(1, requires_grad=True).mul(2).requires_grad and torch.is_anomaly_enabled()
     assert sklearn.get_config()["transform_output"] == "pandas" and sys.get_int_max_str_digits() == 0
     with pytest.raises(decimal.Inexact):
         decimal.Decimal(1) / 7
