@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import loggers, memory, paths, registrations, serialize, settings, warnfilters
+from . import environment, loggers, memory, paths, registrations, serialize, settings, shellconfig, warnfilters
 from .blobs import BlobInfo, LocalBlobs, content_key
 from .manifest import FORMAT_VERSION, Buffer, Group, Manifest, Skipped
 from .progress import Progress, Tally, untold
@@ -70,15 +70,17 @@ def is_user_variable(name: str, value: Any, hidden: Iterable[str] = ()) -> bool:
 @dataclass(frozen=True)
 class Starts:
     """What the process state a checkpoint keeps as the session's changes (the working directory and import
-    path, the warning filters, the loggers) was when jupyter-ckpt was loaded in the kernel."""
+    path, the environment variables, the warning filters, the loggers) was when jupyter-ckpt was loaded in the
+    kernel."""
 
     paths: paths.Start
+    environment: environment.Start
     filters: warnfilters.Start
     loggers: loggers.Start
 
     @classmethod
     def now(cls) -> Starts:
-        return cls(paths.Start.now(), warnfilters.Start.now(), loggers.Start.now())
+        return cls(paths.Start.now(), environment.Start.now(), warnfilters.Start.now(), loggers.Start.now())
 
 
 @dataclass
@@ -93,11 +95,16 @@ class Capture:
     random: dict[str, Any] = field(default_factory=dict)
     # The working directory and import path, as far as the session changed them (``paths.read``).
     paths: dict[str, Any] = field(default_factory=dict)
+    # The environment variables, as far as the session changed them (``environment.read``).
+    environment: dict[str, Any] = field(default_factory=dict)
     # The warning filters, as far as the session changed them (``warnfilters.read``).
     warnings: dict[str, Any] = field(default_factory=dict)
     # What the loggers are changes of: they are read by the writer (``loggers.read``, 0.1 ms with torch's 160
     # loggers), never in the kernel's pause.
     starts: Starts | None = None
+    # The IPython configuration lines along the session's lineage (``shellconfig.merged``), set by the
+    # Checkpointer.
+    configuration: list[str] = field(default_factory=list)
 
 
 def collect(
@@ -117,9 +124,10 @@ def collect(
         else:
             variables[name] = value
     found = paths.read(starts.paths) if starts is not None else {}
+    environ = environment.read(starts.environment) if starts is not None else {}
     warning_filters = warnfilters.read(starts.filters, namespace) if starts is not None else {}
     ids = {k: id(v) for k, v in variables.items()}
-    return Capture(variables, modules, ids, process_states(), found, warning_filters, starts)
+    return Capture(variables, modules, ids, process_states(), found, environ, warning_filters, starts)
 
 
 class _Overflow(Exception):
@@ -630,6 +638,8 @@ def prepare(
         "settings": settings.fingerprints(capture.random.get("settings", {})),
         "registrations": registrations.read(capture.variables, module.__name__),
         "paths": capture.paths,
+        "environment": capture.environment,
+        "configuration": capture.configuration,
         "warnings": capture.warnings,
         "logging": loggers.read(capture.starts.loggers) if capture.starts is not None else {},
         "versions": versions(),
@@ -651,10 +661,16 @@ def link(manifest: Manifest, parent: int | None, parent_manifest: Manifest | Non
     made = {registrations.label(r) for r in manifest.get("registrations", [])}
     changed += sorted(made ^ {registrations.label(r) for r in parent_manifest.get("registrations", [])})
     changed += paths.changes(manifest.get("paths", {}), parent_manifest.get("paths", {}))
-    # Libraries set filters and loggers up as they are imported (numpy four filters, torch 43 loggers): a cell
-    # that imported a module shows the module, not what its import set up (an undo stops at it all the same).
+    changed += shellconfig.changes(manifest.get("configuration", []), parent_manifest.get("configuration", []))
+    # Libraries set filters, loggers and environment variables up as they are imported (numpy four filters, torch
+    # 43 loggers, scikit-learn KMP_DUPLICATE_LIB_OK): a cell that imported a module shows the module, not what its
+    # import set up (an undo stops at it all the same).
     if not any(previous_modules.get(n) != m for n, m in modules.items()):
-        for key, label in (("warnings", warnfilters.WARNING_FILTERS), ("logging", loggers.LOGGING)):
+        for key, label in (
+            ("warnings", warnfilters.WARNING_FILTERS),
+            ("logging", loggers.LOGGING),
+            ("environment", environment.ENVIRONMENT),
+        ):
             changed += [label] if manifest.get(key, {}) != parent_manifest.get(key, {}) else []
     gone = (set(before) | set(previous_modules)) - set(variables) - set(modules) - set(manifest["skipped"])
     return {**manifest, "parent": parent, "changed": changed, "removed": sorted(gone)}

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypedDict
 
-from . import capture, loggers, memory, paths, serialize, settings, warnfilters
+from . import capture, environment, loggers, memory, paths, serialize, settings, shellconfig, warnfilters
 from .blobs import BlobInfo, writer_alive
 from .errors import BadArgument, CheckpointError, IntegrityError, StoreFullError, UnknownCheckpoint
 from .manifest import Manifest, Skipped
@@ -117,6 +117,7 @@ class Checkpointer:
         lazy: bool = False,
         replay_mode: str = "ask",
         run_cell: RunCell = exec_cell,
+        configure: Callable[[list[str]], dict[str, str]] | None = None,
         scheduler: Scheduler | None = None,
         replica: Replica | None = None,
         progress: Callable[[str], Progress] = no_progress,
@@ -142,7 +143,8 @@ class Checkpointer:
         self._cells_since = 0
         self._last_time = 0.0
         self.schedule = scheduler or Scheduler()
-        # What the session's working directory, import path, warning filters and loggers are changes of.
+        # What the session's working directory, import path, environment variables, warning filters and loggers
+        # are changes of.
         self._start = capture.Starts.now()
         self._cost_at_fork: float | None = None  # _writers_cost() when the first running writer was forked
         self._forks = 0  # writers forked so far
@@ -168,6 +170,9 @@ class Checkpointer:
         self.lazy = lazy
         self.replay_mode = check_mode(replay_mode)
         self._run_cell = run_cell
+        # Runs the IPython configuration lines a whole restore brings back (shellconfig.apply), if a shell does.
+        self._configure = configure
+        self.configuration: list[str] = []  # those lines, along the session's lineage (shellconfig.merged)
         self._pending: Recipe | None = None  # what the last restore could not bring back, to replay
         self._verifier: threading.Thread | None = None
         # Whether this kernel has restored its namespace (a whole one) yet.
@@ -185,6 +190,8 @@ class Checkpointer:
         """Add a finished cell to the session's history."""
         status = "ok" if ok else "error"
         self.last_cell = self.store.add_cell(self.session, self.last_cell, count, source, status, duration)
+        if ok:
+            self.configuration = shellconfig.merged(self.configuration, source)
 
     def after_cell(self, count: int | None, source: str, ok: bool, duration: float) -> int | None:
         """Record a finished cell and take the checkpoint the policy asks for at this boundary, if any.
@@ -323,6 +330,7 @@ class Checkpointer:
                 self._owed = (trigger, status, cell)
                 return None
             cap = capture.collect(self.module.__dict__, self._hidden(), self.policy.exclude, self._start)
+            cap.configuration = self.configuration  # replaced, never changed in place, as cells run
             meta = capture.Meta(self.session, cell, self.last_cell, trigger, status, message, tag)
             outcome: dict[str, int | None] = {}
 
@@ -579,10 +587,12 @@ class Checkpointer:
             after = " into the new kernel after a crash" if trigger == "crash-restore" else ""
             # Pulled from the remote store: read from the downloaded bytes, written here afterwards.
             fetched = self.replica.fetched(target.id) if self.replica is not None else contextlib.nullcontext()
-            # Where the session found its files and modules, before anything is imported or unpickled; put back if
-            # the restore fails.
-            kept_paths = paths.applied(manifest.get("paths"), self._start.paths if only is None else None)
-            with fetched, kept_paths as paths_failed:
+            # Where the session found its files and modules, and the environment its libraries read as they are
+            # imported, before anything is imported or unpickled; put back if the restore fails.
+            whole = only is None
+            kept_paths = paths.applied(manifest.get("paths"), self._start.paths if whole else None)
+            environ = environment.applied(manifest.get("environment"), self._start.environment if whole else None)
+            with fetched, kept_paths as paths_failed, environ as environment_failed:
                 report = restore_namespace(
                     self.store.blobs,
                     self.module,
@@ -596,12 +606,15 @@ class Checkpointer:
                     lazy=self.lazy,
                     progress=self._progress(f"restoring kernel checkpoint #{number}{after}"),
                 )
-            report.not_restored.update(paths_failed)
+            report.not_restored.update(paths_failed | environment_failed)
             report.number = number
-            if only is None:
+            if whole:
                 namespace = self.module.__dict__
                 report.not_restored.update(warnfilters.apply(manifest.get("warnings"), self._start.filters, namespace))
                 report.not_restored.update(loggers.apply(manifest.get("logging"), self._start.loggers))
+                self.configuration = list(manifest.get("configuration", self.configuration))
+                if self._configure is not None:
+                    report.not_restored.update(self._configure(self.configuration))
                 self._record_restore(target, manifest, trigger)
             self._offer_replay(report, manifest, mode)
             if report.unverified:

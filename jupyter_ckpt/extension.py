@@ -21,6 +21,7 @@ from typing import Any
 from IPython.core.getipython import get_ipython
 from IPython.core.interactiveshell import InteractiveShell
 
+from . import shellconfig
 from .checkpointer import Checkpointer, Policy
 from .config import Checkpoints, open_replica
 from .errors import CheckpointError
@@ -291,6 +292,7 @@ def load(shell: InteractiveShell) -> None:
         replay_mode=config.replay,
         scheduler=Scheduler(budget=config.budget, max_lag=config.max_lag),
         run_cell=lambda source, namespace: exec(compile(shell.transform_cell(source), "<replay>", "exec"), namespace),  # type: ignore[no-untyped-call]  # IPython is unannotated
+        configure=lambda lines: shellconfig.apply(shell, lines),
         replica=replica,
         progress=lambda what: ProgressLine(what, config.progress_after),
         limits=config.limits(),

@@ -78,6 +78,11 @@ class Manifest(TypedDict, total=False):
     # The working directory and import path as far as the session changed them (paths.py). Absent from
     # checkpoints older than paths.
     paths: dict[str, Any]
+    # The environment variables as far as the session changed them (environment.py). Absent from checkpoints
+    # older than the environment.
+    environment: dict[str, Any]
+    # The IPython configuration lines the cells ran (shellconfig.py). Absent from checkpoints older than them.
+    configuration: list[str]
     # The warning filters as far as the session changed them (warnfilters.py). Absent from checkpoints older
     # than warning filters.
     warnings: dict[str, Any]

@@ -352,6 +352,19 @@ PATTERNS = [
         " and [h.formatter._fmt for h in logging.getLogger().handlers] == ['LG %(message)s']",
     ),
     _p(
+        "environment",
+        "stdlib",
+        "%env EN_HOME=/tmp/en-home\nimport os\nos.environ['EN_MODE'] = 'fast'",
+        "os.environ.get('EN_MODE') == 'fast' and os.environ.get('EN_HOME') == '/tmp/en-home'",
+    ),
+    _p(
+        "ipython_config",
+        "stdlib",
+        "%load_ext autoreload\n%autoreload 2\n%precision 3",
+        "'IPython.extensions.autoreload' in get_ipython().extension_manager.loaded"
+        " and get_ipython().display_formatter.formatters['text/plain'].float_precision == '3'",
+    ),
+    _p(
         "total_ordering",
         "stdlib",
         "import functools\n@functools.total_ordering\nclass ToV:\n    def __init__(self, v):\n        self.v = v\n"
@@ -669,9 +682,9 @@ PATTERNS = [
     _p(
         "library_settings",
         "settings",
-        "import decimal, sys, sklearn\ndecimal.getcontext().prec = 6\nsys.setrecursionlimit(4321)\n"
-        "sklearn.set_config(display='text')",
+        "import decimal, sys, sklearn, torch\ndecimal.getcontext().prec = 6\nsys.setrecursionlimit(4321)\n"
+        "torch.set_grad_enabled(False)\nsklearn.set_config(display='text')",
         "str(decimal.Decimal(1) / 7) == '0.142857' and sys.getrecursionlimit() == 4321"
-        " and sklearn.get_config()['display'] == 'text'",
+        " and sklearn.get_config()['display'] == 'text' and not torch.is_grad_enabled()",
     ),
 ]

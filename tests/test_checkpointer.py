@@ -271,6 +271,73 @@ def test_the_working_directory_and_import_path_come_back_and_a_refused_restore_m
     assert module.__dict__["rows"] == [1] and os.getcwd() == str(project)
 
 
+@pytest.fixture
+def environment_put_back() -> Iterator[None]:
+    """The test changes the process's environment variables: as they were again after it."""
+    before = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(before)
+
+
+def test_environment_variables_come_back_before_the_imports_and_an_undo_takes_back_those_set_after(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, environment_put_back: None
+) -> None:
+    os.environ.update(EV_CHANGED="start", EV_GONE="here")
+    _importable(tmp_path, monkeypatch, "envlib", "import os\nMODE = os.environ.get('EV_MODE', 'unset')\n")
+    module = types.ModuleType("__main__")
+    module.__dict__["rows"] = [1]
+    ckpt = Checkpointer(store, "environ.ipynb", module)
+    first = ckpt.save()
+    os.environ.update(EV_MODE="fast", EV_CHANGED="later", TOKENIZERS_PARALLELISM="false")  # %env EV_MODE=fast
+    del os.environ["EV_GONE"]
+    os.environ.update(SERVICE_API_KEY="sk-live-123", EV_DB="postgres://me:pw-456@db/x")  # load_dotenv()
+    exec("import envlib", module.__dict__)
+    cid = ckpt.save()
+    assert store.manifest(cid)["environment"] == {
+        "set": {"EV_CHANGED": "later", "EV_MODE": "fast", "TOKENIZERS_PARALLELISM": "false"},
+        "withheld": ["EV_DB", "SERVICE_API_KEY"],
+        "unset": ["EV_GONE"],
+    }
+    stored = b"".join(path.read_bytes() for path in store.root.rglob("*") if path.is_file())
+    assert b"sk-live-123" not in stored and b"pw-456" not in stored  # the credentials are nowhere in the store
+    os.environ["EV_ONLY"] = "1"  # a cell that only sets a variable: a new state
+    only = ckpt.save()
+    assert [r.changed for r in ckpt.checkpoints() if r.id in (cid, only)] == [["envlib"], ["os.environ"]]
+
+    assert ckpt.restore(first).not_restored == {}  # the undo
+    assert {k: os.environ.get(k) for k in ("EV_MODE", "EV_CHANGED", "EV_GONE", "EV_ONLY")} == {
+        "EV_MODE": None,
+        "EV_CHANGED": "start",
+        "EV_GONE": "here",
+        "EV_ONLY": None,
+    }
+
+    # As in a new kernel, started with an environment of its own: the kept changes are set before the module
+    # that reads them is imported again, and its own start is kept where the session did not change it.
+    del sys.modules["envlib"]
+    os.environ.update(EV_CHANGED="new kernel", EV_OWN="mine")
+    fresh = types.ModuleType("__main__")
+    again = Checkpointer(store, "environ.ipynb", fresh)
+    key = store.manifest(cid)["groups"][0]["key"]
+    blob = store.root / "blobs" / key[:2] / key
+    good = blob.read_bytes()
+    blob.write_bytes(good[:-1] + bytes([good[-1] ^ 0xFF]))
+    with pytest.raises(IntegrityError, match="signature"):
+        again.restore(cid)
+    assert "EV_MODE" not in os.environ and os.environ["EV_CHANGED"] == "new kernel"  # a refused restore set nothing
+    blob.write_bytes(good)
+    why = "not kept, as its value may be a credential: set it again"
+    assert again.restore(cid).not_restored == {"os.environ['EV_DB']": why, "os.environ['SERVICE_API_KEY']": why}
+    assert fresh.__dict__["envlib"].MODE == "fast"
+    assert {k: os.environ.get(k) for k in ("EV_MODE", "EV_CHANGED", "EV_GONE", "EV_OWN")} == {
+        "EV_MODE": "fast",
+        "EV_CHANGED": "later",
+        "EV_GONE": None,
+        "EV_OWN": "mine",
+    }
+
+
 def test_bad_input_is_refused(nb: tuple[types.ModuleType, Checkpointer]) -> None:
     _, ckpt = nb
     with pytest.raises(UnknownCheckpoint):

@@ -424,6 +424,36 @@ def test_a_restore_finds_the_project_s_modules_and_working_directory_even_after_
     assert fresh.value("os.getcwd()") == str(moved)
 
 
+def test_the_ipython_configuration_the_cells_set_comes_back_in_a_new_kernel(kernels: Any, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "edited.py").write_text("def answer():\n    return 1\n")
+    (project / "tidy_ext.py").write_text(
+        "def load_ipython_extension(ip):\n    ip.register_magic_function(lambda line: 'tidied', 'line', 'tidy')\n"
+    )
+    k = kernels("config.ipynb", cwd=str(project))
+    k.ok("%load_ext jupyter_ckpt")
+    k.ok("%load_ext autoreload\n%autoreload 2\nimport edited")
+    k.ok("%checkpoint save")
+    k.ok("%precision 3\n%config ZMQInteractiveShell.ast_node_interactivity = 'all'\n%load_ext tidy_ext")
+    k.ok("%checkpoint save -t configured")  # a cell that only configured: a change of state on the timeline
+    assert "IPython configuration" in next(row for row in k.ok("%checkpoint list").splitlines() if " #2 " in row)
+    k.close()
+
+    (project / "tidy_ext.py").unlink()  # an extension this kernel cannot load: named, and the rest is set
+    fresh = kernels("config.ipynb", cwd=str(project))
+    fresh.ok("%load_ext jupyter_ckpt")
+    out = fresh.ok("%checkpoint restore configured")
+    assert "%load_ext tidy_ext (not run again: ModuleNotFoundError: No module named 'tidy_ext')" in out, out
+    (project / "edited.py").write_text("def answer():\n    return 2\n")
+    assert fresh.value("edited.answer()") == 2  # %autoreload 2 reloads the module the notebook edits
+    assert fresh.run("1/3").data[0]["text/plain"] == "0.333"
+    assert [d["text/plain"] for d in fresh.run("'shown'\n'too'").data] == ["'shown'", "'too'"]
+    fresh.ok("%precision 6")
+    fresh.ok("%checkpoint restore configured")  # an undo: the checkpoint's own lines are set again
+    assert fresh.run("1/3").data[0]["text/plain"] == "0.333"
+
+
 def test_open_files_come_back_where_they_were_and_written_ones_are_never_truncated(
     kernels: Any, tmp_path: Path
 ) -> None:
