@@ -470,6 +470,29 @@ def test_skipping_a_variable_keeps_identity_among_the_others() -> None:
     assert [g["names"] for g in groups] == [["alias", "data"]]
 
 
+def test_variables_an_unserializable_one_joined_are_grouped_again_by_what_they_share_without_it() -> None:
+    module = notebook(
+        """
+        import enum, queue
+        class Point:
+            pass
+        p = Point()
+        Colour = enum.Enum("Colour", "RED GREEN")  # cloudpickle saves it, dill does not
+        jobs = queue.Queue()  # dill saves its locks, cloudpickle does not
+        glue = (p, Colour, jobs, (x for x in []))  # and a generator, which nothing saves
+        """
+    )
+    variables = {n: module.__dict__[n] for n in ("Point", "p", "Colour", "jobs", "glue")}
+    groups, _, skipped, _ = pack(module, Capture(variables, {}), hash_only)
+    assert list(skipped) == ["glue"]
+    # Point and its instance stay one group: apart, each would bring back a class of its own.
+    assert sorted((g["names"], g["serializer"]) for g in groups) == [
+        (["Colour"], "cloudpickle"),
+        (["Point", "p"], "dill"),
+        (["jobs"], "dill"),
+    ]
+
+
 def test_unchanged_data_gives_the_same_keys_and_a_change_changes_only_its_own() -> None:
     def state(scale: float) -> dict[str, Any]:
         return {"table": np.arange(50_000.0), "params": {"lr": 0.1, "scale": scale}, "name": "run"}
