@@ -24,10 +24,11 @@ Whatever the pickler, an object an imported library module holds (``os.environ``
 ``sys.stdout``, ``numpy.random.rand``, ``scipy.stats.norm``) is saved as that
 module and name, and comes back as the very object that module holds then
 (``_Library``); plain data (containers, numbers, strings, arrays) is never looked
-up. A notebook class whose metaclass or base has hooks of the notebook's
-(``__new__``, ``__init__``, ``__init_subclass__``: a registry), or that has
-``__slots__``, is made again as a shell with its attributes set after, without
-running those hooks again (``_reduce_notebook_class``). A namedtuple class no
+up. The IPython shell (``ip = get_ipython()``) comes back as the loading kernel's.
+A notebook class whose metaclass or base has hooks of the notebook's (``__new__``,
+``__init__``, ``__init_subclass__``: a registry), or that has ``__slots__``, is
+made again as a shell with its attributes set after, without running those hooks
+again (``_reduce_notebook_class``). A namedtuple class no
 import finds is made again by ``namedtuple``, with its defaults and module, and
 what the notebook added. dill keeps a function's qualified name (one that
 ``functools.wraps`` gave it) where it would take its code's.
@@ -282,19 +283,44 @@ def _attribute(module: str, name: str) -> Any:
 
 def may_be_by_reference(t: type) -> bool:
     """Whether an object of type ``t`` may be saved as where to import it from (``by_reference`` tells): a
-    module, a class or function, or an object of a type some library module holds one of now."""
-    return t is types.ModuleType or t is types.FunctionType or issubclass(t, type) or t in _LIBRARY.current().types
+    module, a class or function, an object of a type some library module holds one of now, or the shell."""
+    return (
+        t is types.ModuleType
+        or t is types.FunctionType
+        or issubclass(t, type)
+        or t in _LIBRARY.current().types
+        or _shell_class(t)
+    )
 
 
 def by_reference(obj: Any) -> bool:
     """Whether every pickler here saves ``obj`` as where to import it from, so that nothing it holds goes with it:
-    a module, a class or function found under its module and name, an object a library module holds."""
+    a module, a class or function found under its module and name, an object a library module holds, the shell."""
     t = type(obj)
     if t is types.ModuleType:
         return True
     if (t is types.FunctionType or issubclass(t, type)) and _located(obj):
         return True
-    return t in _LIBRARY.current().types and _LIBRARY.find(obj) is not None
+    if t in _LIBRARY.current().types and _LIBRARY.find(obj) is not None:
+        return True
+    return _shell_class(t) and obj is _the_shell()
+
+
+def _the_shell() -> Any:
+    """The IPython shell this process runs, or None. A variable that held the saving kernel's shell
+    (``ip = get_ipython()``) holds the loading kernel's: the shell holds the whole namespace, and no pickler
+    saves it."""
+    ipython = sys.modules.get("IPython")
+    return None if ipython is None else ipython.get_ipython()
+
+
+def _shell_class(t: type) -> bool:
+    shell = _the_shell()
+    return shell is not None and type(shell) is t
+
+
+def _reduce_shell(obj: Any) -> Any:
+    return (_the_shell, ()) if obj is _the_shell() else NotImplemented
 
 
 def _array_from(buffer: Any, dtype: Any, shape: tuple[int, ...], order: str) -> Any:
@@ -519,7 +545,27 @@ def _rebuilt_without_init(t: type) -> bool:
 
 
 def _reduce_exception(obj: BaseException) -> Any:
-    return _exception, (type(obj), obj.args), obj.__dict__ or None
+    return _exception, (type(obj), obj.args), {**obj.__dict__, **_chain(obj)} or None
+
+
+def _reduce_chained(obj: BaseException) -> Any:
+    """An exception as pickle saves it, with the exception it was raised from or while handling, which pickle
+    leaves out (``raise ValueError(...) from e``): its ``__setstate__`` sets them again. No traceback is kept."""
+    chain = _chain(obj)
+    reduced = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL) if chain else None
+    if not isinstance(reduced, tuple) or len(reduced) < 2:
+        return NotImplemented
+    state = reduced[2] if len(reduced) > 2 else None
+    if state is not None and not isinstance(state, dict):  # a class that pickles itself its own way
+        return NotImplemented
+    return (reduced[0], reduced[1], {**(state or {}), **chain}, *reduced[3:])
+
+
+def _chain(obj: BaseException) -> dict[str, Any]:
+    chain: dict[str, Any] = {k: v for k in ("__cause__", "__context__") if (v := getattr(obj, k)) is not None}
+    if obj.__suppress_context__:
+        chain["__suppress_context__"] = True
+    return chain
 
 
 # Seen by mypy as the function it is: it would check every call as a class definition with literal arguments.
@@ -694,13 +740,15 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
     if t is _LRU_WRAPPER:
         return _reduce_notebook_wrapper
     if issubclass(t, BaseException):
-        return _reduce_exception if _rebuilt_without_init(t) else None
+        return _reduce_exception if _rebuilt_without_init(t) else _reduce_chained
     if issubclass(t, type):
         return _reduce_class
     if numpy is not None and (t is numpy.ndarray or _plain_array_class(t, numpy)):
         return _reduce_array
     if t is memoryview:
         return _reduce_memoryview
+    if _shell_class(t):
+        return _reduce_shell
     return _reduce_proxy if _forwards(t) else None
 
 

@@ -194,6 +194,13 @@ PATTERNS = [
         "ex_e.code == 5 and str(ex_e) == 'bad row' and isinstance(ex_e, ExFailed) and ExFailed(1, 'x').code == 1",
     ),
     _p(
+        "exception_chain",
+        "plain",
+        "try:\n    try:\n        {}['k']\n    except KeyError as e:\n        raise ValueError('no k') from e\n"
+        "except ValueError as e:\n    xc_e = e",
+        "isinstance(xc_e.__cause__, KeyError) and xc_e.__cause__.args == ('k',) and str(xc_e) == 'no k'",
+    ),
+    _p(
         "metaclass_registry",
         "plain",
         "mr_registry = {}\nclass MrPluginMeta(type):\n    def __new__(m, name, bases, ns):\n"
@@ -364,6 +371,7 @@ PATTERNS = [
         "'IPython.extensions.autoreload' in get_ipython().extension_manager.loaded"
         " and get_ipython().display_formatter.formatters['text/plain'].float_precision == '3'",
     ),
+    _p("ipython_shell", "stdlib", "is_ip = get_ipython()", "is_ip is get_ipython()"),
     _p(
         "total_ordering",
         "stdlib",

@@ -424,7 +424,9 @@ def test_a_restore_finds_the_project_s_modules_and_working_directory_even_after_
     assert fresh.value("os.getcwd()") == str(moved)
 
 
-def test_the_ipython_configuration_the_cells_set_comes_back_in_a_new_kernel(kernels: Any, tmp_path: Path) -> None:
+def test_the_ipython_configuration_the_cells_set_and_the_shell_come_back_in_a_new_kernel(
+    kernels: Any, tmp_path: Path
+) -> None:
     project = tmp_path / "project"
     project.mkdir()
     (project / "edited.py").write_text("def answer():\n    return 1\n")
@@ -433,7 +435,7 @@ def test_the_ipython_configuration_the_cells_set_comes_back_in_a_new_kernel(kern
     )
     k = kernels("config.ipynb", cwd=str(project))
     k.ok("%load_ext jupyter_ckpt")
-    k.ok("%load_ext autoreload\n%autoreload 2\nimport edited")
+    k.ok("%load_ext autoreload\n%autoreload 2\nimport edited\nip = get_ipython()\nrows = [1, 2]")
     k.ok("%checkpoint save")
     k.ok("%precision 3\n%config ZMQInteractiveShell.ast_node_interactivity = 'all'\n%load_ext tidy_ext")
     k.ok("%checkpoint save -t configured")  # a cell that only configured: a change of state on the timeline
@@ -446,6 +448,7 @@ def test_the_ipython_configuration_the_cells_set_comes_back_in_a_new_kernel(kern
     out = fresh.ok("%checkpoint restore configured")
     assert "%load_ext tidy_ext (not run again: ModuleNotFoundError: No module named 'tidy_ext')" in out, out
     (project / "edited.py").write_text("def answer():\n    return 2\n")
+    assert fresh.value("(ip is get_ipython(), rows)") == (True, [1, 2])  # the shell: this kernel's
     assert fresh.value("edited.answer()") == 2  # %autoreload 2 reloads the module the notebook edits
     assert fresh.run("1/3").data[0]["text/plain"] == "0.333"
     assert [d["text/plain"] for d in fresh.run("'shown'\n'too'").data] == ["'shown'", "'too'"]

@@ -310,3 +310,28 @@ def test_exceptions_come_back_as_they_were_whatever_their_init_takes() -> None:
     back = serialize.loads(packed, notebook)
     assert (type(back["failed"]), back["failed"].code, back["failed"].args) == (Failed, 5, ("bad row",))
     assert (back["missing"].errno, back["missing"].filename, back["plain"].args) == (2, "data.csv", ("k",))
+
+
+def test_an_exception_comes_back_with_the_one_it_was_raised_from_or_while_handling() -> None:
+    def raised(code: str) -> BaseException:
+        try:
+            exec(code, {"Failed": Failed})
+        except Exception as e:
+            return e
+        raise AssertionError("nothing raised")
+
+    kept = {
+        "cause": raised("try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    raise ValueError('outer') from e"),
+        "context": raised("try:\n    {}['k']\nexcept KeyError:\n    raise Failed(3, 'while handling')"),
+        "hidden": raised("try:\n    1 / 0\nexcept ZeroDivisionError:\n    raise ValueError('quiet') from None"),
+    }
+    back = serialize.loads(serialize.dumps(kept, types.ModuleType("__main__")), types.ModuleType("__main__"))
+    cause, context, hidden = back["cause"], back["context"], back["hidden"]
+    assert (type(cause.__cause__), str(cause.__cause__), cause.__context__ is cause.__cause__) == (
+        ZeroDivisionError,
+        "division by zero",
+        True,
+    )
+    assert (type(context.__context__), context.__context__.args, context.code) == (KeyError, ("k",), 3)
+    assert hidden.__suppress_context__ and hidden.__cause__ is None
+    assert isinstance(hidden.__context__, ZeroDivisionError) and cause.__traceback__ is None
