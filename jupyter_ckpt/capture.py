@@ -550,8 +550,8 @@ def pack(
         except serialize.NotSerializable as e:
             if len(names) > 1:
                 # Find the culprits, each alone; the others are grouped again by what they share without them (a
-                # culprit that held the shell or the namespace had joined them all), so what they share stays
-                # shared (with the culprits it cannot be). Failing only together, they are written one by one.
+                # culprit that reached much of the namespace had joined them all), so what they share stays shared
+                # (with the culprits it cannot be). Failing only together, they are written one by one.
                 culprits = [n for n in names if not _serializable(n, objs[n], module)]
                 rest = [n for n in names if n not in culprits]
                 regrouped = group({n: objs[n] for n in rest}) if culprits and rest else []
