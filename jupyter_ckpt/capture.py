@@ -182,6 +182,8 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int) -> set[str]:
             while isinstance(base.base, numpy.ndarray):
                 base = base.base
             _claim(owner, id(base), name, met)
+            if t is not numpy.ndarray:
+                _claim_class(owner, t, name, met)
             if o.dtype.hasobject:
                 stack.extend(_objects_in(o))
         elif isinstance(o, types.FunctionType):
@@ -215,17 +217,22 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int) -> set[str]:
             with contextlib.suppress(ValueError):  # released
                 stack.append(o.obj)
         else:
-            travels = _TRAVELS.get(t)
-            if travels is None:
-                travels = _travels(t)
-            if travels:
-                _claim(owner, id(t), name, met)  # an instance travels with its class, pickled by value
+            _claim_class(owner, t, name, met)
             stack.extend(_contents(o))
             state = getattr(o, "__dict__", None)
             if isinstance(state, dict):
                 stack.extend(state.values())
             stack.extend(_slot_values(o, t))
     return met
+
+
+def _claim_class(owner: dict[int, str], t: type, name: str, met: set[str]) -> None:
+    """An instance travels with its class where the class is pickled by value (``_travels``): one group."""
+    travels = _TRAVELS.get(t)
+    if travels is None:
+        travels = _travels(t)
+    if travels:
+        _claim(owner, id(t), name, met)
 
 
 def _kind(t: type) -> int:

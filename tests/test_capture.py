@@ -412,6 +412,19 @@ def test_an_instance_is_grouped_with_its_class_when_no_import_finds_the_class() 
     assert group({"Point": point, "p": point(1, 2), "Box": Box, "box": Box()}) == [["Box"], ["Point", "p"], ["box"]]
 
 
+def test_an_array_of_a_notebook_subclass_is_grouped_with_its_class() -> None:
+    module = notebook(
+        """
+        import numpy as np
+        class Tagged(np.ndarray):
+            pass
+        weights = np.zeros(3).view(Tagged)
+        plain = np.zeros(3)
+        """
+    )
+    assert group({n: module.__dict__[n] for n in ("Tagged", "weights", "plain")}) == [["Tagged", "weights"], ["plain"]]
+
+
 def test_variables_too_large_to_trace_are_kept_together() -> None:
     big = {f"big{i}": [[j] for j in range(50)] for i in range(3)}
     groups = group({**big, "small": [[1]]}, budget=10)
