@@ -25,6 +25,8 @@ Whatever the pickler, an object an imported library module holds (``os.environ``
 module and name, and comes back as the very object that module holds then
 (``_Library``); plain data (containers, numbers, strings, arrays) is never looked
 up. The IPython shell (``ip = get_ipython()``) comes back as the loading kernel's.
+A tensor keeps its gradient, and an array of an ndarray subclass its attributes,
+which torch's and numpy's pickling drop.
 A notebook class whose metaclass or base has hooks of the notebook's (``__new__``,
 ``__init__``, ``__init_subclass__``: a registry), or that has ``__slots__``, is
 made again as a shell with its attributes set after, without running those hooks
@@ -319,6 +321,21 @@ def _shell_class(t: type) -> bool:
     return shell is not None and type(shell) is t
 
 
+def _reduce_tensor(obj: Any) -> Any:
+    """A tensor with a gradient (a model's weights after ``backward()``) as torch pickles it, and its ``.grad``,
+    which torch's pickling drops."""
+    reduced = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL) if obj.is_leaf and obj.grad is not None else None
+    if not isinstance(reduced, tuple) or len(reduced) != 2:
+        return NotImplemented
+    return _with_grad, (*reduced, obj.grad)
+
+
+def _with_grad(rebuild: Callable[..., Any], args: tuple[Any, ...], grad: Any) -> Any:
+    tensor = rebuild(*args)
+    tensor.grad = grad
+    return tensor
+
+
 def _reduce_shell(obj: Any) -> Any:
     return (_the_shell, ()) if obj is _the_shell() else NotImplemented
 
@@ -428,6 +445,9 @@ def _reduce_array(obj: Any) -> Any:
     if type(root) is not numpy.ndarray or root.dtype.hasobject or not contiguous:
         return NotImplemented
     kind = type(obj) if type(obj) is not numpy.ndarray else None
+    if kind is not None and vars(obj) and not kind.__module__.startswith("numpy"):
+        # Attributes (a unit, a tag), which numpy's pickling drops: numpy's own subclasses keep what they need.
+        return _with_attributes, (obj.view(numpy.ndarray), kind, dict(vars(obj)))
     if kind is not None and (root is obj or vars(obj)):  # a subclass with state of its own: numpy's pickling
         return NotImplemented
     if root is obj:
@@ -442,6 +462,13 @@ def _reduce_array(obj: Any) -> Any:
         return NotImplemented
     offset = obj.__array_interface__["data"][0] - root.__array_interface__["data"][0]
     return _view_of, (root, obj.dtype, obj.shape, obj.strides, offset, kind)
+
+
+def _with_attributes(array: Any, kind: type, attributes: dict[str, Any]) -> Any:
+    """An array of the subclass ``kind`` (its ``__array_finalize__`` runs), with the attributes it had."""
+    made = array.view(kind)
+    made.__dict__.update(attributes)
+    return made
 
 
 def _plain_array_class(t: type, numpy: Any) -> bool:
@@ -749,6 +776,9 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_memoryview
     if _shell_class(t):
         return _reduce_shell
+    torch = sys.modules.get("torch")
+    if torch is not None and issubclass(t, torch.Tensor):
+        return _reduce_tensor
     return _reduce_proxy if _forwards(t) else None
 
 

@@ -543,6 +543,15 @@ PATTERNS = [
         "st_a['f'][1] == 4.5 and st_a.dtype.names == ('i', 'f')",
     ),
     _p(
+        "array_subclass",
+        "numpy",
+        "import numpy as np\nclass AsTagged(np.ndarray):\n    def __new__(cls, values, unit):\n"
+        "        made = np.asarray(values).view(cls)\n        made.unit = unit\n        return made\n"
+        "    def __array_finalize__(self, obj):\n        self.unit = getattr(obj, 'unit', None)\n"
+        "as_w = AsTagged([1.5, 2.0], 'kg')",
+        "type(as_w) is AsTagged and as_w.unit == 'kg' and as_w.tolist() == [1.5, 2.0]",
+    ),
+    _p(
         "record_view",
         "numpy",
         "import numpy as np\nrv_t = np.array([(1, 2.5), (3, 4.5)], dtype=[('i', 'i4'), ('f', 'f8')])\n"
@@ -680,6 +689,12 @@ PATTERNS = [
         "tt_m(tt_x).sum().backward()\ntt_opt.step()\ntt_sched.step()\ntt_w = tt_m.lin.weight.detach().clone()",
         "torch.equal(tt_m.lin.weight.detach(), tt_w) and tt_opt.param_groups[0]['params'][0] is tt_m.lin.weight"
         " and isinstance(tt_m, TtNet) and tt_sched.optimizer is tt_opt",
+    ),
+    _p(
+        "tensor_grad",
+        "torch",
+        "import torch\ntg_w = torch.ones(2, requires_grad=True)\n(tg_w * 3).sum().backward()",
+        "tg_w.grad.tolist() == [3.0, 3.0] and tg_w.requires_grad",
     ),
     _p(  # the last to draw from torch's stream, so that its check sees the draws its setup expects
         "torch_random_stream",

@@ -10,7 +10,9 @@ import sys
 import textwrap
 import types
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 from jupyter_ckpt import serialize
@@ -310,6 +312,27 @@ def test_exceptions_come_back_as_they_were_whatever_their_init_takes() -> None:
     back = serialize.loads(packed, notebook)
     assert (type(back["failed"]), back["failed"].code, back["failed"].args) == (Failed, 5, ("bad row",))
     assert (back["missing"].errno, back["missing"].filename, back["plain"].args) == (2, "data.csv", ("k",))
+
+
+class Tagged(np.ndarray):
+    """An array with a unit, of an importable subclass (the C pickler's path)."""
+
+    unit: str | None
+
+    def __new__(cls, values: list[float], unit: str) -> Tagged:
+        made = np.asarray(values).view(cls)
+        made.unit = unit
+        return made
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self.unit = getattr(obj, "unit", None)
+
+
+def test_an_array_of_a_subclass_keeps_its_attributes() -> None:
+    packed = serialize.dumps({"weights": Tagged([1.5, 2.0], "kg")}, types.ModuleType("__main__"))
+    assert packed.serializer == "pickle"
+    weights = serialize.loads(packed, types.ModuleType("__main__"))["weights"]
+    assert (type(weights), weights.unit, weights.tolist()) == (Tagged, "kg", [1.5, 2.0])
 
 
 def test_an_exception_comes_back_with_the_one_it_was_raised_from_or_while_handling() -> None:

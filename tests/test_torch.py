@@ -55,6 +55,20 @@ def test_a_model_and_its_optimizer_round_trip_together(store: Store) -> None:
     assert opt.state[net.fc.weight]["momentum_buffer"].shape == (2, 4)
 
 
+def test_the_gradients_come_back_with_the_weights(store: Store) -> None:
+    module = types.ModuleType("__main__")
+    exec(
+        textwrap.dedent(TRAINING) + "w = torch.ones(2, requires_grad=True)\n(w * 3).sum().backward()\n", module.__dict__
+    )
+    Checkpointer(store, "grads.ipynb", module).save()
+    fresh = types.ModuleType("__main__")
+    assert Checkpointer(store, "grads.ipynb", fresh).restore("latest").not_restored == {}
+    assert fresh.__dict__["w"].grad.tolist() == [3.0, 3.0] and fresh.__dict__["w"].requires_grad
+    before, after = module.__dict__["net"].fc.weight, fresh.__dict__["net"].fc.weight
+    assert isinstance(after, torch.nn.Parameter) and torch.equal(after.grad, before.grad)
+    assert fresh.__dict__["opt"].param_groups[0]["params"][0] is after  # still the optimizer's
+
+
 def test_torch_s_random_stream_comes_back_and_a_kernel_without_torch_keeps_the_others(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
