@@ -329,10 +329,13 @@ class Partition:
         return list(found.values())
 
 
-def group(variables: dict[str, Any], budget: int = REACH_BUDGET) -> list[list[str]]:
-    """Partition variable names so that variables sharing any object are in one group."""
+def group(
+    variables: dict[str, Any], budget: int = REACH_BUDGET, namespace: dict[str, Any] | None = None
+) -> list[list[str]]:
+    """Partition variable names so that variables sharing any object are in one group. The walk does not enter
+    the ``namespace`` itself (``g = globals()``), which is saved as a reference to the namespace (dill)."""
     partition = Partition(variables)
-    owner: dict[int, str] = {}
+    owner: dict[int, str] = {} if namespace is None else {id(namespace): _NAMESPACE}
     oversized: str | None = None
     for name in sorted(variables):
         try:
@@ -343,9 +346,13 @@ def group(variables: dict[str, Any], budget: int = REACH_BUDGET) -> list[list[st
                 partition.join(name, oversized)
             oversized = name
             continue
+        met.discard(_NAMESPACE)
         for other in met:
             partition.join(name, other)
     return partition.groups(sorted(variables))
+
+
+_NAMESPACE = ""  # the owner ``group`` records for the namespace: no variable has that name
 
 
 def process_states() -> dict[str, Any]:
@@ -539,7 +546,7 @@ def pack(
     groups: list[Group] = []
     variables: dict[str, dict[str, Any]] = {}
     skipped: dict[str, Skipped] = {}
-    pending = group(capture.variables)
+    pending = group(capture.variables, namespace=module.__dict__)
     waiting: list[_Waiting] = []
 
     def guess(names: list[str]) -> int:
@@ -561,7 +568,7 @@ def pack(
                 # (with the culprits it cannot be). Failing only together, they are written one by one.
                 culprits = [n for n in names if not _serializable(n, objs[n], module)]
                 rest = [n for n in names if n not in culprits]
-                regrouped = group({n: objs[n] for n in rest}) if culprits and rest else []
+                regrouped = group({n: objs[n] for n in rest}, namespace=module.__dict__) if culprits and rest else []
                 split = [[n] for n in culprits] + regrouped if regrouped else [[n] for n in names]
                 pending.extend(split)
                 ahead += sum(map(guess, split))

@@ -1011,7 +1011,10 @@ def dumps(objs: dict[str, Any], module: types.ModuleType) -> Packed:
         # dill warns where it falls back to saving a notebook class by reference ("recursive
         # self-references", "Cannot locate reference"): a failure, so the next pickler is tried.
         warnings.simplefilter("error", dill.PicklingWarning)
-        for name in SERIALIZERS:
+        # The namespace itself (``g = globals()``) is saved by dill as a reference to the loading namespace; the C
+        # pickler would copy it whole.
+        names = SERIALIZERS[1:] if any(obj is module.__dict__ for obj in objs.values()) else SERIALIZERS
+        for name in names:
             try:
                 try:
                     return _dump(name, objs, module)

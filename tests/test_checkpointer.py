@@ -271,6 +271,20 @@ def test_the_working_directory_and_import_path_come_back_and_a_refused_restore_m
     assert module.__dict__["rows"] == [1] and os.getcwd() == str(project)
 
 
+def test_a_variable_holding_the_namespace_comes_back_as_the_namespace_and_shares_a_group_with_nothing(
+    store: Store,
+) -> None:
+    module = types.ModuleType("__main__")
+    exec("rows = {i: [i, str(i)] for i in range(1000)}\ng = globals()", module.__dict__)
+    cid = Checkpointer(store, "globals.ipynb", module).save()
+    # Not one group with everything it holds, pickled again whenever anything changes: a reference.
+    groups = {tuple(g["names"]): g["serializer"] for g in store.manifest(cid)["groups"]}
+    assert groups == {("g",): "dill", ("rows",): "pickle"}
+    fresh = types.ModuleType("__main__")
+    assert Checkpointer(store, "globals.ipynb", fresh).restore(cid).not_restored == {}
+    assert fresh.__dict__["g"] is fresh.__dict__ and fresh.__dict__["rows"][7] == [7, "7"]
+
+
 @pytest.fixture
 def environment_put_back() -> Iterator[None]:
     """The test changes the process's environment variables: as they were again after it."""
