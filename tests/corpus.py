@@ -372,6 +372,7 @@ PATTERNS = [
         " and get_ipython().display_formatter.formatters['text/plain'].float_precision == '3'",
     ),
     _p("ipython_shell", "stdlib", "is_ip = get_ipython()", "is_ip is get_ipython()"),
+    _p("namespace", "stdlib", "ns_g = globals()", "ns_g is globals() and ns_g['ns_g'] is ns_g"),
     _p(
         "total_ordering",
         "stdlib",
