@@ -305,7 +305,7 @@ def by_reference(obj: Any) -> bool:
         return True
     if t in _LIBRARY.current().types and _LIBRARY.find(obj) is not None:
         return True
-    return _shell_class(t) and obj is _the_shell()
+    return obj is _the_shell()
 
 
 def _the_shell() -> Any:
