@@ -62,7 +62,7 @@ class ProgressLine:
 
         now = time.monotonic()
         finished = done >= total
-        if self._handle is None and (finished or now - self._start < self._after):
+        if self._handle is None and now - self._start < self._after:
             return  # quick ones show nothing
         if self._handle is not None and not finished and now - self._shown < 0.25:
             return

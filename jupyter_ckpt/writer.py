@@ -262,18 +262,20 @@ def _teller(fd: int) -> Progress:
 def _follow(child: _Child) -> None:
     """Pass a child's progress reports on as they come, until it exits.
 
-    The pipe's end is not enough to stop on: a process the child forked may hold it open.
+    The pipe's end is not enough to stop on: a process the child forked may hold it open. A child that
+    has exited already (a quick write, done before anyone waited) has its last reports read at once.
     """
     if child.report is None:
         return
     fd, progress = child.report
     while True:
-        if select.select([fd], [], [], 0.25)[0]:
+        exited = _exited(child.pid)
+        if select.select([fd], [], [], 0 if exited else 0.25)[0]:
             data = os.read(fd, 256 * _REPORT.size)
             if not data:
                 return
             progress(*_REPORT.unpack(data[-_REPORT.size :]))  # the newest report is the one that counts
-        elif _exited(child.pid):
+        elif exited:
             return
 
 
@@ -512,6 +514,7 @@ class ForkWriter:
 
     def _collect(self, child: _Child) -> None:
         if child.report is not None:
+            _follow(child)  # what it told before the wait began, if it ended first
             os.close(child.report[0])
         try:
             payload = json.loads(child.result.read_text())

@@ -122,6 +122,23 @@ def test_a_write_that_is_waited_for_tells_its_progress_from_the_child(tmp_path: 
     assert outcomes[1] is None  # nobody waits for the second: it was given nothing to tell
 
 
+def test_a_write_that_ended_before_the_wait_began_still_tells_how_far_it_got(tmp_path: Path) -> None:
+    """A small save from the sidebar can be written before the kernel starts waiting for it."""
+    writer = ForkWriter(tmp_path, encode=lambda x: x, decode=lambda x: x)
+
+    def job(progress: Any) -> str:
+        progress(0, 100)
+        progress(100, 100)
+        return "written"
+
+    outcomes: list[Any] = []
+    told: list[tuple[int, int]] = []
+    writer.submit(job, lambda outcome, error: outcomes.append(error or outcome), lambda d, t: told.append((d, t)))
+    time.sleep(1)  # the child has written and exited: nobody read its reports meanwhile
+    writer.poll(block=True)
+    assert outcomes == ["written"] and told == [(100, 100)]
+
+
 def test_the_wait_for_a_child_ends_with_it_when_a_process_it_forked_holds_its_pipe(tmp_path: Path) -> None:
     writer = ForkWriter(tmp_path, encode=lambda x: x, decode=lambda x: x)
 
