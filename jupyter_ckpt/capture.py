@@ -27,7 +27,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import environment, loggers, memory, paths, registrations, serialize, settings, shellconfig, warnfilters
+from . import (
+    attributes,
+    environment,
+    loggers,
+    memory,
+    paths,
+    registrations,
+    serialize,
+    settings,
+    shellconfig,
+    warnfilters,
+)
 from .blobs import BlobInfo, LocalBlobs, content_key
 from .manifest import FORMAT_VERSION, Buffer, Group, Manifest, Skipped
 from .progress import Progress, Tally, untold
@@ -102,6 +113,8 @@ class Capture:
     # What the loggers are changes of: they are read by the writer (``loggers.read``, 0.1 ms with torch's 160
     # loggers), never in the kernel's pause.
     starts: Starts | None = None
+    # Which variables are attributes the cells assigned (``attributes.read``), set again by a restore.
+    attributes: list[str] = field(default_factory=list)
     # The IPython configuration lines along the session's lineage (``shellconfig.merged``), set by the
     # Checkpointer.
     configuration: list[str] = field(default_factory=list)
@@ -112,7 +125,10 @@ def collect(
     hidden: Iterable[str],
     exclude: Iterable[str],
     starts: Starts | None = None,
+    assigned: Iterable[str] = (),
 ) -> Capture:
+    """What a checkpoint keeps of ``namespace`` now; ``assigned`` names the attributes of modules and imported
+    classes the cells assigned (``attributes.merged``), kept as variables of those dotted names."""
     hidden = set(hidden) | set(exclude)
     variables: dict[str, Any] = {}
     modules: dict[str, str] = {}
@@ -123,11 +139,15 @@ def collect(
             modules[name] = value.__name__
         else:
             variables[name] = value
+    # What the cells set in a module is theirs: saved by value, here and in each variable that holds it too.
+    serialize.assigned_by_notebook(attributes.places(namespace, assigned))
+    kept = attributes.read(namespace, [n for n in assigned if n not in hidden], namespace.get("__name__", ""))
+    variables.update(kept)
     found = paths.read(starts.paths) if starts is not None else {}
     environ = environment.read(starts.environment) if starts is not None else {}
     warning_filters = warnfilters.read(starts.filters, namespace) if starts is not None else {}
     ids = {k: id(v) for k, v in variables.items()}
-    return Capture(variables, modules, ids, process_states(), found, environ, warning_filters, starts)
+    return Capture(variables, modules, ids, process_states(), found, environ, warning_filters, starts, list(kept))
 
 
 class _Overflow(Exception):
@@ -656,6 +676,7 @@ def prepare(
         "paths": capture.paths,
         "environment": capture.environment,
         "configuration": capture.configuration,
+        "attributes": capture.attributes,
         "warnings": capture.warnings,
         "logging": loggers.read(capture.starts.loggers) if capture.starts is not None else {},
         "versions": versions(),

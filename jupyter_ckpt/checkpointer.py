@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypedDict
 
-from . import capture, environment, loggers, memory, paths, serialize, settings, shellconfig, warnfilters
+from . import attributes, capture, environment, loggers, memory, paths, serialize, settings, shellconfig, warnfilters
 from .blobs import BlobInfo, writer_alive
 from .errors import BadArgument, CheckpointError, IntegrityError, StoreFullError, UnknownCheckpoint
 from .manifest import Manifest, Skipped
@@ -173,6 +173,7 @@ class Checkpointer:
         # Runs the IPython configuration lines a whole restore brings back (shellconfig.apply), if a shell does.
         self._configure = configure
         self.configuration: list[str] = []  # those lines, along the session's lineage (shellconfig.merged)
+        self.assigned: list[str] = []  # the attributes of modules and imported classes cells assign (attributes.py)
         self._pending: Recipe | None = None  # what the last restore could not bring back, to replay
         self._verifier: threading.Thread | None = None
         # Whether this kernel has restored its namespace (a whole one) yet.
@@ -192,6 +193,7 @@ class Checkpointer:
         self.last_cell = self.store.add_cell(self.session, self.last_cell, count, source, status, duration)
         if ok:
             self.configuration = shellconfig.merged(self.configuration, source)
+            self.assigned = attributes.merged(self.assigned, source)
 
     def after_cell(self, count: int | None, source: str, ok: bool, duration: float) -> int | None:
         """Record a finished cell and take the checkpoint the policy asks for at this boundary, if any.
@@ -329,7 +331,7 @@ class Checkpointer:
             if writer is None:
                 self._owed = (trigger, status, cell)
                 return None
-            cap = capture.collect(self.module.__dict__, self._hidden(), self.policy.exclude, self._start)
+            cap = capture.collect(self.module.__dict__, self._hidden(), self.policy.exclude, self._start, self.assigned)
             cap.configuration = self.configuration  # replaced, never changed in place, as cells run
             meta = capture.Meta(self.session, cell, self.last_cell, trigger, status, message, tag)
             outcome: dict[str, int | None] = {}
@@ -613,6 +615,7 @@ class Checkpointer:
                 report.not_restored.update(warnfilters.apply(manifest.get("warnings"), self._start.filters, namespace))
                 report.not_restored.update(loggers.apply(manifest.get("logging"), self._start.loggers))
                 self.configuration = list(manifest.get("configuration", self.configuration))
+                self.assigned = list(manifest.get("attributes", self.assigned))
                 if self._configure is not None:
                     report.not_restored.update(self._configure(self.configuration))
                 self._record_restore(target, manifest, trigger)
@@ -687,8 +690,14 @@ class Checkpointer:
         self._committed(cid, entry, capture.Capture({}, {}, ids))
 
     def _offer_replay(self, report: RestoreReport, manifest: Manifest, mode: str) -> None:
-        """Plan how to rebuild the skipped variables the restore left absent, and replay now or offer it."""
-        missing = [n for n in report.not_restored if n in manifest["skipped"] and n not in self.module.__dict__]
+        """Plan how to rebuild the skipped variables the restore left absent, and replay now or offer it. (An
+        attribute of a module that could not be saved is not absent: it keeps the value its module has.)"""
+        assigned = manifest.get("attributes", [])
+        missing = [
+            n
+            for n in report.not_restored
+            if n in manifest["skipped"] and n not in self.module.__dict__ and n not in assigned
+        ]
         self._pending = None
         if not missing or mode == "never":
             return

@@ -159,14 +159,22 @@ class _Reader(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def cell_names(source: str) -> CellNames:
-    """The names a cell binds, reads and mutates (IPython's ``%`` and ``!`` lines are left out)."""
+def parsed(source: str) -> ast.Module | None:
+    """A cell's Python code, with IPython's ``%`` and ``!`` lines left out; None for a cell magic's body or
+    code that does not parse."""
     if source.lstrip().startswith("%%"):
-        return CellNames()  # a cell magic: its body is not Python
+        return None  # a cell magic: its body is not Python
     code = "\n".join("" if _MAGIC.match(line) else line for line in source.splitlines())
     try:
-        tree = ast.parse(code)
+        return ast.parse(code)
     except SyntaxError:
+        return None
+
+
+def cell_names(source: str) -> CellNames:
+    """The names a cell binds, reads and mutates (IPython's ``%`` and ``!`` lines are left out)."""
+    tree = parsed(source)
+    if tree is None:
         return CellNames()
     names = CellNames()
     for statement in tree.body:

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import capture, mapping, registrations, serialize, settings
+from . import attributes, capture, mapping, registrations, serialize, settings
 from .blobs import LocalBlobs, content_key
 from .capture import CHUNK, is_user_variable
 from .errors import BadArgument
@@ -381,6 +381,7 @@ def restore_namespace(
             if name not in keep and is_user_variable(name, namespace[name], hidden):
                 del namespace[name]
                 report.removed.append(name)
+    assigned = {n: incoming.pop(n) for n in manifest.get("attributes", []) if n in incoming}
     namespace.update(incoming)
     for view, start, chunk in patches:
         view[start : start + chunk.nbytes] = chunk
@@ -392,6 +393,7 @@ def restore_namespace(
             report.modules.append(alias)
         else:
             report.not_restored[alias] = import_failed[alias]
+    report.not_restored.update(attributes.apply(namespace, assigned))  # on the modules and classes now bound
     for stream, set_state in _RANDOM_STREAMS.items():
         if stream in states:
             try:
@@ -403,14 +405,17 @@ def restore_namespace(
     # Of the classes now in the namespace (the checkpoint's, or the ones a partial restore kept).
     made = [r for r in manifest.get("registrations", []) if r[3] not in failed and (wanted is None or r[3] in wanted)]
     report.not_restored.update(registrations.apply(made, namespace))
+
+    # What a variable not restored is left as; an attribute not set again has the value its module has.
+    current = set(namespace) | set(manifest.get("attributes", []))
+    state = {True: "kept its current value", False: "absent"}
     for name, why in failed.items():
-        state = "kept its current value" if name in namespace else "absent"
-        report.not_restored[name] = f"could not be loaded ({why}); {state}"
+        report.not_restored[name] = f"could not be loaded ({why}); {state[name in current]}"
     for name, info in manifest["skipped"].items():
         if wanted is not None and name not in wanted:
             continue
-        state = "kept its current value" if name in namespace else "absent"
-        report.not_restored[name] = f"{info['type']} could not be serialized: {info['reason']}; {state}"
+        why = f"{info['type']} could not be serialized: {info['reason']}"
+        report.not_restored[name] = f"{why}; {state[name in current]}"
     report.removed.sort()
     return report
 

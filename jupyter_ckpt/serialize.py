@@ -61,7 +61,7 @@ import threading
 import types
 import warnings
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
@@ -217,6 +217,15 @@ class _Library:
         self.types: set[type] = set()
         self.seen: set[str] = set()
         self.count = 0
+        # The module attributes the notebook's cells assigned (``assigned_by_notebook``): never a place.
+        self.assigned: set[tuple[str, str]] = set()
+
+    def assign(self, places: Iterable[tuple[str, str]]) -> None:
+        new = set(places) - self.assigned
+        if new:
+            self.assigned |= new
+            for key in [key for key, place in self.places.items() if place in new]:
+                del self.places[key]
 
     def current(self) -> _Library:
         if len(sys.modules) != self.count:
@@ -253,6 +262,8 @@ class _Library:
                 if not _referable(t):
                     continue
                 place = (name, attr)
+                if place in self.assigned:
+                    continue
                 known = places.setdefault(id(value), place)
                 if known is not place and _publicity(place) < _publicity(known):
                     places[id(value)] = place
@@ -276,6 +287,12 @@ def index_library() -> None:
     """Bring the index of the objects library modules hold up to date (``_Library``). The kernel calls it while
     idle, so that the writers it forks inherit the index instead of each building it again."""
     _LIBRARY.current()
+
+
+def assigned_by_notebook(places: Iterable[tuple[str, str]]) -> None:
+    """Module attributes the notebook's cells assigned (``attributes.py``): what such a place holds is the
+    notebook's, which a fresh kernel's module does not have, so it is saved by value, never as that place."""
+    _LIBRARY.assign(places)
 
 
 def _attribute(module: str, name: str) -> Any:

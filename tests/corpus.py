@@ -371,6 +371,15 @@ PATTERNS = [
         "'IPython.extensions.autoreload' in get_ipython().extension_manager.loaded"
         " and get_ipython().display_formatter.formatters['text/plain'].float_precision == '3'",
     ),
+    _p(
+        "module_attribute",
+        "stdlib",
+        "import statistics, string\nfrom fractions import Fraction as MaFraction\n"
+        "def ma_mean(xs):\n    return 'mine'\nstatistics.mean = ma_mean\n"
+        "MaFraction.ma_half = lambda self: self / 2\nstring.ma_setting = {'depth': 3}",
+        "statistics.mean is ma_mean and MaFraction(1).ma_half() == MaFraction(1, 2)"
+        " and string.ma_setting == {'depth': 3}",
+    ),
     _p("ipython_shell", "stdlib", "is_ip = get_ipython()", "is_ip is get_ipython()"),
     _p("namespace", "stdlib", "ns_g = globals()", "ns_g is globals() and ns_g['ns_g'] is ns_g"),
     _p(

@@ -457,6 +457,54 @@ def test_the_ipython_configuration_the_cells_set_and_the_shell_come_back_in_a_ne
     assert fresh.run("1/3").data[0]["text/plain"] == "0.333"
 
 
+def test_what_the_cells_assigned_to_modules_and_imported_classes_comes_back_in_a_new_kernel(
+    kernels: Any, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "settings_mod.py").write_text("DEBUG = False\nLIMIT = 10\n\ndef limit():\n    return LIMIT\n")
+    k = kernels("patched.ipynb", cwd=str(project))
+    k.ok("%load_ext jupyter_ckpt")
+    k.ok(
+        "import statistics\nimport pandas as pd\nimport settings_mod as cfg\nfrom fractions import Fraction\n"
+        "def my_mean(xs):\n    return 'mine'\n"
+        "statistics.mean = my_mean\npd.DataFrame.doubled = lambda self: self * 2\nFraction.half = lambda self: self / 2"
+    )
+    k.ok("%checkpoint save")
+    k.ok(
+        "cfg.DEBUG = True\nsetattr(cfg, 'LIMIT', 99)\ncfg.STREAM = (i for i in range(3))\n"
+        "class Model:\n    pass\nmodel = Model()\ncfg.MODEL = model"
+    )
+    k.ok("%checkpoint save -t configured")
+    assert "cfg.DEBUG, cfg.LIMIT" in next(row for row in k.ok("%checkpoint list").splitlines() if " #2 " in row)
+    k.ok("cfg.DEBUG = 'later'")
+    k.ok("%checkpoint undo")  # the cell that set it again, undone
+    assert k.value("cfg.DEBUG") is True
+    k.close()
+
+    fresh = kernels("patched.ipynb", cwd=str(project))
+    fresh.ok("%load_ext jupyter_ckpt")
+    out = fresh.ok("%checkpoint restore configured")
+    # One that cannot be saved is named; the module keeps its own value, and there is nothing to replay.
+    assert out.splitlines()[1:] == [
+        "  not restored: cfg.STREAM (generator could not be serialized: "
+        "TypeError: cannot pickle 'generator' object; kept its current value)"
+    ], out
+    # The module's own functions read the value set; a notebook function is the one the attribute holds.
+    assert fresh.value("(cfg.DEBUG, cfg.limit(), statistics.mean is my_mean, statistics.mean([1]))") == (
+        True,
+        99,
+        True,
+        "mine",
+    )
+    # A notebook object a module was given is one object, not the module's copy (nor a name it lacks).
+    assert fresh.value("(cfg.MODEL is model, type(model) is Model)") == (True, True)
+    assert fresh.value("(int(pd.DataFrame({'a': [1]}).doubled()['a'][0]), float(Fraction(1).half()))") == (2, 0.5)
+    fresh.ok("cfg.DEBUG = 'changed'")
+    fresh.ok("%checkpoint restore configured")  # a whole restore in the same kernel sets them again too
+    assert fresh.value("cfg.DEBUG") is True
+
+
 def test_open_files_come_back_where_they_were_and_written_ones_are_never_truncated(
     kernels: Any, tmp_path: Path
 ) -> None:
