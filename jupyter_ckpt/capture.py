@@ -113,8 +113,8 @@ class Capture:
     # What the loggers are changes of: they are read by the writer (``loggers.read``, 0.1 ms with torch's 160
     # loggers), never in the kernel's pause.
     starts: Starts | None = None
-    # Which variables are attributes the cells assigned (``attributes.read``), set again by a restore.
-    attributes: list[str] = field(default_factory=list)
+    # Which variables are attributes the cells changed, with how (``attributes.read``), set again by a restore.
+    attributes: dict[str, str] = field(default_factory=dict)
     # The IPython configuration lines along the session's lineage (``shellconfig.merged``), set by the
     # Checkpointer.
     configuration: list[str] = field(default_factory=list)
@@ -125,10 +125,10 @@ def collect(
     hidden: Iterable[str],
     exclude: Iterable[str],
     starts: Starts | None = None,
-    assigned: Iterable[str] = (),
+    changed: dict[str, str] | None = None,
 ) -> Capture:
-    """What a checkpoint keeps of ``namespace`` now; ``assigned`` names the attributes of modules and imported
-    classes the cells assigned (``attributes.merged``), kept as variables of those dotted names."""
+    """What a checkpoint keeps of ``namespace`` now; ``changed`` names the attributes of modules and imported
+    classes the cells changed, with how (``attributes.merged``), kept as variables of those dotted names."""
     hidden = set(hidden) | set(exclude)
     variables: dict[str, Any] = {}
     modules: dict[str, str] = {}
@@ -140,14 +140,25 @@ def collect(
         else:
             variables[name] = value
     # What the cells set in a module is theirs: saved by value, here and in each variable that holds it too.
-    serialize.assigned_by_notebook(attributes.places(namespace, assigned))
-    kept = attributes.read(namespace, [n for n in assigned if n not in hidden], namespace.get("__name__", ""))
+    changed = {n: how for n, how in (changed or {}).items() if n not in hidden}
+    serialize.assigned_by_notebook(attributes.places(namespace, changed))
+    kept = attributes.read(namespace, changed, namespace.get("__name__", ""))
     variables.update(kept)
     found = paths.read(starts.paths) if starts is not None else {}
     environ = environment.read(starts.environment) if starts is not None else {}
     warning_filters = warnfilters.read(starts.filters, namespace) if starts is not None else {}
     ids = {k: id(v) for k, v in variables.items()}
-    return Capture(variables, modules, ids, process_states(), found, environ, warning_filters, starts, list(kept))
+    return Capture(
+        variables,
+        modules,
+        ids,
+        process_states(),
+        found,
+        environ,
+        warning_filters,
+        starts,
+        {n: changed[n] for n in kept},
+    )
 
 
 class _Overflow(Exception):

@@ -173,7 +173,8 @@ class Checkpointer:
         # Runs the IPython configuration lines a whole restore brings back (shellconfig.apply), if a shell does.
         self._configure = configure
         self.configuration: list[str] = []  # those lines, along the session's lineage (shellconfig.merged)
-        self.assigned: list[str] = []  # the attributes of modules and imported classes cells assign (attributes.py)
+        # The attributes of modules and imported classes the cells change, with how (attributes.merged).
+        self.assigned: dict[str, str] = {}
         self._pending: Recipe | None = None  # what the last restore could not bring back, to replay
         self._verifier: threading.Thread | None = None
         # Whether this kernel has restored its namespace (a whole one) yet.
@@ -615,7 +616,7 @@ class Checkpointer:
                 report.not_restored.update(warnfilters.apply(manifest.get("warnings"), self._start.filters, namespace))
                 report.not_restored.update(loggers.apply(manifest.get("logging"), self._start.loggers))
                 self.configuration = list(manifest.get("configuration", self.configuration))
-                self.assigned = list(manifest.get("attributes", self.assigned))
+                self.assigned = dict(manifest.get("attributes", self.assigned))
                 if self._configure is not None:
                     report.not_restored.update(self._configure(self.configuration))
                 self._record_restore(target, manifest, trigger)
@@ -692,7 +693,7 @@ class Checkpointer:
     def _offer_replay(self, report: RestoreReport, manifest: Manifest, mode: str) -> None:
         """Plan how to rebuild the skipped variables the restore left absent, and replay now or offer it. (An
         attribute of a module that could not be saved is not absent: it keeps the value its module has.)"""
-        assigned = manifest.get("attributes", [])
+        assigned = manifest.get("attributes", {})
         missing = [
             n
             for n in report.not_restored

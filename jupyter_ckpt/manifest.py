@@ -83,9 +83,9 @@ class Manifest(TypedDict, total=False):
     environment: dict[str, Any]
     # The IPython configuration lines the cells ran (shellconfig.py). Absent from checkpoints older than them.
     configuration: list[str]
-    # Which of the variables are attributes of modules and imported classes the cells assigned (attributes.py),
-    # named as typed: ``config.DEBUG``. Absent from checkpoints older than them.
-    attributes: list[str]
+    # Which of the variables are attributes of modules and imported classes the cells changed (attributes.py),
+    # named as typed (``config.DEBUG``), with how: "set" or "in place". Absent from checkpoints older than them.
+    attributes: dict[str, str]
     # The warning filters as far as the session changed them (warnfilters.py). Absent from checkpoints older
     # than warning filters.
     warnings: dict[str, Any]

@@ -381,7 +381,8 @@ def restore_namespace(
             if name not in keep and is_user_variable(name, namespace[name], hidden):
                 del namespace[name]
                 report.removed.append(name)
-    assigned = {n: incoming.pop(n) for n in manifest.get("attributes", []) if n in incoming}
+    changed = manifest.get("attributes", {})
+    assigned = {n: incoming.pop(n) for n in changed if n in incoming}
     namespace.update(incoming)
     for view, start, chunk in patches:
         view[start : start + chunk.nbytes] = chunk
@@ -393,7 +394,7 @@ def restore_namespace(
             report.modules.append(alias)
         else:
             report.not_restored[alias] = import_failed[alias]
-    report.not_restored.update(attributes.apply(namespace, assigned))  # on the modules and classes now bound
+    report.not_restored.update(attributes.apply(namespace, assigned, changed))  # on the modules and classes now bound
     for stream, set_state in _RANDOM_STREAMS.items():
         if stream in states:
             try:
@@ -407,7 +408,7 @@ def restore_namespace(
     report.not_restored.update(registrations.apply(made, namespace))
 
     # What a variable not restored is left as; an attribute not set again has the value its module has.
-    current = set(namespace) | set(manifest.get("attributes", []))
+    current = set(namespace) | set(changed)
     state = {True: "kept its current value", False: "absent"}
     for name, why in failed.items():
         report.not_restored[name] = f"could not be loaded ({why}); {state[name in current]}"

@@ -1,15 +1,18 @@
-"""Which attributes of modules and imported classes a checkpoint keeps: those the cells' own code assigns."""
+"""Which attributes of modules and imported classes a checkpoint keeps: those the cells' own statements change."""
 
 from __future__ import annotations
 
 import fractions
 import statistics
+import sys
 import types
+from pathlib import Path
 
 from jupyter_ckpt import attributes
+from jupyter_ckpt.attributes import IN_PLACE, SET
 
 
-def test_the_attributes_a_cell_assigns_are_kept_once_each_as_typed() -> None:
+def test_the_attributes_a_cell_changes_are_kept_once_each_as_typed_with_how() -> None:
     cell = (
         "%matplotlib inline\n"  # IPython's lines do not keep the rest from being read
         "cfg.DEBUG = True\n"
@@ -18,48 +21,73 @@ def test_the_attributes_a_cell_assigns_are_kept_once_each_as_typed() -> None:
         "pd.DataFrame.doubled: object = lambda self: self * 2\n"
         "setattr(cfg, 'SEED', 7)\n"
         "if ready:\n    for _ in range(2):\n        cfg.DEBUG = False\n"
+        "cfg.PARAMS['lr'] = 0.1\n"
+        "cfg.PARAMS['layers'][0] += 1\n"
+        "del cfg.CACHE['old']\n"
+        "cfg.ITEMS.append(1)\n"
+        "cfg.A.update(x=1)\n"  # assigned before, in this cell: still set again as assigned
     )
-    assert attributes.merged(["cfg.SEED"], cell) == [
-        "cfg.SEED",
-        "cfg.DEBUG",
-        "cfg.limits.upper",
-        "cfg.A",
-        "cfg.B",
-        "pd.DataFrame.doubled",
-    ]
+    assert attributes.merged({"cfg.SEED": SET, "cfg.DEBUG": IN_PLACE}, cell) == {
+        "cfg.SEED": SET,
+        "cfg.DEBUG": SET,
+        "cfg.limits.upper": SET,
+        "cfg.A": SET,
+        "cfg.B": SET,
+        "pd.DataFrame.doubled": SET,
+        "cfg.PARAMS": IN_PLACE,
+        "cfg.CACHE": IN_PLACE,
+        "cfg.ITEMS": IN_PLACE,
+    }
 
 
-def test_what_is_not_an_attribute_the_cell_assigns_is_not_kept() -> None:
+def test_what_is_not_a_change_the_cell_makes_to_an_attribute_is_not_kept() -> None:
     cells = [
-        "rows[0].name = 'x'\nmake().value = 1\nframe['a'] = 1\nx = cfg.DEBUG\ncfg.DEBUG == True",
+        "rows[0].name = 'x'\nmake().value = 1\nframe['a'] = 1\nx = cfg.DEBUG\ncfg.DEBUG == True\nprint(cfg.ITEMS[0])",
         "def setup():\n    cfg.DEBUG = True\nclass Box:\n    size = 1\n    def grow(self):\n        self.size = 2",
-        "setattr(cfg, name, 1)\nsetattr(cfg, 'not a name', 1)\ndel cfg.DEBUG",
+        "setattr(cfg, name, 1)\nsetattr(cfg, 'not a name', 1)\ndel cfg.DEBUG\ncfg.ITEMS.count(1)\nitems.append(1)",
         "%%bash\ncfg.DEBUG = 1",  # a cell magic's body is not Python
         "cfg.DEBUG = (",  # does not parse
     ]
-    assert [attributes.merged([], cell) for cell in cells] == [[], [], [], [], []]
+    assert [attributes.merged({}, cell) for cell in cells] == [{}, {}, {}, {}, {}]
 
 
-def test_values_are_read_where_a_module_or_an_imported_class_holds_them() -> None:
+def test_values_are_read_where_a_module_or_an_imported_class_holds_them(tmp_path: Path) -> None:
     config = types.ModuleType("config")
+    config.__file__ = str(tmp_path / "config.py")  # the project's own module
     config.DEBUG = True  # type: ignore[attr-defined]
     config.nested = types.SimpleNamespace(level=3)  # type: ignore[attr-defined]
     config.np = types  # type: ignore[attr-defined]
+    config.PARAMS = {"lr": 0.1}  # type: ignore[attr-defined]
 
     class Local:  # a notebook class: pickled by value, its attributes with it
         size = 1
 
-    namespace = {"cfg": config, "Fraction": fractions.Fraction, "Local": Local, "box": Local(), "__name__": __name__}
+    namespace = {
+        "cfg": config,
+        "Fraction": fractions.Fraction,
+        "Local": Local,
+        "box": Local(),
+        "sys": sys,
+        "__name__": __name__,
+    }
     fractions.Fraction.test_half = 0.5  # type: ignore[attr-defined]
     try:
-        names = ["cfg.DEBUG", "cfg.nested.level", "cfg.np", "cfg.gone", "Fraction.test_half", "Local.size", "box.size"]
-        assert attributes.read(namespace, [*names, "missing.x"], __name__) == {
-            "cfg.DEBUG": True,
-            "cfg.nested.level": 3,  # a module set as a value is not kept: importing gives it
-            "Fraction.test_half": 0.5,
+        kept = {
+            **dict.fromkeys(["cfg.DEBUG", "cfg.nested.level", "cfg.np", "cfg.gone", "Fraction.test_half"], SET),
+            **dict.fromkeys(["Local.size", "box.size", "missing.x"], SET),
+            **dict.fromkeys(["cfg.PARAMS", "cfg.DEBUG.x", "sys.path"], IN_PLACE),
         }
+        values = attributes.read(namespace, kept, __name__)
     finally:
         del fractions.Fraction.test_half  # type: ignore[attr-defined]
+    assert values == {
+        "cfg.DEBUG": True,
+        "cfg.nested.level": 3,  # a module set as a value is not kept: importing gives it
+        "Fraction.test_half": 0.5,
+        "cfg.PARAMS": {"lr": 0.1},  # a copy of a project module's container; never the standard library's
+    }
+    assert values["cfg.PARAMS"] is not config.PARAMS  # type: ignore[attr-defined]
+    assert attributes.places(namespace, kept) == [("config", "DEBUG"), ("config", "np"), ("config", "gone")]
 
 
 def test_a_restore_sets_each_value_again_and_names_those_it_cannot() -> None:
@@ -68,14 +96,29 @@ def test_a_restore_sets_each_value_again_and_names_those_it_cannot() -> None:
 
     original = statistics.mean
     config = types.ModuleType("config")
+    config.PARAMS = params = {"lr": 0.1, "old": 1}  # type: ignore[attr-defined]
+    config.ITEMS = items = [1]  # type: ignore[attr-defined]
+    config.tags = "was a set"  # type: ignore[attr-defined]
     namespace = {"statistics": statistics, "cfg": config, "int": int}
+    values = {
+        "statistics.mean": mine,
+        "cfg.LIMIT": 99,
+        "cfg.PARAMS": {"lr": 0.5},
+        "cfg.ITEMS": [1, 2],
+        "cfg.tags": {"a"},
+        "int.real": 1,
+        "gone.x": 1,
+        "cfg.missing.x": 1,
+    }
+    how = {**dict.fromkeys(values, SET), **dict.fromkeys(["cfg.PARAMS", "cfg.ITEMS", "cfg.tags"], IN_PLACE)}
     try:
-        failed = attributes.apply(
-            namespace,
-            {"statistics.mean": mine, "cfg.LIMIT": 99, "int.real": 1, "gone.x": 1, "cfg.missing.x": 1},
-        )
+        failed = attributes.apply(namespace, values, how)
         assert statistics.mean is mine and config.LIMIT == 99  # type: ignore[attr-defined]
     finally:
         statistics.mean = original
+    # Changed in place: the very objects the module holds, with the contents kept; else set.
+    assert config.PARAMS is params and params == {"lr": 0.5}  # type: ignore[attr-defined]
+    assert config.ITEMS is items and items == [1, 2]  # type: ignore[attr-defined]
+    assert config.tags == {"a"}  # type: ignore[attr-defined]
     assert sorted(failed) == ["cfg.missing.x", "gone.x", "int.real"]
     assert failed["gone.x"] == "not set again: KeyError: 'gone'"

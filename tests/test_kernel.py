@@ -457,12 +457,15 @@ def test_the_ipython_configuration_the_cells_set_and_the_shell_come_back_in_a_ne
     assert fresh.run("1/3").data[0]["text/plain"] == "0.333"
 
 
-def test_what_the_cells_assigned_to_modules_and_imported_classes_comes_back_in_a_new_kernel(
+def test_what_the_cells_changed_of_modules_and_imported_classes_comes_back_in_a_new_kernel(
     kernels: Any, tmp_path: Path
 ) -> None:
     project = tmp_path / "project"
     project.mkdir()
-    (project / "settings_mod.py").write_text("DEBUG = False\nLIMIT = 10\n\ndef limit():\n    return LIMIT\n")
+    (project / "settings_mod.py").write_text(
+        "DEBUG = False\nLIMIT = 10\nPARAMS = {'lr': 0.1}\nSEEN = []\n\ndef limit():\n    return LIMIT\n\n"
+        "def lr():\n    return PARAMS['lr']\n"
+    )
     k = kernels("patched.ipynb", cwd=str(project))
     k.ok("%load_ext jupyter_ckpt")
     k.ok(
@@ -473,10 +476,13 @@ def test_what_the_cells_assigned_to_modules_and_imported_classes_comes_back_in_a
     k.ok("%checkpoint save")
     k.ok(
         "cfg.DEBUG = True\nsetattr(cfg, 'LIMIT', 99)\ncfg.STREAM = (i for i in range(3))\n"
-        "class Model:\n    pass\nmodel = Model()\ncfg.MODEL = model"
+        "class Model:\n    pass\nmodel = Model()\ncfg.MODEL = model\n"
+        "from settings_mod import PARAMS\ncfg.PARAMS['lr'] = 0.5\ncfg.SEEN.append('run 1')"
     )
     k.ok("%checkpoint save -t configured")
-    assert "cfg.DEBUG, cfg.LIMIT" in next(row for row in k.ok("%checkpoint list").splitlines() if " #2 " in row)
+    assert "Model, PARAMS, cfg.DEBUG, cfg.LIMIT, cfg.MODEL, cfg.PARAMS ..." in next(
+        row for row in k.ok("%checkpoint list").splitlines() if " #2 " in row
+    )
     k.ok("cfg.DEBUG = 'later'")
     k.ok("%checkpoint undo")  # the cell that set it again, undone
     assert k.value("cfg.DEBUG") is True
@@ -499,6 +505,9 @@ def test_what_the_cells_assigned_to_modules_and_imported_classes_comes_back_in_a
     )
     # A notebook object a module was given is one object, not the module's copy (nor a name it lacks).
     assert fresh.value("(cfg.MODEL is model, type(model) is Model)") == (True, True)
+    # A project module's containers changed in place: their contents, in the objects the module holds. (A
+    # variable bound to one by ``from settings_mod import PARAMS`` is a copy of it, as for a library's dict.)
+    assert fresh.value("(cfg.PARAMS, cfg.lr(), cfg.SEEN, PARAMS)") == ({"lr": 0.5}, 0.5, ["run 1"], {"lr": 0.5})
     assert fresh.value("(int(pd.DataFrame({'a': [1]}).doubled()['a'][0]), float(Fraction(1).half()))") == (2, 0.5)
     fresh.ok("cfg.DEBUG = 'changed'")
     fresh.ok("%checkpoint restore configured")  # a whole restore in the same kernel sets them again too
