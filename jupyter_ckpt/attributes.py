@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import importlib
 import os
 import re
 import site
@@ -121,10 +122,40 @@ def _refill(current: Any, value: Any) -> None:
         current.update(value)
 
 
+def aliases(variables: dict[str, Any]) -> dict[str, str]:
+    """The variables bound to a list, dict or set that one of the project's own modules holds (``from config
+    import PARAMS``), with where: ``"config:PARAMS"``. Read by the writer, not in the kernel's pause."""
+    held: dict[int, str] = {}
+    for module in _PROJECT.modules():
+        for attr, value in list(vars(module).items()):
+            if isinstance(value, _CONTAINERS):
+                held.setdefault(id(value), f"{module.__name__}:{attr}")
+    return {name: held[id(v)] for name, v in variables.items() if isinstance(v, _CONTAINERS) and id(v) in held}
+
+
+def rebind(namespace: dict[str, Any], where: dict[str, str], values: dict[str, Any]) -> dict[str, str]:
+    """Put the contents restored of each variable ``where`` names back into the object its project module holds,
+    and bind the variable to that object again; returns those that could not be, with why (they keep the copy)."""
+    failed = {}
+    for name, place in where.items():
+        if name not in values:
+            continue
+        module, _, attr = place.partition(":")
+        try:
+            current = getattr(importlib.import_module(module), attr)
+            if type(current) is not type(values[name]):
+                raise TypeError(f"{place} is a {type(current).__name__} now")
+            _refill(current, values[name])
+            namespace[name] = current
+        except Exception as e:  # a module gone or changed: the variable is the copy restored
+            failed[name] = f"restored as a copy, not {place} itself: {type(e).__name__}: {e}"
+    return failed
+
+
 def _library_directories() -> tuple[str, ...]:
     paths = sysconfig.get_paths()
     found = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")} | set(site.getsitepackages())
-    return tuple(os.path.join(os.path.realpath(d), "") for d in found)
+    return tuple({os.path.join(form(d), "") for d in found for form in (os.path.abspath, os.path.realpath)})
 
 
 _LIBRARIES = _library_directories()
@@ -136,7 +167,26 @@ def _in_project(owner: Any) -> bool:
     ``sys.modules``, which others keep, nor a library's registry)."""
     module = owner if isinstance(owner, types.ModuleType) else sys.modules.get(getattr(owner, "__module__", ""))
     file = getattr(module, "__file__", None)
-    return isinstance(file, str) and not os.path.realpath(file).startswith(_LIBRARIES)
+    return isinstance(file, str) and not os.path.abspath(file).startswith(_LIBRARIES)
+
+
+class _Project:
+    """The project's own modules imported now, looked for again only once more modules were imported."""
+
+    def __init__(self) -> None:
+        self.known: dict[str, bool] = {}
+        self.count = 0
+
+    def modules(self) -> list[types.ModuleType]:
+        if len(sys.modules) != self.count:
+            for name, module in list(sys.modules.items()):
+                if name not in self.known:
+                    self.known[name] = isinstance(module, types.ModuleType) and _in_project(module)
+            self.count = len(sys.modules)
+        return [m for name, ours in self.known.items() if ours and (m := sys.modules.get(name)) is not None]
+
+
+_PROJECT = _Project()
 
 
 # What any such change has in its text, at a line's start: a cell without it (most) is not parsed, at its end,

@@ -688,6 +688,7 @@ def prepare(
         "environment": capture.environment,
         "configuration": capture.configuration,
         "attributes": capture.attributes,
+        "aliases": attributes.aliases(capture.variables),
         "warnings": capture.warnings,
         "logging": loggers.read(capture.starts.loggers) if capture.starts is not None else {},
         "versions": versions(),

@@ -86,6 +86,9 @@ class Manifest(TypedDict, total=False):
     # Which of the variables are attributes of modules and imported classes the cells changed (attributes.py),
     # named as typed (``config.DEBUG``), with how: "set" or "in place". Absent from checkpoints older than them.
     attributes: dict[str, str]
+    # The variables bound to a list, dict or set a project module holds (``from config import PARAMS``), with
+    # where: "config:PARAMS" (attributes.aliases). Absent from checkpoints older than them.
+    aliases: dict[str, str]
     # The warning filters as far as the session changed them (warnfilters.py). Absent from checkpoints older
     # than warning filters.
     warnings: dict[str, Any]

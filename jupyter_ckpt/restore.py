@@ -395,6 +395,7 @@ def restore_namespace(
         else:
             report.not_restored[alias] = import_failed[alias]
     report.not_restored.update(attributes.apply(namespace, assigned, changed))  # on the modules and classes now bound
+    report.not_restored.update(attributes.rebind(namespace, manifest.get("aliases", {}), incoming))
     for stream, set_state in _RANDOM_STREAMS.items():
         if stream in states:
             try:

@@ -122,3 +122,27 @@ def test_a_restore_sets_each_value_again_and_names_those_it_cannot() -> None:
     assert config.tags == {"a"}  # type: ignore[attr-defined]
     assert sorted(failed) == ["cfg.missing.x", "gone.x", "int.real"]
     assert failed["gone.x"] == "not set again: KeyError: 'gone'"
+
+
+def test_variables_bound_to_a_project_module_s_containers_are_bound_to_them_again(tmp_path: Path) -> None:
+    project = types.ModuleType("alias_project")
+    project.__file__ = str(tmp_path / "alias_project.py")
+    project.PARAMS = params = {"lr": 0.1}  # type: ignore[attr-defined]
+    project.SEEN = []  # type: ignore[attr-defined]
+    sys.modules["alias_project"] = project
+    try:
+        variables = {"PARAMS": params, "own": {"lr": 0.1}, "path": sys.path, "SEEN": project.SEEN}  # type: ignore[attr-defined]
+        assert attributes.aliases(variables) == {"PARAMS": "alias_project:PARAMS", "SEEN": "alias_project:SEEN"}
+
+        project.SEEN = "a list no more"  # type: ignore[attr-defined]
+        namespace: dict[str, object] = {}
+        restored = {"PARAMS": {"lr": 0.5}, "SEEN": ["run"]}
+        failed = attributes.rebind(
+            namespace, {"PARAMS": "alias_project:PARAMS", "SEEN": "alias_project:SEEN"}, restored
+        )
+    finally:
+        del sys.modules["alias_project"]
+    assert namespace == {"PARAMS": {"lr": 0.5}} and namespace["PARAMS"] is params  # the module's own dict
+    assert failed == {
+        "SEEN": "restored as a copy, not alias_project:SEEN itself: TypeError: alias_project:SEEN is a str now"
+    }

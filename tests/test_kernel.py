@@ -477,10 +477,10 @@ def test_what_the_cells_changed_of_modules_and_imported_classes_comes_back_in_a_
     k.ok(
         "cfg.DEBUG = True\nsetattr(cfg, 'LIMIT', 99)\ncfg.STREAM = (i for i in range(3))\n"
         "class Model:\n    pass\nmodel = Model()\ncfg.MODEL = model\n"
-        "from settings_mod import PARAMS\ncfg.PARAMS['lr'] = 0.5\ncfg.SEEN.append('run 1')"
+        "from settings_mod import PARAMS, SEEN\ncfg.PARAMS['lr'] = 0.5\ncfg.SEEN.append('run 1')\nSEEN.append('run 2')"
     )
     k.ok("%checkpoint save -t configured")
-    assert "Model, PARAMS, cfg.DEBUG, cfg.LIMIT, cfg.MODEL, cfg.PARAMS ..." in next(
+    assert "Model, PARAMS, SEEN, cfg.DEBUG, cfg.LIMIT, cfg.MODEL ..." in next(
         row for row in k.ok("%checkpoint list").splitlines() if " #2 " in row
     )
     k.ok("cfg.DEBUG = 'later'")
@@ -505,9 +505,10 @@ def test_what_the_cells_changed_of_modules_and_imported_classes_comes_back_in_a_
     )
     # A notebook object a module was given is one object, not the module's copy (nor a name it lacks).
     assert fresh.value("(cfg.MODEL is model, type(model) is Model)") == (True, True)
-    # A project module's containers changed in place: their contents, in the objects the module holds. (A
-    # variable bound to one by ``from settings_mod import PARAMS`` is a copy of it, as for a library's dict.)
-    assert fresh.value("(cfg.PARAMS, cfg.lr(), cfg.SEEN, PARAMS)") == ({"lr": 0.5}, 0.5, ["run 1"], {"lr": 0.5})
+    # A project module's containers changed in place, through the module or a variable bound to them by
+    # ``from settings_mod import ...``: their contents, in the objects the module holds, which the variables are.
+    assert fresh.value("(cfg.PARAMS, cfg.lr(), cfg.SEEN)") == ({"lr": 0.5}, 0.5, ["run 1", "run 2"])
+    assert fresh.value("(PARAMS is cfg.PARAMS, SEEN is cfg.SEEN)") == (True, True)
     assert fresh.value("(int(pd.DataFrame({'a': [1]}).doubled()['a'][0]), float(Fraction(1).half()))") == (2, 0.5)
     fresh.ok("cfg.DEBUG = 'changed'")
     fresh.ok("%checkpoint restore configured")  # a whole restore in the same kernel sets them again too
