@@ -11,7 +11,7 @@ attributes that cells which ran without error change in their own statements, as
   pickled with the others, so an attribute set to a notebook function is that function after a restore, not
   a copy of it. A restore sets it again (``apply``).
 - ``IN_PLACE``, a list, dict or set of one of the project's own modules changed in place (an item set or
-  deleted, a method of ``recipes.MUTATORS`` called): the checkpoint keeps a copy of its contents, and a
+  deleted, a method of ``cellcode.MUTATORS`` called): the checkpoint keeps a copy of its contents, and a
   restore puts them back into the object the module holds, which its functions and others' ``from config
   import PARAMS`` share. Not for the standard library's or an installed package's containers (``sys.path``,
   ``sys.modules``, ``plt.rcParams``): what they hold is kept where it is the session's (paths.py,
@@ -40,7 +40,7 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
-from .recipes import MUTATORS, parsed
+from .cellcode import MUTATORS, parsed
 
 SET = "set"  # assigned: set again as the value kept (the very object the notebook's variables hold)
 IN_PLACE = "in place"  # a project module's list, dict or set changed in place: its contents are put back

@@ -32,7 +32,6 @@ import bisect
 import contextlib
 import copy
 import io
-import re
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -40,18 +39,12 @@ from typing import Any
 
 from . import serialize
 from .capture import Partition
+from .cellcode import MUTATORS, parsed
 from .errors import BadArgument
 from .store import Cell
 
-# Method names that change their object in place: a call ``x.append(...)`` mutates ``x``.
-MUTATORS = frozenset(
-    {"append", "extend", "insert", "update", "pop", "popitem", "remove", "clear", "add", "discard"}
-    | {"setdefault", "sort", "reverse", "fill", "resize", "put", "send", "write", "execute", "executemany"}
-    | {"writelines", "read", "readline", "readlines", "seek", "truncate"}
-)
 # Open files: one replay writes to is shared, one it reads is reopened (``_copy``).
 _FILES = (io.TextIOWrapper, io.BufferedReader, io.BufferedWriter, io.BufferedRandom, io.FileIO)
-_MAGIC = re.compile(r"^\s*[%!]")
 MODES = ("ask", "auto", "never")
 
 RunCell = Callable[[str, dict[str, Any]], None]
@@ -157,18 +150,6 @@ class _Reader(ast.NodeVisitor):
             if func.attr in MUTATORS or inplace:
                 self.names.mutated.add(name)
         self.generic_visit(node)
-
-
-def parsed(source: str) -> ast.Module | None:
-    """A cell's Python code, with IPython's ``%`` and ``!`` lines left out; None for a cell magic's body or
-    code that does not parse."""
-    if source.lstrip().startswith("%%"):
-        return None  # a cell magic: its body is not Python
-    code = "\n".join("" if _MAGIC.match(line) else line for line in source.splitlines())
-    try:
-        return ast.parse(code)
-    except SyntaxError:
-        return None
 
 
 def cell_names(source: str) -> CellNames:

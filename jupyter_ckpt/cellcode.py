@@ -1,0 +1,28 @@
+"""Reading a cell's Python code: its statements with IPython's lines left out (``parsed``), and the method
+names that change the object they are called on (``MUTATORS``). Replay (recipes.py) reads from it what each
+cell binds and changes; attributes.py, which attributes of modules the cells change."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+# Method names that change their object in place: a call ``x.append(...)`` mutates ``x``.
+MUTATORS = frozenset(
+    {"append", "extend", "insert", "update", "pop", "popitem", "remove", "clear", "add", "discard"}
+    | {"setdefault", "sort", "reverse", "fill", "resize", "put", "send", "write", "execute", "executemany"}
+    | {"writelines", "read", "readline", "readlines", "seek", "truncate"}
+)
+_MAGIC = re.compile(r"^\s*[%!]")
+
+
+def parsed(source: str) -> ast.Module | None:
+    """A cell's Python code, with IPython's ``%`` and ``!`` lines left out; None for a cell magic's body or
+    code that does not parse."""
+    if source.lstrip().startswith("%%"):
+        return None  # a cell magic: its body is not Python
+    code = "\n".join("" if _MAGIC.match(line) else line for line in source.splitlines())
+    try:
+        return ast.parse(code)
+    except SyntaxError:
+        return None
