@@ -189,6 +189,12 @@ class _Project:
 _PROJECT = _Project()
 
 
+def index_project() -> None:
+    """Find the project's modules among those imported since the last look (``_Project``). The kernel calls it
+    while idle, so that the writers it forks inherit what it found instead of each looking again."""
+    _PROJECT.modules()
+
+
 # What any such change has in its text, at a line's start: a cell without it (most) is not parsed, at its end,
 # in the pause. (``self.x = ...`` in a method is not: a class's cell is parsed only if it changes something else.)
 _DOTTED = r"(?!self\.|cls\.)[A-Za-z_]\w*\.[\w.]*"
