@@ -1,6 +1,7 @@
-"""Reading a cell's Python code: its statements with IPython's lines left out (``parsed``), and the method
-names that change the object they are called on (``MUTATORS``). Replay (recipes.py) reads from it what each
-cell binds and changes; attributes.py, which attributes of modules the cells change."""
+"""Reading a cell's code: its statements with IPython's lines left out (``parsed``), the method names that
+change the object they are called on (``MUTATORS``), and whether it only ran ``%checkpoint`` lines. Replay
+(recipes.py) reads from it what each cell binds and changes; attributes.py, which attributes of modules the
+cells change; the cell hooks and undo, which cells changed no state."""
 
 from __future__ import annotations
 
@@ -26,3 +27,9 @@ def parsed(source: str) -> ast.Module | None:
         return ast.parse(code)
     except SyntaxError:
         return None
+
+
+def only_checkpoint_magics(source: str) -> bool:
+    """Whether a cell holds nothing but ``%checkpoint`` / ``%ckpt`` lines (and blanks or comments)."""
+    lines = [line.strip() for line in source.splitlines()]
+    return any(lines) and all(not line or line.startswith(("#", "%checkpoint", "%ckpt")) for line in lines)

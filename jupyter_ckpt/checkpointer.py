@@ -22,6 +22,7 @@ from typing import Any, TypedDict
 
 from . import attributes, capture, environment, loggers, memory, paths, serialize, settings, shellconfig, warnfilters
 from .blobs import BlobInfo, writer_alive
+from .cellcode import only_checkpoint_magics
 from .errors import BadArgument, CheckpointError, IntegrityError, StoreFullError, UnknownCheckpoint
 from .manifest import Manifest, Skipped
 from .notice import Notice
@@ -728,9 +729,21 @@ class Checkpointer:
 
     def undo(self) -> RestoreReport:
         """Back to the state before the last cell. When there is none, the error says which cell boundaries
-        this kernel's policy did not checkpoint, and why: the usual cause, cells run back to back."""
+        this kernel's policy did not checkpoint, and why: the usual cause, cells run back to back.
+
+        The state the last cell left is checkpointed first when the policy skipped it (cells back to back, or
+        automatic checkpoints off): the undo loses nothing (that state stays on the timeline, to restore by its
+        number), and goes back from there, not from an older state. When the boundary before the last cell was
+        skipped too, the state restored is the newest before it, and the report names the cells it undoes as
+        well (``also_undone``).
+        """
+        with self._lock:
+            if self._unsaved is not None:
+                trigger, status, cell = self._unsaved
+                self.save(trigger=trigger, status=status, cell=cell, wait=True)
+            undone = self.last_cell
         try:
-            return self.restore("-1")
+            report = self.restore("-1")
         except UnknownCheckpoint as e:
             skipped = self.schedule.skipped
             if not skipped:
@@ -740,6 +753,11 @@ class Checkpointer:
                 f"{e}. Cell boundaries this kernel did not checkpoint: {why} "
                 "(`%checkpoint auto on --every 1` checkpoints every cell)"
             ) from e
+        if undone is not None:
+            with contextlib.suppress(IntegrityError):  # a history changed since: the restore stands, unannotated
+                between = self.store.cells(undone, after=self.last_cell)[:-1]  # after the state restored, before
+                report.also_undone = [c["count"] for c in between if not only_checkpoint_magics(c["source"])]
+        return report
 
     # -- looking ----------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from IPython.core.getipython import get_ipython
 from IPython.core.interactiveshell import InteractiveShell
 
 from . import shellconfig
+from .cellcode import only_checkpoint_magics
 from .checkpointer import Checkpointer, Policy
 from .config import Checkpoints, open_replica
 from .errors import CheckpointError
@@ -240,12 +241,6 @@ class CellHooks:
         self._stop.set()
         self.shell.events.unregister("pre_run_cell", self.pre_run_cell)
         self.shell.events.unregister("post_run_cell", self.post_run_cell)
-
-
-def only_checkpoint_magics(source: str) -> bool:
-    """Whether a cell holds nothing but ``%checkpoint`` / ``%ckpt`` lines (and blanks or comments)."""
-    lines = [line.strip() for line in source.splitlines()]
-    return any(lines) and all(not line or line.startswith(("#", "%checkpoint", "%ckpt")) for line in lines)
 
 
 def notify(message: str) -> None:

@@ -55,13 +55,19 @@ class RestoreReport:
     # cells' code (count and source, verified), shown before anything runs.
     replayable: str = ""
     replay_cells: list[dict[str, Any]] = field(default_factory=list)
+    # An undo whose state before the last cell was not checkpointed: the cells it undid as well (their counts).
+    also_undone: list[int | None] = field(default_factory=list)
 
     def lazy_names(self, keys: Iterable[str] | None = None) -> list[str]:
         """The variables built on the given unverified chunks (all of them by default)."""
         chosen = self.unverified if keys is None else keys
         return sorted({n for key in chosen for n in self.unverified[key]})
 
+    def __str__(self) -> str:
+        return self.summary()
+
     def summary(self) -> str:
+        """What the restore did, as ``%checkpoint restore`` prints it (and ``print(jupyter_ckpt.undo())``)."""
         name = f"#{self.number} (id {self.checkpoint})" if self.number is not None else f"(id {self.checkpoint})"
         parts = [f"restored kernel checkpoint {name}: {len(self.loaded)} variable(s) read"]
         if self.patched:
@@ -73,6 +79,9 @@ class RestoreReport:
         if self.removed:
             parts.append("removed " + ", ".join(self.removed))
         line = "; ".join(parts)
+        if self.also_undone:
+            cells = ", ".join(f"[{count}]" for count in self.also_undone)
+            line += f"\n  the state before the last cell was not checkpointed: this one is from before {cells} too"
         for name, why in sorted(self.not_restored.items()):
             if self.replay.get(name) == "replayed":
                 line += f"\n  rebuilt by running its cells again: {name}"

@@ -273,6 +273,30 @@ def test_a_cell_after_a_checkpoint_whose_writer_is_gone_takes_no_fault_on_the_pa
     assert max(faults) < 5_000, faults
 
 
+def test_undo_after_cells_nothing_checkpointed_loses_nothing_and_says_how_far_it_went(kernels: Any) -> None:
+    k = kernels("undo.ipynb")
+    k.ok(
+        "%load_ext jupyter_ckpt\n%checkpoint auto off\nimport jupyter_ckpt"
+    )  # as cells run back to back past the budget
+    k.ok("x = 1")
+    k.ok("%checkpoint save")
+    k.ok("x = 5")
+    out = k.ok("%checkpoint undo")  # the state before the last cell, which only saved: nothing more to say
+    assert k.value("x") == 1 and "not checkpointed" not in out, out
+    k.ok("x = 7")
+    k.ok("jupyter_ckpt.save()")
+    k.ok("x = 8")
+    k.ok("x = 9")
+    # The newest state before the last cell is the one saved in [8]: the cells after it are undone as well, said.
+    out = k.ok("print(jupyter_ckpt.undo())")
+    assert k.value("x") == 7
+    assert "the state before the last cell was not checkpointed: this one is from before [8], [9] too" in out, out
+    k.ok(
+        "%checkpoint restore #5"
+    )  # the state the undo left was checkpointed first: #1 save, #2 x = 5, #3 undo, #4 save
+    assert k.value("x") == 9
+
+
 def test_undo_reads_only_what_the_last_cell_changed(kernels: Any) -> None:
     k = kernels("fast.ipynb")
     k.ok("%load_ext jupyter_ckpt\n%checkpoint auto on")
