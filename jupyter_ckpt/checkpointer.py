@@ -585,9 +585,16 @@ class Checkpointer:
         Variables the checkpoint could not hold are rebuilt by running their cells
         again (``replay_mode`` ``auto``), offered for ``replay()`` (``ask``), or
         only listed (``never``); the default is the Checkpointer's mode.
+
+        The state it replaces is checkpointed first if the policy skipped it: it stays on the timeline, and
+        ``-N`` counts from it. A store too full for it does not keep the restore from running: that is said.
         """
         mode = self.replay_mode if replay_mode is None else check_mode(replay_mode)
         with self._lock:
+            try:
+                self._save_unsaved()
+            except CheckpointError as e:
+                self._notify(f"jupyter-ckpt: the state this restore replaces could not be checkpointed first: {e}")
             target = self.resolve(ref)
             manifest = self.store.manifest(target.id)
             number = self.timeline.number(self.session, target.id)
@@ -660,14 +667,20 @@ class Checkpointer:
         """
         self.wait()
         with self._lock:
-            if self.policy.auto and self._unsaved is not None:
-                trigger, status, cell = self._unsaved
-                self.save(trigger=trigger, status=status, cell=cell, wait=True)
+            if self.policy.auto:
+                self._save_unsaved()
         self.retention.settle()
         if self._verifier is not None:
             self._verifier.join()
         if self.replica is not None:
             self.replica.flush()
+
+    def _save_unsaved(self) -> None:
+        """Checkpoint the state the last cell left, if the policy skipped it (cells back to back past the budget,
+        ``--every N``, automatic checkpoints off)."""
+        if self._unsaved is not None:
+            trigger, status, cell = self._unsaved
+            self.save(trigger=trigger, status=status, cell=cell, wait=True)
 
     def _record_restore(self, target: CheckpointRecord, manifest: Manifest, trigger: str) -> None:
         """Put the restore on the timeline: an entry with the target's content, so the next cell branches from it."""
@@ -731,17 +744,11 @@ class Checkpointer:
         """Back to the state before the last cell. When there is none, the error says which cell boundaries
         this kernel's policy did not checkpoint, and why: the usual cause, cells run back to back.
 
-        The state the last cell left is checkpointed first when the policy skipped it (cells back to back, or
-        automatic checkpoints off): the undo loses nothing (that state stays on the timeline, to restore by its
-        number), and goes back from there, not from an older state. When the boundary before the last cell was
-        skipped too, the state restored is the newest before it, and the report names the cells it undoes as
-        well (``also_undone``).
+        It goes back from the state the last cell left, which ``restore`` checkpoints first when the policy
+        skipped it, not from an older one. When the boundary before the last cell was skipped too, the state
+        restored is the newest before it, and the report names the cells it undoes as well (``also_undone``).
         """
-        with self._lock:
-            if self._unsaved is not None:
-                trigger, status, cell = self._unsaved
-                self.save(trigger=trigger, status=status, cell=cell, wait=True)
-            undone = self.last_cell
+        undone = self.last_cell
         try:
             report = self.restore("-1")
         except UnknownCheckpoint as e:

@@ -273,7 +273,7 @@ def test_a_cell_after_a_checkpoint_whose_writer_is_gone_takes_no_fault_on_the_pa
     assert max(faults) < 5_000, faults
 
 
-def test_undo_after_cells_nothing_checkpointed_loses_nothing_and_says_how_far_it_went(kernels: Any) -> None:
+def test_a_restore_after_cells_not_checkpointed_loses_nothing_and_an_undo_says_how_far_it_went(kernels: Any) -> None:
     k = kernels("undo.ipynb")
     k.ok(
         "%load_ext jupyter_ckpt\n%checkpoint auto off\nimport jupyter_ckpt"
@@ -291,10 +291,16 @@ def test_undo_after_cells_nothing_checkpointed_loses_nothing_and_says_how_far_it
     out = k.ok("print(jupyter_ckpt.undo())")
     assert k.value("x") == 7
     assert "the state before the last cell was not checkpointed: this one is from before [8], [9] too" in out, out
-    k.ok(
-        "%checkpoint restore #5"
-    )  # the state the undo left was checkpointed first: #1 save, #2 x = 5, #3 undo, #4 save
+    # The state the undo left was checkpointed first: #1 save, #2 x = 5, #3 undo, #4 save, #5 x = 9.
+    k.ok("%checkpoint restore #5")
     assert k.value("x") == 9
+    k.ok("x = 10")
+    k.ok("%checkpoint restore #1")  # any restore: the state it replaces stays on the timeline
+    assert k.value("x") == 1
+    replaced, restore = k.value("[(r.id, r.trigger, r.changed) for r in jupyter_ckpt.list()][-2:]")
+    assert replaced[1:] == ("cell", ["x"]) and restore[1] == "restore"
+    k.ok(f"%checkpoint restore {replaced[0]}")
+    assert k.value("x") == 10
 
 
 def test_undo_reads_only_what_the_last_cell_changed(kernels: Any) -> None:

@@ -202,3 +202,16 @@ def test_a_malformed_retention_option_is_named_in_one_line(kernels: Any, jupyter
     r = k.run("%load_ext jupyter_ckpt")
     assert "c.Checkpoints.min_free: 'plenty' is not a size" in (r.error or "")
     assert k.value("1 + 1") == 2
+
+
+def test_a_restore_runs_when_the_state_it_replaces_cannot_be_checkpointed_first(store: Store) -> None:
+    said: list[str] = []
+    module = types.ModuleType("__main__")
+    ckpt = Checkpointer(store, "nb.ipynb", module, notify=said.append, limits=Limits(max_store_size=1 << 20))
+    module.x = [1]  # type: ignore[attr-defined]
+    first = ckpt.save(tag="small")
+    module.x = os.urandom(4 << 20)  # type: ignore[attr-defined]  # more than the store can take
+    ckpt.after_cell(1, "x = os.urandom(4 << 20)", True, 0.5)  # not checkpointed yet
+    report = ckpt.restore("small")  # going back matters more than keeping what the store cannot hold
+    assert module.x == [1] and report.checkpoint == first  # type: ignore[attr-defined]
+    assert sum("the state this restore replaces could not be checkpointed first" in line for line in said) == 1
