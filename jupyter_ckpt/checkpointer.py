@@ -586,15 +586,12 @@ class Checkpointer:
         again (``replay_mode`` ``auto``), offered for ``replay()`` (``ask``), or
         only listed (``never``); the default is the Checkpointer's mode.
 
-        The state it replaces is checkpointed first if the policy skipped it: it stays on the timeline, and
-        ``-N`` counts from it. A store too full for it does not keep the restore from running: that is said.
+        ``-N`` counts from the state the last cell left (``_step_from_now``).
         """
         mode = self.replay_mode if replay_mode is None else check_mode(replay_mode)
         with self._lock:
-            try:
-                self._save_unsaved()
-            except CheckpointError as e:
-                self._notify(f"jupyter-ckpt: the state this restore replaces could not be checkpointed first: {e}")
+            if re.fullmatch(r"-\d+", str(ref).strip()):
+                ref = self._step_from_now(int(str(ref).strip()[1:]))
             target = self.resolve(ref)
             manifest = self.store.manifest(target.id)
             number = self.timeline.number(self.session, target.id)
@@ -675,6 +672,24 @@ class Checkpointer:
         if self.replica is not None:
             self.replica.flush()
 
+    def _step_from_now(self, steps: int) -> str:
+        """The REF of the state ``steps`` back from the one the last cell left; that state is checkpointed first
+        if the policy skipped it (cells back to back past the budget, ``auto off``), so that it stays on the
+        timeline. Going back from the newest checkpoint instead went further back than asked, without a word,
+        and dropped that state. Checked first: the steps must reach from it (one fewer from the newest
+        checkpoint), so a REF that cannot be reached changes nothing. A store too full for it does not keep
+        the restore from running: that is said, and the steps count from the newest checkpoint, one fewer."""
+        if self._unsaved is None or steps == 0:
+            return f"-{steps}"
+        fewer = f"-{steps - 1}"
+        self.resolve(fewer)  # raises UnknownCheckpoint when even the saved state would not reach
+        try:
+            self._save_unsaved()
+        except CheckpointError as e:
+            self._notify(f"jupyter-ckpt: the state this restore replaces could not be checkpointed first: {e}")
+            return fewer
+        return f"-{steps}"
+
     def _save_unsaved(self) -> None:
         """Checkpoint the state the last cell left, if the policy skipped it (cells back to back past the budget,
         ``--every N``, automatic checkpoints off)."""
@@ -744,8 +759,8 @@ class Checkpointer:
         """Back to the state before the last cell. When there is none, the error says which cell boundaries
         this kernel's policy did not checkpoint, and why: the usual cause, cells run back to back.
 
-        It goes back from the state the last cell left, which ``restore`` checkpoints first when the policy
-        skipped it, not from an older one. When the boundary before the last cell was skipped too, the state
+        It goes back from the state the last cell left, which is checkpointed first when the policy skipped it
+        (``_step_from_now``), not from an older one. When the boundary before the last cell was skipped too, the state
         restored is the newest before it, and the report names the cells it undoes as well (``also_undone``).
         """
         undone = self.last_cell

@@ -295,8 +295,8 @@ def test_a_restore_after_cells_not_checkpointed_loses_nothing_and_an_undo_says_h
     k.ok("%checkpoint restore #5")
     assert k.value("x") == 9
     k.ok("x = 10")
-    k.ok("%checkpoint restore #1")  # any restore: the state it replaces stays on the timeline
-    assert k.value("x") == 1
+    k.ok("%checkpoint restore -1")  # as an undo: from the state x = 10 left, which stays on the timeline
+    assert k.value("x") == 9
     replaced, restore = k.value("[(r.id, r.trigger, r.changed) for r in jupyter_ckpt.list()][-2:]")
     assert replaced[1:] == ("cell", ["x"]) and restore[1] == "restore"
     k.ok(f"%checkpoint restore {replaced[0]}")

@@ -204,14 +204,16 @@ def test_a_malformed_retention_option_is_named_in_one_line(kernels: Any, jupyter
     assert k.value("1 + 1") == 2
 
 
-def test_a_restore_runs_when_the_state_it_replaces_cannot_be_checkpointed_first(store: Store) -> None:
+def test_an_undo_runs_when_the_state_it_replaces_cannot_be_checkpointed_first(store: Store) -> None:
     said: list[str] = []
     module = types.ModuleType("__main__")
     ckpt = Checkpointer(store, "nb.ipynb", module, notify=said.append, limits=Limits(max_store_size=1 << 20))
     module.x = [1]  # type: ignore[attr-defined]
-    first = ckpt.save(tag="small")
+    ckpt.save()
+    module.x = [2]  # type: ignore[attr-defined]
+    before = ckpt.save()
     module.x = os.urandom(4 << 20)  # type: ignore[attr-defined]  # more than the store can take
-    ckpt.after_cell(1, "x = os.urandom(4 << 20)", True, 0.5)  # not checkpointed yet
-    report = ckpt.restore("small")  # going back matters more than keeping what the store cannot hold
-    assert module.x == [1] and report.checkpoint == first  # type: ignore[attr-defined]
+    ckpt.after_cell(3, "x = os.urandom(4 << 20)", True, 0.5)  # not checkpointed yet
+    report = ckpt.undo()  # going back matters more than keeping what the store cannot hold
+    assert module.x == [2] and report.checkpoint == before  # type: ignore[attr-defined]  # the state before the cell
     assert sum("the state this restore replaces could not be checkpointed first" in line for line in said) == 1
