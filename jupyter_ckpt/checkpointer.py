@@ -33,7 +33,7 @@ from .restore import Diff, RestoreReport, diff_manifests, restore_namespace
 from .retention import Limits, Retention, usage
 from .schedule import Scheduler
 from .store import NEW_KERNEL, Cell, CheckpointRecord, Store, check_tag
-from .timeline import Thinned, Timeline
+from .timeline import Thinned, Timeline, steps_back
 from .writer import ForkWriter, SyncWriter, WriterStopped, fork_unsafe_reason, resident_bytes, system_seconds
 from .writewatch import HUGE, Seen, WriteWatch, observed
 
@@ -590,8 +590,8 @@ class Checkpointer:
         """
         mode = self.replay_mode if replay_mode is None else check_mode(replay_mode)
         with self._lock:
-            if re.fullmatch(r"-\d+", str(ref).strip()):
-                ref = self._step_from_now(int(str(ref).strip()[1:]))
+            if (steps := steps_back(ref)) is not None:
+                ref = self._step_from_now(steps)
             target = self.resolve(ref)
             manifest = self.store.manifest(target.id)
             number = self.timeline.number(self.session, target.id)

@@ -44,6 +44,12 @@ def numbers(records: Iterable[CheckpointRecord]) -> dict[int, int]:
     return {r.id: n for n, r in enumerate(sorted(records, key=lambda r: r.id), start=1)}
 
 
+def steps_back(ref: str | int) -> int | None:
+    """N of a REF ``-N`` (N states back from the head); None for any other REF."""
+    text = str(ref).strip()
+    return int(text[1:]) if re.fullmatch(r"-\d+", text) else None
+
+
 def state_of(record: CheckpointRecord, by_id: dict[int, CheckpointRecord]) -> CheckpointRecord:
     """The checkpoint whose state ``record`` holds: itself, or, for one that changed nothing (a restore entry, a
     cell that only printed), the nearest ancestor in ``by_id`` that did."""
@@ -193,8 +199,7 @@ class Timeline:
             if 1 <= (n := int(text[1:])) <= len(records):
                 return records[n - 1]
             raise UnknownCheckpoint(f"no checkpoint {text} in session {session!r}: it has {len(records)}")
-        if re.fullmatch(r"-\d+", text):
-            steps = int(text[1:])
+        if (steps := steps_back(text)) is not None:
             current = by_id.get(head, records[-1]) if head is not None else records[-1]
             for _ in range(steps):
                 current = state_of(current, by_id)  # one step back is to the last *different* state
