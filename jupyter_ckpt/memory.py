@@ -3,8 +3,12 @@
 A forked writer shares the kernel's pages; each page the kernel writes while a
 child still maps it is copied, so a cell that rewrites its data in place can
 need as much memory again as the kernel holds. The headroom is what the
-tightest limit leaves: the host's (``MemAvailable``) or the memory cgroup's the
-kernel runs in (v2 or v1, including the limits of the groups above it). A
+tightest limit leaves: the host's or the memory cgroup's the kernel runs in (v2
+or v1, including the limits of the groups above it). The host's is
+``MemAvailable`` less the kernel's own reclaimable caches (``KReclaimable``:
+dentries, inodes): ``MemAvailable`` counts them as room, but a dentry a tmpfs
+file or an open file holds cannot be freed, and the out-of-memory killer has
+run here with 610 MiB of them still counted. A
 cgroup's usage counts the page cache its processes filled, and the writers
 write gigabytes; the cache's inactive part is reclaimed before anything is
 killed, so it is counted as free, as the kubelet counts a container's working
@@ -56,7 +60,8 @@ def headroom(proc: Path = PROC, cgroups: Path = CGROUPS) -> Headroom | None:
     available, total = _value(meminfo, "MemAvailable:"), _value(meminfo, "MemTotal:")
     if available is None or total is None:
         return None
-    tightest = Headroom(available << 10, total << 10, "host")
+    kernel_caches = _value(meminfo, "KReclaimable:") or _value(meminfo, "SReclaimable:") or 0
+    tightest = Headroom(max(0, available - kernel_caches) << 10, total << 10, "host")
     for room in _cgroup_headrooms(proc, cgroups):
         if room.free < tightest.free:
             tightest = room

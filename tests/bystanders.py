@@ -1,4 +1,5 @@
-"""Other processes holding memory: for the tests and benchmarks that need a machine short of it.
+"""Other processes holding memory, and files holding the kernel's caches: for the tests and benchmarks that need
+a machine short of memory.
 
 Each holds about 1 GiB in huge pages (about 1 s a GiB to touch here, against up to a minute in small
 pages) and raises its own ``oom_score_adj`` to 500, so that if memory does run out, the killer takes one
@@ -11,6 +12,7 @@ import contextlib
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 from jupyter_ckpt import memory
 
@@ -76,3 +78,33 @@ def leaving(leave: int) -> Iterator[Bystanders]:
         yield bystanders
     finally:
         bystanders.release()
+
+
+MAKE_FILES = """
+import os
+import sys
+folder, count = sys.argv[1], int(sys.argv[2])
+os.makedirs(folder)
+for i in range(count):
+    os.close(os.open(f"{folder}/{i}", os.O_CREAT | os.O_WRONLY, 0o600))
+"""
+
+
+def kernel_caches() -> int:
+    """The kernel's reclaimable caches (``KReclaimable``), in bytes."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("KReclaimable:"):
+            return int(line.split()[1]) << 10
+    raise AssertionError("no KReclaimable in /proc/meminfo")
+
+
+def hold_kernel_caches(folder: Path, files: int = 3_000_000) -> int:
+    """Make ``files`` empty files under ``folder`` (on a tmpfs), each holding a dentry the kernel counts as
+    reclaimable (``KReclaimable``, which ``MemAvailable`` counts as room) but cannot free while the file exists.
+    Returns how much the reclaimable caches grew (about 190 bytes a file); about 20 s on two cores."""
+    before = kernel_caches()
+    makers = [
+        subprocess.Popen([sys.executable, "-c", MAKE_FILES, str(folder / str(n)), str(files // 2)]) for n in (0, 1)
+    ]
+    assert [maker.wait() for maker in makers] == [0, 0]
+    return kernel_caches() - before
