@@ -247,6 +247,10 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int) -> set[str]:
         elif t is memoryview:  # pickled as a view of its object (serialize._reduce_memoryview)
             with contextlib.suppress(ValueError):  # released
                 stack.append(o.obj)
+        elif t in serialize.DICT_VIEWS:  # pickled as a view of its dict (serialize._reduce_dict_view)
+            stack.append(serialize.dict_of(o))
+        elif t is weakref.ref:  # pickled as a reference to its object: that object's holder must share its stream
+            stack.append(o())
         else:
             _claim_class(owner, t, name, met)
             stack.extend(_contents(o))

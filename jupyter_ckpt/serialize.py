@@ -38,7 +38,9 @@ what the notebook added. dill keeps a function's qualified name (one that
 Notebook functions wrapped in ``functools.lru_cache`` / ``cache`` are saved as
 the function and the cache's parameters; their cached results are not kept.
 Open files are saved as path, mode and position and reopened on restore; one
-opened for writing is reopened for appending, never truncated.
+opened for writing is reopened for appending, never truncated. A dict's view
+(``d.keys()``) is saved as a view of its dict, which comes back live, not as a
+view of a copy.
 """
 
 from __future__ import annotations
@@ -81,6 +83,8 @@ _SAMPLE = 1000
 _LRU_WRAPPER = type(functools.lru_cache(maxsize=None)(len))
 WEAK_TYPES = frozenset({weakref.WeakSet, weakref.WeakValueDictionary, weakref.WeakKeyDictionary})
 _FILE_TYPES = frozenset({io.TextIOWrapper, io.BufferedReader, io.BufferedWriter, io.BufferedRandom, io.FileIO})
+# A view of a dict, by type, and the method of ``dict`` that makes it.
+DICT_VIEWS = {type({}.keys()): dict.keys, type({}.values()): dict.values, type({}.items()): dict.items}
 
 
 class NotSerializable(Exception):
@@ -553,6 +557,17 @@ def _reduce_file(f: Any) -> Any:
     return _reopen, (os.path.abspath(name), mode, position, f.encoding if text else None, f.errors if text else None)
 
 
+def dict_of(view: Any) -> Any:
+    """The dict (or dict subclass) a view of ``DICT_VIEWS`` shows: the one object it refers to."""
+    return gc.get_referents(view)[0]
+
+
+def _reduce_dict_view(view: Any) -> Any:
+    """A dict's view as that view of its dict, which the pickler saves once with every other name for it: it
+    comes back live (dill saves a view of a copy)."""
+    return DICT_VIEWS[type(view)], (dict_of(view),)
+
+
 def _reduce_weak(obj: Any) -> Any:
     """A weak container (which pickle refuses: its references cannot be pickled) as its current referents.
 
@@ -781,6 +796,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_file
     if t in WEAK_TYPES:
         return _reduce_weak
+    if t in DICT_VIEWS:
+        return _reduce_dict_view
     if t is _LRU_WRAPPER:
         return _reduce_notebook_wrapper
     if issubclass(t, BaseException):

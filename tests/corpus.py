@@ -142,6 +142,18 @@ PATTERNS = [
         "wv_cache['k'] is wv_i",
     ),
     _p(
+        "weak_ref",
+        "plain",
+        "import weakref\nclass WrNode:\n    pass\nwr_node = WrNode()\nwr_ref = weakref.ref(wr_node)",
+        "wr_ref() is wr_node",
+    ),
+    _p(
+        "dict_view",
+        "plain",
+        "dv_d = {'a': 1, 'b': 2}\ndv_keys = dv_d.keys()\ndv_items = dv_d.items()",
+        "list(dv_keys) == ['a', 'b'] and (dv_d.__setitem__('c', 3) or ('c', 3) in dv_items and 'c' in dv_keys)",
+    ),
+    _p(
         "redefined_class",
         "plain",
         "class RdModel:\n    def v(self):\n        return 1\nrd_old = RdModel()\n"
