@@ -880,17 +880,58 @@ _dill_save_function = dill.Pickler.dispatch[types.FunctionType]
 
 
 def _save_function(pickler: Any, obj: types.FunctionType) -> None:
-    """dill's way to save a function, and its ``__qualname__`` where dill leaves it out.
+    """dill's way to save a function, and its ``__qualname__`` where dill leaves it out; a notebook function
+    with globals of its own as ``_reduce_borrowing``.
 
     dill keeps a qualified name only when it differs from ``__name__``, and a function made again takes its
     code's: one that ``functools.wraps`` named ``fib`` came back as ``logged.<locals>.wrapper``, with that
     repr, and ``pickle.dumps(fib)`` failed ("Can't pickle local object"). The name is set on the rebuilt
     function (a BUILD of its slot state), as it was.
     """
+    if obj.__module__ == "__main__" and obj.__globals__ is not pickler._main.__dict__:
+        pickler.save_reduce(*_reduce_borrowing(obj), obj=obj)
+        return
     _dill_save_function(pickler, obj)
     if obj.__qualname__ != obj.__code__.co_qualname and not _located(obj):
         pickler.save((None, {"__qualname__": obj.__qualname__}))
         pickler.write(pickle.BUILD)
+
+
+def _reduce_borrowing(f: types.FunctionType) -> tuple[Any, ...]:
+    """A notebook function whose globals are a dict of its own, with only the globals its code names.
+
+    attrs gives the methods it writes a copy of their module's namespace, in a kernel the notebook's as it was
+    when the class was made (``get_ipython``, ``In``, every variable then): dill saved that copy whole with
+    the class (8 MB beside one array of a million floats), and it failed to load. The globals are set once the
+    function exists, so one that names itself comes back naming itself.
+    """
+    names = _global_names(f.__code__)
+    held = {n: v for n, v in f.__globals__.items() if n in names}
+    attributes = {a: getattr(f, a) for a in _FUNCTION_ATTRIBUTES}
+    return _function, (f.__code__, f.__name__, f.__defaults__, f.__closure__), (held, attributes), None, None, _fill
+
+
+_FUNCTION_ATTRIBUTES = ("__qualname__", "__module__", "__doc__", "__kwdefaults__", "__annotations__", "__dict__")
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    """The names ``code`` and the code it nests (lambdas, comprehensions) may look up as globals."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
+def _function(code: types.CodeType, name: str, defaults: tuple[Any, ...] | None, closure: Any) -> Any:
+    return types.FunctionType(code, {}, name, defaults, closure)
+
+
+def _fill(f: types.FunctionType, state: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    held, attributes = state
+    f.__globals__.update(held)
+    for name, value in attributes.items():
+        setattr(f, name, value)
 
 
 class _Dispatch(dict):  # type: ignore[type-arg]
@@ -919,7 +960,36 @@ class _DillPickler(dill.Pickler):  # type: ignore[misc]
 class _CloudPickler(cloudpickle.Pickler):  # type: ignore[misc]
     def reducer_override(self, obj: Any) -> Any:
         reduced = _reduce(obj)
-        return super().reducer_override(obj) if reduced is NotImplemented else reduced
+        if reduced is not NotImplemented:
+            return reduced
+        reduced = super().reducer_override(obj)
+        if type(reduced) is tuple and reduced[0] is cloudpickle.cloudpickle._make_skeleton_enum:
+            return _with_members(reduced, obj)
+        return reduced
+
+
+# What an Enum member holds of the Enum's own: made again with the member.
+_MEMBER_OWN = frozenset({"_value_", "_name_", "__objclass__", "_sort_order_"})
+
+
+def _with_members(reduced: tuple[Any, ...], cls: Any) -> tuple[Any, ...]:
+    """cloudpickle's reduction of a notebook Enum, and what its members hold besides their values.
+
+    cloudpickle makes each member again from its value alone, before the class has its methods: the
+    attributes an Enum's ``__init__`` sets (the documentation's ``Planet``: ``self.mass = mass``), or a cell
+    set on a member later, were gone. They are set once the class is made.
+    """
+    make, args, state = reduced[:3]
+    members = {m.name: {k: v for k, v in vars(m).items() if k not in _MEMBER_OWN} for m in cls}
+    return make, args, (state, members), None, None, _set_enum_state
+
+
+def _set_enum_state(cls: Any, state: tuple[Any, dict[str, dict[str, Any]]]) -> Any:
+    own, members = state
+    cloudpickle.cloudpickle._class_setstate(cls, own)
+    for name, attributes in members.items():
+        vars(cls[name]).update(attributes)
+    return cls
 
 
 def _buffer_sink(buffers: list[memoryview], mappable: list[bool]) -> Any:

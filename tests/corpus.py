@@ -486,6 +486,16 @@ PATTERNS = [
         "EnColor(1) is EnColor.RED and en_c is EnColor.RED and en_c.name == 'RED'",
     ),
     _p(
+        "enum_member_attributes",
+        "stdlib",
+        "import enum\nclass EmPlanet(enum.Enum):\n    MERCURY = (3.303e23, 2.4397e6)\n    EARTH = (5.976e24, 6.37814e6)\n"
+        "    def __init__(self, mass, radius):\n        self.mass, self.radius = mass, radius\n"
+        "    @property\n    def gravity(self):\n        return 6.673e-11 * self.mass / (self.radius * self.radius)\n"
+        "em_home = EmPlanet.EARTH\nEmPlanet.MERCURY.note = 'hot'",
+        "em_home is EmPlanet.EARTH and em_home.mass == 5.976e24 and round(em_home.gravity, 2) == 9.8"
+        " and EmPlanet.MERCURY.note == 'hot'",
+    ),
+    _p(
         "intenum",
         "stdlib",
         "import enum\nclass IeLevel(enum.IntEnum):\n    LOW = 1\n    HIGH = 2\nie_l = IeLevel.HIGH",
@@ -689,6 +699,16 @@ PATTERNS = [
         "scipy",
         "import scipy.stats\nfrom scipy.stats import norm as fisc_norm",
         "fisc_norm is scipy.stats.norm and round(fisc_norm.cdf(0), 2) == 0.5",
+    ),
+    # -- attrs -----------------------------------------------------------------------------------------
+    _p(
+        "attrs_classes",
+        "attrs",
+        "import attr, attrs\n@attr.s(frozen=True)\nclass AtPoint:\n    x = attr.ib(default=0)\n"
+        "@attrs.define\nclass AtBag:\n    name: str\n    items: list = attrs.Factory(list)\n"
+        "at_p = AtPoint(4)\nat_bag = AtBag('b')\nat_bag.items.append(at_p)",
+        "at_p == AtPoint(4) and hash(at_p) == hash(AtPoint(4)) and at_bag.items[0] is at_p and AtBag('c').items == []"
+        " and type(at_bag) is AtBag",
     ),
     # -- scikit-learn ----------------------------------------------------------------------------------
     _p(

@@ -279,6 +279,24 @@ def test_a_library_modules_object_is_saved_by_reference_but_a_notebook_function_
     assert b"fakelib" not in hook.payload and serialize.loads(hook, module)["hook"]("hi") == "hi"
 
 
+def test_an_attrs_class_holds_none_of_the_namespace_attrs_copied_into_its_methods(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """attrs gives the methods it writes a copy of their module's namespace: in a kernel, every variable of the
+    notebook when the class was made. The class was saved with that copy (8 MB for this array) and failed to
+    load; only the names the methods use are saved now."""
+    module = types.ModuleType("__main__")
+    monkeypatch.setitem(sys.modules, "__main__", module)  # as in a kernel: attrs copies the class's module's dict
+    code = (
+        "import attr, numpy as np\nbig = np.zeros(1_000_000)\n@attr.s(frozen=True)\nclass Point:\n    x = attr.ib()\n"
+    )
+    exec(code + "p = Point(4)\n", module.__dict__)
+    assert "big" in module.Point.__init__.__globals__
+    packed = serialize.dumps({"Point": module.Point, "p": module.p}, module)
+    assert packed.serializer == "dill" and packed.nbytes < 100_000
+    assert read_back(tmp_path, packed, "p, p == Point(4), hash(p) == hash(Point(4))") == "(Point(x=4), True, True)"
+
+
 def test_arrays_frames_and_dates_keep_the_fast_pickler_and_their_buffers() -> None:
     import datetime
 
