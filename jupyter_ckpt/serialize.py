@@ -39,8 +39,8 @@ Notebook functions wrapped in ``functools.lru_cache`` / ``cache`` are saved as
 the function and the cache's parameters; their cached results are not kept.
 Open files are saved as path, mode and position and reopened on restore; one
 opened for writing is reopened for appending, never truncated. A dict's view
-(``d.keys()``) is saved as a view of its dict, which comes back live, not as a
-view of a copy.
+(``d.keys()``, ``types.MappingProxyType(d)``) is saved as a view of its dict,
+which comes back live, not as a view of a copy.
 """
 
 from __future__ import annotations
@@ -83,8 +83,19 @@ _SAMPLE = 1000
 _LRU_WRAPPER = type(functools.lru_cache(maxsize=None)(len))
 WEAK_TYPES = frozenset({weakref.WeakSet, weakref.WeakValueDictionary, weakref.WeakKeyDictionary})
 _FILE_TYPES = frozenset({io.TextIOWrapper, io.BufferedReader, io.BufferedWriter, io.BufferedRandom, io.FileIO})
-# A view of a dict, by type, and the method of ``dict`` that makes it.
-DICT_VIEWS = {type({}.keys()): dict.keys, type({}.values()): dict.values, type({}.items()): dict.items}
+
+
+def _read_only(mapping: Any) -> types.MappingProxyType[Any, Any]:
+    return types.MappingProxyType(mapping)
+
+
+# A view of a dict (``d.keys()``, ``types.MappingProxyType(d)``), by type, and what makes it from the dict.
+DICT_VIEWS: dict[type, Callable[[Any], Any]] = {
+    type({}.keys()): dict.keys,
+    type({}.values()): dict.values,
+    type({}.items()): dict.items,
+    types.MappingProxyType: _read_only,
+}
 
 
 class NotSerializable(Exception):

@@ -150,8 +150,10 @@ PATTERNS = [
     _p(
         "dict_view",
         "plain",
-        "dv_d = {'a': 1, 'b': 2}\ndv_keys = dv_d.keys()\ndv_items = dv_d.items()",
-        "list(dv_keys) == ['a', 'b'] and (dv_d.__setitem__('c', 3) or ('c', 3) in dv_items and 'c' in dv_keys)",
+        "import types\ndv_d = {'a': 1, 'b': 2}\ndv_keys = dv_d.keys()\ndv_items = dv_d.items()\n"
+        "dv_ro = types.MappingProxyType(dv_d)",
+        "list(dv_keys) == ['a', 'b'] and (dv_d.__setitem__('c', 3) or ('c', 3) in dv_items and 'c' in dv_keys)"
+        " and dv_ro['c'] == 3",
     ),
     _p(
         "redefined_class",
