@@ -177,12 +177,13 @@ def test_the_watcher_stops_the_writers_when_the_headroom_falls_below_the_reserve
         writer.submit(sleeps(tmp_path / f"pid{i}"), lambda o, e: outcomes.append(e or o))
     writer.poll(block=True)
     assert [type(o) for o in outcomes] == [WriterStopped, WriterStopped]  # neither slept its 30 s out
-    assert re.fullmatch(
-        r"stopped a checkpoint writer: only \d+ MiB of memory left \((host|cgroup /.*) limit\), "
-        r"and each page the kernel writes while a writer shares it is a copy",
-        str(outcomes[0]),
-    )
-    assert str(outcomes[0]) == str(outcomes[1])  # one reason for the children stopped at one moment
+    for outcome in outcomes:  # the watcher may see the first child alone, and stop the second a round later
+        assert re.fullmatch(
+            r"stopped a checkpoint writer: only \d+ MiB of memory left \((host|cgroup /.*) limit\), "
+            r"and each page the kernel writes while a writer shares it is a copy",
+            str(outcome),
+        )
+    assert writer.stopped == str(outcomes[1])  # what %checkpoint status says: the latest reason
     assert not writer.copies_fit()  # the kernel's memory, copied, would not leave the reserve: no fork for now
     deadline = time.monotonic() + 2
     while any(t.name == "jupyter-ckpt-memory" for t in threading.enumerate()) and time.monotonic() < deadline:
