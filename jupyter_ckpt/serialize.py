@@ -916,8 +916,8 @@ def _reduce_borrowing(f: types.FunctionType) -> tuple[Any, ...]:
     the class (8 MB beside one array of a million floats), and it failed to load. The globals are set once the
     function exists, so one that names itself comes back naming itself.
     """
-    names = _global_names(f.__code__)
-    held = {n: v for n, v in f.__globals__.items() if n in names}
+    globs = f.__globals__
+    held = {n: globs[n] for n in sorted(_global_names(f.__code__)) if n in globs}  # sorted: the same bytes each time
     attributes = {a: getattr(f, a) for a in _FUNCTION_ATTRIBUTES}
     return _function, (f.__code__, f.__name__, f.__defaults__, f.__closure__), (held, attributes), None, None, _fill
 

@@ -167,12 +167,12 @@ def cycle(store: Store, pick: random.Random, tally: Tally, forced: dict[int, str
         else:
             kill([k.pid])
     except (Unsaved, TimeoutError, AssertionError) as e:
-        if k.km.is_alive():
-            if not isinstance(e, Unsaved):
-                raise
-            tally.note("failed_saves", str(e))
-        else:  # killed by something else mid-cycle: what it committed is checked below
+        if not k.km.is_alive():  # killed by something else mid-cycle: what it committed is checked below
             tally.note("interrupted", f"the kernel died: {type(e).__name__}: {e}"[:500])
+        elif isinstance(e, Unsaved):
+            tally.note("failed_saves", str(e))
+        else:
+            raise
     finally:
         with contextlib.suppress(Exception):
             k.kill()
