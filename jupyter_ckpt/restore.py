@@ -100,7 +100,7 @@ def _read_buffer(blobs: LocalBlobs, buffer: Buffer, tally: Tally) -> memoryview:
     """One out-of-band buffer, its chunks read straight into place and verified, on every core."""
     size = buffer["size"]
     # Anonymous memory: the kernel hands out zero pages as they are written, with no upfront memset.
-    out = memoryview(mapping.private_memory(size)) if size else memoryview(bytearray())
+    out = mapping.array_memory(size) if size else memoryview(bytearray())
 
     def fill(index: int, key: str) -> int:
         piece = out[index * CHUNK : min(size, (index + 1) * CHUNK)]

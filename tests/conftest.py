@@ -156,6 +156,21 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+def huge_bytes(a: Any) -> int:
+    """Bytes of a numpy array's mappings that huge pages hold (``/proc/self/smaps``)."""
+    lo, hi = a.ctypes.data, a.ctypes.data + a.nbytes
+    total, inside = 0, False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            head = line.split(maxsplit=1)[0]
+            if "-" in head and not head.endswith(":"):
+                start, end = (int(x, 16) for x in head.split("-"))
+                inside = start < hi and end > lo
+            elif inside and head == "AnonHugePages:":
+                total += int(line.split()[1]) << 10
+    return total
+
+
 @pytest.fixture(scope="module")
 def s3_server() -> Iterator[S3]:
     s3 = S3()

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import huge_bytes
 
 from jupyter_ckpt.capture import CHUNK
 from jupyter_ckpt.checkpointer import Checkpointer
@@ -231,21 +232,6 @@ def test_making_pages_writable_again_leaves_the_watched_buffers_unwritten(store:
     ckpt.make_writable_again()
     assert ckpt._writable_after == ckpt._forks  # the tick made the pages writable again
     assert unknown(ckpt._watch, flat(module.__dict__["table"])) == []
-
-
-def huge_bytes(a: np.ndarray) -> int:
-    """Bytes of ``a``'s mappings that huge pages hold (``/proc/self/smaps``)."""
-    lo, hi = a.ctypes.data, a.ctypes.data + a.nbytes
-    total, inside = 0, False
-    with open("/proc/self/smaps") as smaps:
-        for line in smaps:
-            head = line.split(maxsplit=1)[0]
-            if "-" in head and not head.endswith(":"):
-                start, end = (int(x, 16) for x in head.split("-"))
-                inside = start < hi and end > lo
-            elif inside and head == "AnonHugePages:":
-                total += int(line.split()[1]) << 10
-    return total
 
 
 def rewritten_table(store: Store) -> tuple[Checkpointer, np.ndarray]:
