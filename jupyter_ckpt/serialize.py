@@ -57,6 +57,7 @@ import io
 import operator
 import os
 import pickle
+import re
 import reprlib
 import sys
 import threading
@@ -579,6 +580,29 @@ def _reduce_dict_view(view: Any) -> Any:
     return DICT_VIEWS[type(view)], (dict_of(view),)
 
 
+def _match(pattern: re.Pattern[Any], string: Any, pos: int, endpos: int, regs: tuple[tuple[int, int], ...]) -> Any:
+    """The match ``_reduce_match`` saved, found again: matching is deterministic, so the same search gives it.
+
+    It came from ``search`` or ``match`` (the first that ``finditer`` gives), a later one of ``finditer``, or
+    ``fullmatch``; each keeps ``pos`` as it was. Should none give the same spans, the variable is not
+    restored, with the reason, rather than given another match.
+    """
+    for found in pattern.finditer(string, pos, endpos):
+        if found.regs == regs:
+            return found
+        if found.start() > regs[0][0]:
+            break
+    found = pattern.fullmatch(string, pos, endpos)
+    if found is not None and found.regs == regs:
+        return found
+    raise ValueError(f"{pattern.pattern!r} no longer matches at {regs[0]}: its string changed after it matched")
+
+
+def _reduce_match(m: re.Match[Any]) -> Any:
+    """A regular expression's match (which pickle refuses) as its pattern, its string and where it matched."""
+    return _match, (m.re, m.string, m.pos, m.endpos, m.regs)
+
+
 def _reduce_weak(obj: Any) -> Any:
     """A weak container (which pickle refuses: its references cannot be pickled) as its current referents.
 
@@ -809,6 +833,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_weak
     if t in DICT_VIEWS:
         return _reduce_dict_view
+    if t is re.Match:
+        return _reduce_match
     if t is _LRU_WRAPPER:
         return _reduce_notebook_wrapper
     if issubclass(t, BaseException):

@@ -530,6 +530,14 @@ PATTERNS = [
         "sd_p.x == 3 and not hasattr(sd_p, '__dict__') and isinstance(sd_p, SdP)",
     ),
     _p(
+        "re_match",
+        "stdlib",
+        "import re\nrm_text = 'a1 b c3 d45'\nrm_search = re.compile(r'(\\d+)').search(rm_text, 3)\n"
+        "rm_third = list(re.finditer(r'(?P<letter>[a-z])(\\d*)', rm_text))[2]\nrm_full = re.fullmatch(r'a|ab', 'ab')",
+        "rm_search.group(1) == '3' and rm_search.pos == 3 and rm_third.span() == (5, 7) and rm_third.pos == 0"
+        " and rm_third['letter'] == 'c' and rm_full.group() == 'ab'",
+    ),
+    _p(
         "regex",
         "stdlib",
         "import re\nre_p = re.compile(r'(\\d+)-(\\w+)', re.I)",
