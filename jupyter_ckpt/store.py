@@ -97,6 +97,7 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     UNIQUE (session_id, tag)
 );
 CREATE INDEX IF NOT EXISTS checkpoints_session ON checkpoints(session_id, id);
+CREATE INDEX IF NOT EXISTS checkpoints_parent ON checkpoints(parent);
 CREATE TABLE IF NOT EXISTS refs (
     checkpoint_id INTEGER NOT NULL,
     blob TEXT NOT NULL,
@@ -696,15 +697,14 @@ class Store:
         """
         with self._transaction() as db:
             remote = self._has_remote_tables()
+            moved: set[int] = set()
             for cid in checkpoint_ids:
                 row = db.execute("SELECT parent FROM checkpoints WHERE id=?", (cid,)).fetchone()
                 if row is None:
                     raise UnknownCheckpoint(f"no checkpoint {cid}")
                 # Children keep a working parent link: they hang from the deleted one's parent.
-                children = db.execute("SELECT id FROM checkpoints WHERE parent=?", (cid,)).fetchall()
+                moved.update(r[0] for r in db.execute("SELECT id FROM checkpoints WHERE parent=?", (cid,)))
                 db.execute("UPDATE checkpoints SET parent=? WHERE parent=?", (row[0], cid))
-                for (child,) in children:
-                    self._bind(db, child)
                 db.execute("DELETE FROM checkpoints WHERE id=?", (cid,))
                 db.execute("DELETE FROM refs WHERE checkpoint_id=?", (cid,))
                 if remote:
@@ -712,6 +712,9 @@ class Store:
                         "INSERT OR IGNORE INTO tombstones (uid) SELECT uid FROM uids WHERE checkpoint_id=?", (cid,)
                     )
                     db.execute("DELETE FROM uids WHERE checkpoint_id=?", (cid,))
+            # Signed again once, with the parent they have at the end: not once per deleted ancestor.
+            for child in sorted(moved.difference(checkpoint_ids)):
+                self._bind(db, child)
 
     def _has_remote_tables(self) -> bool:
         """Whether the catalog has the remote tier's tables (a store the CLI opened read-only may predate them)."""

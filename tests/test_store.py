@@ -251,3 +251,18 @@ def test_a_secret_being_created_is_never_read_half_written(tmp_path: Path, monke
     first.join()
     assert seen["first"] == seen["second"] and len(seen["first"]) == 64, seen
     assert sorted(p.name for p in path.parent.iterdir()) == ["secret"]  # no temp file left behind
+
+
+def test_deleting_many_at_once_hangs_each_survivor_from_its_nearest_kept_ancestor(store: Store) -> None:
+    """Checkpoints 1 to 8 in a line and a branch from 3; one call deletes a run (2, 3, 4), a single one (6) and the
+    branch."""
+    ids: list[int] = []
+    for _ in range(8):
+        ids.append(store.commit("nb.ipynb", manifest(parent=ids[-1] if ids else None), {}))
+    branch = store.commit("nb.ipynb", manifest(parent=ids[2]), {})
+    store.delete([ids[1], ids[2], ids[3], ids[5], branch])
+    parents = {r.id: r.parent for r in store.checkpoints("nb.ipynb")}
+    assert parents == {ids[0]: None, ids[4]: ids[0], ids[6]: ids[4], ids[7]: ids[6]}
+    assert store.verify() == []  # each survivor is signed with the parent it has now
+    for cid in parents:
+        assert store.manifest(cid)["parent"] == parents[cid]
