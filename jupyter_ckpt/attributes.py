@@ -41,6 +41,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .cellcode import MUTATORS, parsed
+from .serialize import importable
 
 SET = "set"  # assigned: set again as the value kept (the very object the notebook's variables hold)
 IN_PLACE = "in place"  # a project module's list, dict or set changed in place: its contents are put back
@@ -57,14 +58,18 @@ def merged(kept: dict[str, str], source: str) -> dict[str, str]:
 
 
 def read(namespace: dict[str, Any], kept: dict[str, str], main: str) -> dict[str, Any]:
-    """The values of the attributes ``kept`` whose first part is a module, or a class of another module than
+    """The values of the attributes ``kept`` whose first part is an importable module, or a class of another module than
     ``main`` (the notebook's), as the namespace holds them now; those gone or not such are left out. Of one
     changed in place, a copy of a project module's list, dict or set: its contents as they are now."""
     values = {}
     for name, how in kept.items():
         root, *path = name.split(".")
         owner = namespace.get(root)
-        if not (isinstance(owner, types.ModuleType) or (isinstance(owner, type) and owner.__module__ != main)):
+        # A module made in the notebook is skipped, and its attributes with it: replay makes it again with them.
+        if not (
+            (isinstance(owner, types.ModuleType) and importable(owner))
+            or (isinstance(owner, type) and owner.__module__ != main)
+        ):
             continue
         top = owner
         try:

@@ -135,8 +135,8 @@ def collect(
     for name, value in list(namespace.items()):
         if not is_user_variable(name, value, hidden):
             continue
-        if isinstance(value, types.ModuleType):
-            modules[name] = value.__name__
+        if isinstance(value, types.ModuleType) and serialize.importable(value):
+            modules[name] = value.__name__  # imported again; one made in the notebook is skipped (serialize)
         else:
             variables[name] = value
     # What the cells set in a module is theirs: saved by value, here and in each variable that holds it too.

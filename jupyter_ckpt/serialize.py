@@ -53,6 +53,7 @@ import errno
 import functools
 import gc
 import importlib
+import importlib.util
 import io
 import operator
 import os
@@ -326,6 +327,34 @@ def may_be_by_reference(t: type) -> bool:
         or t in _LIBRARY.current().types
         or _shell_class(t)
     )
+
+
+def importable(module: types.ModuleType) -> bool:
+    """Whether importing ``module``'s name gives it, as a restore does: it is registered under its name, or an
+    import would find it (a file made into a module by ``module_from_spec`` on the import path). One made in
+    the notebook (``types.ModuleType``, a file off the path) is not; nor is one whose parent package is not
+    imported, rather than import that here."""
+    name = module.__name__
+    if not isinstance(name, str):
+        return False
+    registered = sys.modules.get(name)
+    if registered is not None:
+        return registered is module
+    parent = name.rpartition(".")[0]
+    if parent and parent not in sys.modules:
+        return False
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _reduce_module(module: types.ModuleType) -> Any:
+    """A module is saved as its name, which the next kernel imports; one no import would give is refused, so that
+    its variable is skipped, with the reason, and offered for replay, rather than saved as a name that fails."""
+    if importable(module):
+        return NotImplemented
+    raise pickle.PicklingError(f"module {module.__name__!r} was made in the notebook: no import gives it")
 
 
 def by_reference(obj: Any) -> bool:
@@ -833,6 +862,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_weak
     if t in DICT_VIEWS:
         return _reduce_dict_view
+    if t is types.ModuleType:
+        return _reduce_module
     if t is re.Match:
         return _reduce_match
     if t is _LRU_WRAPPER:

@@ -8,6 +8,8 @@ import sys
 import types
 from pathlib import Path
 
+import pytest
+
 from jupyter_ckpt import attributes
 from jupyter_ckpt.attributes import IN_PLACE, SET
 
@@ -51,9 +53,12 @@ def test_what_is_not_a_change_the_cell_makes_to_an_attribute_is_not_kept() -> No
     assert [attributes.merged({}, cell) for cell in cells] == [{}, {}, {}, {}, {}]
 
 
-def test_values_are_read_where_a_module_or_an_imported_class_holds_them(tmp_path: Path) -> None:
+def test_values_are_read_where_a_module_or_an_imported_class_holds_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     config = types.ModuleType("config")
-    config.__file__ = str(tmp_path / "config.py")  # the project's own module
+    config.__file__ = str(tmp_path / "config.py")  # the project's own module, imported
+    monkeypatch.setitem(sys.modules, "config", config)
     config.DEBUG = True  # type: ignore[attr-defined]
     config.nested = types.SimpleNamespace(level=3)  # type: ignore[attr-defined]
     config.np = types  # type: ignore[attr-defined]

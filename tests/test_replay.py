@@ -212,3 +212,38 @@ def test_replay_in_a_real_kernel_rebuilds_what_it_can_and_says_why_not_for_the_r
         out,
     ), out
     assert auto.value("next(squares)") == 1 and auto.value("conn.execute('select count(*) from t').fetchone()") == (3,)
+
+
+def test_a_module_made_in_a_cell_is_skipped_and_rebuilt_by_replay_not_imported_by_its_name(
+    kernels: Any, tmp_path: Any
+) -> None:
+    """``types.ModuleType`` and a file loaded with ``module_from_spec`` off the import path: no import gives them,
+    so a restore used to name them "import ... failed" and offer nothing. One on the path is imported again."""
+    off_path, on_path = tmp_path / "lib", tmp_path / "work"
+    off_path.mkdir()
+    on_path.mkdir()
+    (off_path / "helpers.py").write_text("def triple(x):\n    return 3 * x\n")
+    (on_path / "local_tools.py").write_text("NAME = 'tools'\n")
+    load = (
+        "import importlib.util\ndef load(name, path):\n    spec = importlib.util.spec_from_file_location(name, path)\n"
+    )
+    load += "    module = importlib.util.module_from_spec(spec)\n    spec.loader.exec_module(module)\n    return module"
+    k = kernels("modules.ipynb", cwd=str(on_path))
+    k.ok("%load_ext jupyter_ckpt")
+    k.ok(load)
+    k.ok("import types\ncfg = types.ModuleType('cfg')\ncfg.lr = 0.1")
+    k.ok(f"helpers = load('helpers', {str(off_path / 'helpers.py')!r})")
+    k.ok("tools = load('local_tools', 'local_tools.py')\nimport numpy as np")
+    status = k.ok("%checkpoint save -t made\n%checkpoint status")
+    assert "skipped: cfg: " in status and "was made in the notebook" in status and "skipped: helpers: " in status
+    k.close()
+
+    fresh = kernels("modules.ipynb", cwd=str(on_path))
+    fresh.ok("%load_ext jupyter_ckpt")
+    out = fresh.ok("%checkpoint restore made")
+    assert "%checkpoint replay would rebuild cfg, helpers" in out, out
+    assert "not restored: cfg.lr" not in out  # an attribute of the module, made again with it, not a loss of its own
+    assert "not restored: tools" not in out and fresh.value("(tools.NAME, np.__name__)") == ("tools", "numpy")
+    out = fresh.ok("%checkpoint replay")
+    assert "cfg: replayed\n" in out and "helpers: replayed\n" in out
+    assert fresh.value("(cfg.lr, helpers.triple(2))") == (0.1, 6)
