@@ -83,6 +83,7 @@ _SEPARATOR = "\x00"
 # Elements looked at to tell whether an array's strings repeat (then each distinct one is stored once).
 _SAMPLE = 1000
 _LRU_WRAPPER = type(functools.lru_cache(maxsize=None)(len))
+_KEY_WRAPPER = type(functools.cmp_to_key(operator.sub))  # functools' C type, which pickle refuses
 WEAK_TYPES = frozenset({weakref.WeakSet, weakref.WeakValueDictionary, weakref.WeakKeyDictionary})
 _FILE_TYPES = frozenset({io.TextIOWrapper, io.BufferedReader, io.BufferedWriter, io.BufferedRandom, io.FileIO})
 
@@ -632,6 +633,17 @@ def _reduce_match(m: re.Match[Any]) -> Any:
     return _match, (m.re, m.string, m.pos, m.endpos, m.regs)
 
 
+def _key(cmp: Callable[[Any, Any], int], obj: Any) -> Any:
+    return functools.cmp_to_key(cmp)(obj)
+
+
+def _reduce_key_wrapper(wrapper: Any) -> Any:
+    """``functools.cmp_to_key(cmp)`` (which pickle refuses) as that call again; one of the keys it makes as
+    that key of the same object. The C type shows its comparison function (and object) only to ``gc``."""
+    held = [r for r in gc.get_referents(wrapper) if r is not type(wrapper)]
+    return (functools.cmp_to_key, (held[0],)) if len(held) == 1 else (_key, (held[0], held[1]))
+
+
 def _reduce_weak(obj: Any) -> Any:
     """A weak container (which pickle refuses: its references cannot be pickled) as its current referents.
 
@@ -864,6 +876,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_dict_view
     if t is types.ModuleType:
         return _reduce_module
+    if t is _KEY_WRAPPER:
+        return _reduce_key_wrapper
     if t is re.Match:
         return _reduce_match
     if t is _LRU_WRAPPER:

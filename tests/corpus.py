@@ -530,6 +530,12 @@ PATTERNS = [
         "sd_p.x == 3 and not hasattr(sd_p, '__dict__') and isinstance(sd_p, SdP)",
     ),
     _p(
+        "cmp_to_key",
+        "stdlib",
+        "import functools\ndef ck_desc(a, b):\n    return b - a\nck_key = functools.cmp_to_key(ck_desc)\nck_three = ck_key(3)",
+        "sorted([1, 3, 2], key=ck_key) == [3, 2, 1] and ck_key(5) < ck_three",
+    ),
+    _p(
         "re_match",
         "stdlib",
         "import re\nrm_text = 'a1 b c3 d45'\nrm_search = re.compile(r'(\\d+)').search(rm_text, 3)\n"
