@@ -58,9 +58,9 @@ def merged(kept: dict[str, str], source: str) -> dict[str, str]:
 
 
 def read(namespace: dict[str, Any], kept: dict[str, str], main: str) -> dict[str, Any]:
-    """The values of the attributes ``kept`` whose first part is an importable module, or a class of another module than
-    ``main`` (the notebook's), as the namespace holds them now; those gone or not such are left out. Of one
-    changed in place, a copy of a project module's list, dict or set: its contents as they are now."""
+    """The values of the attributes ``kept`` whose first part is an importable module, or a class of another
+    module than ``main`` (the notebook's), as the namespace holds them now; those gone or not such are left out.
+    Of one changed in place, a copy of a project module's list, dict or set: its contents as they are now."""
     values = {}
     for name, how in kept.items():
         root, *path = name.split(".")

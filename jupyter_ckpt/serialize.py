@@ -335,7 +335,7 @@ def importable(module: types.ModuleType) -> bool:
     import would find it (a file made into a module by ``module_from_spec`` on the import path). One made in
     the notebook (``types.ModuleType``, a file off the path) is not; nor is one whose parent package is not
     imported, rather than import that here."""
-    name = module.__name__
+    name = getattr(module, "__name__", None)
     if not isinstance(name, str):
         return False
     registered = sys.modules.get(name)
@@ -355,7 +355,9 @@ def _reduce_module(module: types.ModuleType) -> Any:
     its variable is skipped, with the reason, and offered for replay, rather than saved as a name that fails."""
     if importable(module):
         return NotImplemented
-    raise pickle.PicklingError(f"module {module.__name__!r} was made in the notebook: no import gives it")
+    raise pickle.PicklingError(
+        f"module {getattr(module, '__name__', '?')!r} was made in the notebook: no import gives it"
+    )
 
 
 def by_reference(obj: Any) -> bool:
@@ -625,7 +627,7 @@ def _match(pattern: re.Pattern[Any], string: Any, pos: int, endpos: int, regs: t
     found = pattern.fullmatch(string, pos, endpos)
     if found is not None and found.regs == regs:
         return found
-    raise ValueError(f"{pattern.pattern!r} no longer matches at {regs[0]}: its string changed after it matched")
+    raise ValueError(f"{pattern.pattern!r} gives no match at {regs[0]} in the string it matched before")
 
 
 def _reduce_match(m: re.Match[Any]) -> Any:
