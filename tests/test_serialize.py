@@ -376,3 +376,23 @@ def test_an_exception_comes_back_with_the_one_it_was_raised_from_or_while_handli
     assert (type(context.__context__), context.__context__.args, context.code) == (KeyError, ("k",), 3)
     assert hidden.__suppress_context__ and hidden.__cause__ is None
     assert isinstance(hidden.__context__, ZeroDivisionError) and cause.__traceback__ is None
+
+
+def test_a_regular_expression_match_comes_back_as_the_same_match_or_not_at_all() -> None:
+    """Found again by the same search: each kind keeps its spans and ``pos``; spans no search gives are refused
+    (the variable is then named as not restored), never replaced by another match."""
+    import re
+
+    module = types.ModuleType("__main__")
+    text = "a1 b c3 d45"
+    matches = {
+        "search": re.compile(r"(\d+)").search(text, 3),
+        "third": list(re.finditer(r"(?P<letter>[a-z])(\d*)", text))[2],
+        "full": re.fullmatch(r"a|ab", "ab"),
+        "empty": list(re.finditer(r"x*", "ab"))[2],
+    }
+    back = serialize.loads(serialize.dumps(matches, module), module)
+    for name, m in matches.items():
+        assert (back[name].regs, back[name].pos, back[name].endpos) == (m.regs, m.pos, m.endpos), name
+    with pytest.raises(ValueError, match="gives no match at"):
+        serialize._match(re.compile("a"), "bab", 0, 3, ((0, 1),))
