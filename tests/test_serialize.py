@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.machinery
 import inspect
 import pickle
+import re
 import subprocess
 import sys
 import textwrap
@@ -381,8 +382,6 @@ def test_an_exception_comes_back_with_the_one_it_was_raised_from_or_while_handli
 def test_a_regular_expression_match_comes_back_as_the_same_match_or_not_at_all() -> None:
     """Found again by the same search: each kind keeps its spans and ``pos``; spans no search gives are refused
     (the variable is then named as not restored), never replaced by another match."""
-    import re
-
     module = types.ModuleType("__main__")
     text = "a1 b c3 d45"
     matches = {
