@@ -10,8 +10,8 @@ Measured side by side in one run, as ratios to what the same client does with th
   by the client that uploaded them and by a new one (as a new machine's restore makes its own);
 * bytes uploaded over a session of cells that each change a little, against the pickle file per cell
   that a naive upload would write;
-* the client: s3fs (fsspec) against obstore (Rust), putting and getting the same 4 MiB objects from
-  8 threads, to choose between them.
+* the client: s3fs (fsspec) with botocore's default checksums, s3fs as the tier makes it (checksums only
+  where S3 requires them) and obstore (Rust), putting and getting the same 4 MiB objects from 8 threads.
 
 moto keeps objects in memory and answers from Python, so absolute rates are moto's; the ratios are
 what the choices cost. Usage: ``.venv/bin/python benchmarks/remote.py [--mib 256]``.
@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from jupyter_ckpt.checkpointer import Checkpointer
-from jupyter_ckpt.remote import Remote, Replica
+from jupyter_ckpt.remote import S3_CHECKSUMS, Remote, Replica
 from jupyter_ckpt.store import Store, load_secret
 
 RESULTS = Path(__file__).parent / "results"
@@ -188,6 +188,8 @@ def bench_clients(endpoint: str, bucket: str, count: int) -> dict[str, Any]:
     blobs = [os.urandom(4 << 20) for _ in range(count)]
     total = sum(len(b) for b in blobs) / 1e6
     fs = fsspec.filesystem("s3", skip_instance_cache=True)
+    # As ``remote.Remote`` makes it: no CRC32 of each byte, which the blobs' own signatures make redundant.
+    bare = fsspec.filesystem("s3", skip_instance_cache=True, config_kwargs=S3_CHECKSUMS)
     obs = S3Store(
         bucket,
         endpoint=endpoint,
@@ -200,6 +202,10 @@ def bench_clients(endpoint: str, bucket: str, count: int) -> dict[str, Any]:
         "s3fs": (
             lambda i: fs.pipe_file(f"{bucket}/clients/s3fs/{i}", blobs[i]),
             lambda i: fs.cat_file(f"{bucket}/clients/s3fs/{i}"),
+        ),
+        "s3fs, checksums when required": (
+            lambda i: bare.pipe_file(f"{bucket}/clients/bare/{i}", blobs[i]),
+            lambda i: bare.cat_file(f"{bucket}/clients/bare/{i}"),
         ),
         "obstore": (
             lambda i: put(obs, f"clients/obstore/{i}", blobs[i]),

@@ -67,6 +67,24 @@ def _first_line(e: BaseException) -> str:
     return text.splitlines()[0] if text else ""
 
 
+# botocore (1.36 on) computes a CRC32 of every byte uploaded and checks one of every byte downloaded, in the
+# event loop that every transfer of the filesystem waits on: a fifth to a third of a download's CPU here. Every
+# blob and record here carries its own signature, checked on every read, so a checksum is asked for only where
+# S3 requires one.
+S3_CHECKSUMS = {"request_checksum_calculation": "when_required", "response_checksum_validation": "when_required"}
+
+
+def _options(url: str) -> dict[str, Any]:
+    """The filesystem options this tier adds to those the user configured for fsspec (which win)."""
+    import fsspec.config
+
+    protocol = url.split("://", 1)[0]
+    if protocol not in ("s3", "s3a"):
+        return {}
+    configured = fsspec.config.conf.get(protocol, {}).get("config_kwargs", {})
+    return {"config_kwargs": {**S3_CHECKSUMS, **configured}}
+
+
 class Remote:
     """One object-store prefix, reached through fsspec; every failure is a RemoteError naming the URL."""
 
@@ -76,7 +94,7 @@ class Remote:
             import fsspec
 
             # A filesystem of its own, with the credentials and endpoint the environment holds now.
-            self.fs, root = fsspec.core.url_to_fs(self.url, skip_instance_cache=True)
+            self.fs, root = fsspec.core.url_to_fs(self.url, skip_instance_cache=True, **_options(self.url))
         except ImportError as e:
             raise RemoteError(
                 f"the checkpoint store {url} needs a client this Python lacks ({e.name or e}): "

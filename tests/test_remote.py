@@ -9,6 +9,7 @@ import types
 from pathlib import Path
 from typing import Any
 
+import fsspec.config
 import pytest
 from conftest import cli
 from objectstore import NOTEBOOK, S3, machine, notebook, objects
@@ -354,3 +355,16 @@ def test_a_checkpoint_after_a_restore_from_the_bucket_uploads_without_asking_it_
     assert new is not None and down.push() == 1
     fetched = set(blob_keys(b.manifest(cid)))
     assert {path.rsplit("/", 1)[1] for path in asked} == set(blob_keys(b.manifest(new))) - fetched != set()
+
+
+def test_s3_checksums_are_left_to_the_signatures_unless_the_user_configured_them(
+    s3: S3, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = Remote(s3.url).fs.s3._client_config  # botocore's, as every request of the tier uses it
+    assert (config.request_checksum_calculation, config.response_checksum_validation) == ("when_required",) * 2
+    monkeypatch.setitem(fsspec.config.conf, "s3", {"config_kwargs": {"response_checksum_validation": "when_supported"}})
+    config = Remote(s3.url).fs.s3._client_config
+    assert (config.request_checksum_calculation, config.response_checksum_validation) == (
+        "when_required",
+        "when_supported",
+    )
