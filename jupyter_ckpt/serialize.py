@@ -60,6 +60,7 @@ import os
 import pickle
 import re
 import reprlib
+import struct
 import sys
 import threading
 import types
@@ -646,6 +647,11 @@ def _reduce_key_wrapper(wrapper: Any) -> Any:
     return (functools.cmp_to_key, (held[0],)) if len(held) == 1 else (_key, (held[0], held[1]))
 
 
+def _reduce_struct(compiled: struct.Struct) -> Any:
+    """A compiled ``struct`` format (which pickle refuses) as the same compilation."""
+    return struct.Struct, (compiled.format,)
+
+
 def _reduce_weak(obj: Any) -> Any:
     """A weak container (which pickle refuses: its references cannot be pickled) as its current referents.
 
@@ -882,6 +888,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_key_wrapper
     if t is re.Match:
         return _reduce_match
+    if t is struct.Struct:
+        return _reduce_struct
     if t is _LRU_WRAPPER:
         return _reduce_notebook_wrapper
     if issubclass(t, BaseException):

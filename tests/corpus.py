@@ -536,6 +536,12 @@ PATTERNS = [
         "sorted([1, 3, 2], key=ck_key) == [3, 2, 1] and ck_key(5) < ck_three",
     ),
     _p(
+        "struct",
+        "stdlib",
+        "import struct\nst_rec = struct.Struct('<iH')",
+        "st_rec.unpack(st_rec.pack(5, 2)) == (5, 2) and st_rec.size == 6",
+    ),
+    _p(
         "re_match",
         "stdlib",
         "import re\nrm_text = 'a1 b c3 d45'\nrm_search = re.compile(r'(\\d+)').search(rm_text, 3)\n"
