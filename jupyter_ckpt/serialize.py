@@ -652,6 +652,40 @@ def _reduce_struct(compiled: struct.Struct) -> Any:
     return struct.Struct, (compiled.format,)
 
 
+def _wrapt_function(wrapped: Any, wrapper: Any, enabled: Any) -> Any:
+    import wrapt
+
+    return wrapt.FunctionWrapper(wrapped, wrapper, enabled)
+
+
+def _wrapt_decorator(wrapper: Any, enabled: Any, adapter: Any) -> Any:
+    import wrapt
+
+    return wrapt.decorator(enabled=enabled, adapter=adapter)(wrapper)
+
+
+def _reduce_function_wrapper(wrapper: Any) -> Any:
+    """A function decorated with ``wrapt`` as the same wrapping of the same two functions, and a decorator made
+    by ``@wrapt.decorator`` as that call again (its options are in the closure ``wrapt.decorator`` made).
+
+    The proxy says it is the function it wraps (``__class__``): cloudpickle, where dill refuses it, saved that
+    function alone, and the decoration was gone after a restore, without a word. Any other wrapper (an
+    adapter, a ``proxy=`` class of the notebook's) is refused, then skipped and rebuilt by replay.
+    """
+    import wrapt
+
+    made = wrapper._self_wrapper
+    if type(wrapper) is wrapt.FunctionWrapper:
+        return _wrapt_function, (wrapper.__wrapped__, made, wrapper._self_enabled)
+    if getattr(made, "__qualname__", "") == "decorator.<locals>._wrapper":
+        cells = dict(zip(made.__code__.co_freevars, (c.cell_contents for c in made.__closure__), strict=True))
+        build = cells["_build"]
+        options = dict(zip(build.__code__.co_freevars, (c.cell_contents for c in build.__closure__), strict=True))
+        if options.get("proxy") is wrapt.FunctionWrapper:
+            return _wrapt_decorator, (wrapper.__wrapped__, cells["enabled"], cells["adapter"])
+    raise pickle.PicklingError(f"a wrapt {type(wrapper).__name__} cannot be saved as the wrapper it is")
+
+
 def _reduce_weak(obj: Any) -> Any:
     """A weak container (which pickle refuses: its references cannot be pickled) as its current referents.
 
@@ -890,6 +924,9 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_match
     if t is struct.Struct:
         return _reduce_struct
+    wrapt = sys.modules.get("wrapt")
+    if wrapt is not None and issubclass(t, wrapt.FunctionWrapper):
+        return _reduce_function_wrapper
     if t is _LRU_WRAPPER:
         return _reduce_notebook_wrapper
     if issubclass(t, BaseException):

@@ -542,6 +542,16 @@ PATTERNS = [
         "st_rec.unpack(st_rec.pack(5, 2)) == (5, 2) and st_rec.size == 6",
     ),
     _p(
+        "wrapt_decorator",
+        "stdlib",
+        "import wrapt\nwd_calls = []\n@wrapt.decorator\ndef wd_logged(wrapped, instance, args, kwargs):\n"
+        "    wd_calls.append(wrapped.__name__)\n    return wrapped(*args, **kwargs)\n@wd_logged\ndef wd_add(a, b):\n"
+        "    return a + b\n@wrapt.decorator(enabled=False)\ndef wd_off(wrapped, instance, args, kwargs):\n"
+        "    return 'wrapped'\nclass WdK:\n    @wd_logged\n    def twice(self, x):\n        return 2 * x\nwd_k = WdK()",
+        "wd_add(1, 2) == 3 and wd_k.twice(2) == 4 and wd_calls[-2:] == ['wd_add', 'twice']"
+        " and wd_logged(len)('ab') == 2 and wd_calls[-1] == 'len' and wd_off(len)('abc') == 3",
+    ),
+    _p(
         "re_match",
         "stdlib",
         "import re\nrm_text = 'a1 b c3 d45'\nrm_search = re.compile(r'(\\d+)').search(rm_text, 3)\n"

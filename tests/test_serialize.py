@@ -395,3 +395,26 @@ def test_a_regular_expression_match_comes_back_as_the_same_match_or_not_at_all()
         assert (back[name].regs, back[name].pos, back[name].endpos) == (m.regs, m.pos, m.endpos), name
     with pytest.raises(ValueError, match="gives no match at"):
         serialize._match(re.compile("a"), "bab", 0, 3, ((0, 1),))
+
+
+def test_a_wrapt_wrapper_is_saved_as_the_wrapper_it_is_or_refused_never_as_the_function_it_wraps() -> None:
+    """A wrapt proxy says it is the function it wraps: saved as that function, its decoration was dropped."""
+    module = notebook(
+        """
+        import wrapt
+        calls = []
+        def log(wrapped, instance, args, kwargs):
+            calls.append(wrapped.__name__)
+            return wrapped(*args, **kwargs)
+        def prototype(a, b): pass
+        def add(a, b):
+            return a + b
+        logged = wrapt.FunctionWrapper(add, log)
+        adapted = wrapt.decorator(adapter=prototype)(log)(add)  # an adapter this version does not rebuild
+        """
+    )
+    packed = serialize.dumps({"logged": module.logged, "calls": module.calls}, module)
+    module.__dict__.update(serialize.loads(packed, module))  # as a restore binds them
+    assert module.logged(1, 2) == 3 and module.calls == ["add"]
+    with pytest.raises(serialize.NotSerializable, match="cannot be saved as the wrapper it is"):
+        serialize.dumps({"adapted": module.adapted}, module)
