@@ -652,6 +652,12 @@ def _reduce_struct(compiled: struct.Struct) -> Any:
     return struct.Struct, (compiled.format,)
 
 
+def _closure(function: Any) -> dict[str, Any]:
+    """The variables a function closes over, by name (none for anything else)."""
+    code, cells = getattr(function, "__code__", None), getattr(function, "__closure__", None) or ()
+    return dict(zip(code.co_freevars, (c.cell_contents for c in cells), strict=True)) if code is not None else {}
+
+
 def _wrapt_function(wrapped: Any, wrapper: Any, enabled: Any) -> Any:
     import wrapt
 
@@ -678,10 +684,8 @@ def _reduce_function_wrapper(wrapper: Any) -> Any:
     if type(wrapper) is wrapt.FunctionWrapper:
         return _wrapt_function, (wrapper.__wrapped__, made, wrapper._self_enabled)
     if getattr(made, "__qualname__", "") == "decorator.<locals>._wrapper":
-        cells = dict(zip(made.__code__.co_freevars, (c.cell_contents for c in made.__closure__), strict=True))
-        build = cells["_build"]
-        options = dict(zip(build.__code__.co_freevars, (c.cell_contents for c in build.__closure__), strict=True))
-        if options.get("proxy") is wrapt.FunctionWrapper:
+        cells = _closure(made)
+        if _closure(cells.get("_build")).get("proxy") is wrapt.FunctionWrapper and {"enabled", "adapter"} <= set(cells):
             return _wrapt_decorator, (wrapper.__wrapped__, cells["enabled"], cells["adapter"])
     raise pickle.PicklingError(f"a wrapt {type(wrapper).__name__} cannot be saved as the wrapper it is")
 
