@@ -5,7 +5,10 @@ records it as skipped. What can be kept is how it was made. Each recorded cell
 is read (its AST) for the names it binds, reads and mutates; the *recipe* of a
 skipped variable is the last cell that bound it and every later cell that used
 it, and, for each of those cells that uses another missing variable, that
-variable's recipe up to that cell (a cursor needs its connection).
+variable's recipe up to that cell (a cursor needs its connection). So does a
+restored variable such a cell read that it or a later cell bound again: the
+restore holds the later value, and the cell is run on the one it read
+(``gen = iter(range(n))`` before ``n = 10``; ``total`` before ``total += 1``).
 
 Replay runs the recipes after everything else is restored, each on its own: one
 that cannot run is reported with why, and the others still run. Recipes that
@@ -178,6 +181,9 @@ class Part:
     cells: list[Cell]
     needs: dict[str, set[int]]
     mutated: set[str] = field(default_factory=set)  # what those cells change in place
+    # For each cell, what it reads that the restore holds as it read it, bound last by a cell the part does not
+    # run: set back before it runs, in case a cell of the part bound it again for a cell before (``_Index.stale``).
+    current: list[set[str]] = field(default_factory=list)
 
 
 @dataclass
@@ -206,12 +212,27 @@ class _Index:
         self.end = len(read)
         self.bound: dict[str, list[int]] = {}
         self.touched: dict[str, list[int]] = {}
-        self.uses = [names.needs & missing for names in read]  # the missing variables each needs from before it
+        # What each cell reads that it or a later cell binds again: the restore holds a later value than the one
+        # it read (``n = 10`` after ``gen = iter(range(n))``), so it is rebuilt as it was, as a missing one is.
+        self.stale: list[set[str]] = []
+        later: set[str] = set()
+        for names in reversed(read):
+            later = later | names.bound
+            self.stale.append(names.needs & later)
+        self.stale.reverse()
+        # The variables each needs from before it that the restore does not hold as it read them.
+        self.uses = [names.needs & (missing | stale) for names, stale in zip(read, self.stale, strict=True)]
         for i, names in enumerate(read):
             for name in names.bound:
                 self.bound.setdefault(name, []).append(i)
             for name in names.bound | names.read | names.mutated:
                 self.touched.setdefault(name, []).append(i)
+
+    def binding(self, name: str, before: int) -> int | None:
+        """The last cell before cell ``before`` that bound ``name``, if any."""
+        bound = self.bound.get(name, [])
+        at = bisect.bisect_left(bound, before) - 1
+        return bound[at] if at >= 0 else None
 
     def needed(self, name: str) -> set[int]:
         """The cells (by index) that rebuild ``name``: its recipe, and that of each missing variable one of those
@@ -221,11 +242,9 @@ class _Index:
         todo = [(name, self.end)]
         while todo:
             var, end = todo.pop()
-            bound = self.bound.get(var, [])
-            at = bisect.bisect_left(bound, end) - 1
-            if at < 0:
+            made = self.binding(var, end)
+            if made is None:
                 continue  # not made before that cell: it fails when run again (NameError), and says so
-            made = bound[at]
             if covered.get((var, made), -1) >= end:
                 continue
             covered[(var, made)] = end
@@ -241,7 +260,8 @@ def plan(missing: Iterable[str], cells: list[Cell]) -> Recipe:
     """The recipe of each missing variable from the lineage ``cells`` (oldest first, as ``Store.cells`` gives)."""
     recipe = Recipe(sorted(set(missing)))
     read = [cell_names(c["source"]) for c in cells]
-    index = _Index(read, set(recipe.names))
+    absent = set(recipe.names)
+    index = _Index(read, absent)
     needs: dict[str, set[int]] = {}
     for name in recipe.names:
         if name not in index.bound:
@@ -268,6 +288,10 @@ def plan(missing: Iterable[str], cells: list[Cell]) -> Recipe:
                 [cells[i] for i in indices],
                 {n: {position[i] for i in needs[n]} for n in names},
                 set().union(*(read[i].mutated for i in indices)),
+                [
+                    {n for n in read[i].needs - index.stale[i] - absent if index.binding(n, i) not in position}
+                    for i in indices
+                ],
             )
         )
     chosen = sorted(set().union(*needs.values())) if needs else []
@@ -332,11 +356,13 @@ def _run_part(part: Part, restored: dict[str, Any], namespace: dict[str, Any], r
                     f"({uncopyable[gone[0]]}), and replay never changes the kernel's own"
                 )
                 break
-    scratch = {**restored, **copies}
+    seed = {**restored, **copies}
+    scratch = dict(seed)
     for p, cell in enumerate(part.cells):
         users = [n for n in part.names if p in part.needs[n] and n not in stopped]
         if not users:
             continue  # every variable that needs it is stopped already
+        scratch.update({n: seed[n] for n in part.current[p] if n in seed})
         try:
             run_cell(cell["source"], scratch)
         except Exception as e:
@@ -362,7 +388,8 @@ def run_recipe(recipe: Recipe, namespace: dict[str, Any], run_cell: RunCell) -> 
     parts = recipe.parts
     if not parts and recipe.runnable:  # a recipe made by hand: one part, every variable needing every cell
         everything = set(range(len(recipe.cells)))
-        parts = [Part(recipe.runnable, recipe.cells, dict.fromkeys(recipe.runnable, everything), recipe.mutated)]
+        needs = dict.fromkeys(recipe.runnable, everything)
+        parts = [Part(recipe.runnable, recipe.cells, needs, recipe.mutated, [set() for _ in recipe.cells])]
     outcome = dict(recipe.problems)
     restored = dict(namespace)  # what each part starts from: never what another part rebuilt
     for part in parts:

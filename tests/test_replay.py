@@ -214,6 +214,26 @@ def test_replay_in_a_real_kernel_rebuilds_what_it_can_and_says_why_not_for_the_r
     assert auto.value("next(squares)") == 1 and auto.value("conn.execute('select count(*) from t').fetchone()") == (3,)
 
 
+def test_replay_in_a_real_kernel_runs_each_cell_on_the_values_it_read_then(kernels: Any) -> None:
+    """A notebook that reuses its names: ``n`` and ``total`` were bound again after the cells that made the
+    generator and the rows read them."""
+    k = kernels("reused.ipynb")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto off")
+    k.ok("n = 3")
+    k.ok("evens = (i * 2 for i in range(n))\nnext(evens)")
+    k.ok("n = 10")
+    k.ok("import sqlite3\ndb = sqlite3.connect(':memory:')\ndb.execute('create table t (v)')")
+    k.ok("total = 5")
+    k.ok("db.execute('insert into t values (?)', (total,))\ntotal += 1")
+    k.ok("%checkpoint save")
+    k.close()
+    fresh = kernels("reused.ipynb")
+    fresh.ok("%load_ext jupyter_ckpt")
+    out = fresh.ok("%checkpoint restore latest --replay")
+    assert "rebuilt by running its cells again: evens" in out and "rebuilt by running its cells again: db" in out
+    assert fresh.value("(list(evens), db.execute('select v from t').fetchall(), n, total)") == ([2, 4], [(5,)], 10, 6)
+
+
 def test_a_module_made_in_a_cell_is_skipped_and_rebuilt_by_replay_not_imported_by_its_name(
     kernels: Any, tmp_path: Any
 ) -> None:
@@ -247,3 +267,22 @@ def test_a_module_made_in_a_cell_is_skipped_and_rebuilt_by_replay_not_imported_b
     out = fresh.ok("%checkpoint replay")
     assert "cfg: replayed\n" in out and "helpers: replayed\n" in out
     assert fresh.value("(cfg.lr, helpers.triple(2))") == (0.1, 6)
+
+
+def test_a_restored_variable_bound_again_after_a_cell_read_it_is_rebuilt_as_that_cell_read_it() -> None:
+    """The restore holds ``n`` and ``total`` as the last cells left them; the replayed cells read them as they were."""
+    history = cells(
+        "n = 3",
+        "gen = (i * 2 for i in range(n))\nnext(gen)",
+        "n = 10",
+        "log = []\ntotal = 5",
+        "log.append(total)\nsink = iter(log)\ntotal += 1",
+        "pair = (n, gen)",  # reads n as the restore holds it, and gen as its own recipe left it
+    )
+    namespace: dict[str, Any] = {"n": 10, "total": 6, "log": [5]}
+    recipe = plan(["gen", "sink", "pair"], history)
+    assert [[c["count"] for c in part.cells] for part in recipe.parts] == [[1, 2, 6], [4, 5]]
+    assert run_recipe(recipe, namespace, exec_cell) == dict.fromkeys(["gen", "pair", "sink"], "replayed")
+    assert list(namespace["sink"]) == [5] and namespace["pair"][0] == 10 and namespace["pair"][1] is namespace["gen"]
+    assert list(namespace["gen"]) == [2, 4]  # range(3), not range(10)
+    assert (namespace["n"], namespace["total"], namespace["log"]) == (10, 6, [5])  # the restored values stand
