@@ -368,6 +368,9 @@ def _run_part(part: Part, restored: dict[str, Any], namespace: dict[str, Any], r
         except Exception as e:
             why = f"not replayed: cell [{cell['count']}] failed when run again: {type(e).__name__}: {e}"
             stopped.update(dict.fromkeys(users, why))
+    # What a function or generator the cells made looks up when it runs later: the restored namespace, as it
+    # looked up the kernel's then, not the older values the part bound for its cells.
+    scratch.update(restored)
     outcome: dict[str, str] = {}
     for name in part.names:
         if name in stopped:

@@ -286,3 +286,11 @@ def test_a_restored_variable_bound_again_after_a_cell_read_it_is_rebuilt_as_that
     assert list(namespace["sink"]) == [5] and namespace["pair"][0] == 10 and namespace["pair"][1] is namespace["gen"]
     assert list(namespace["gen"]) == [2, 4]  # range(3), not range(10)
     assert (namespace["n"], namespace["total"], namespace["log"]) == (10, 6, [5])  # the restored values stand
+    # What the generator looks up as it runs is what the kernel held when the restore was made: the new `step`.
+    history = cells(
+        "def step(x):\n    return x + 1", "lazy = (step(i) for i in range(2))", "def step(x):\n    return x * 100"
+    )
+    namespace = {}
+    exec_cell(history[2]["source"], namespace)
+    assert run_recipe(plan(["lazy"], history), namespace, exec_cell) == {"lazy": "replayed"}
+    assert list(namespace["lazy"]) == [0, 100]
