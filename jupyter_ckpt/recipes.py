@@ -180,10 +180,10 @@ class Part:
     names: list[str]
     cells: list[Cell]
     needs: dict[str, set[int]]
-    mutated: set[str] = field(default_factory=set)  # what those cells change in place
+    mutated: set[str]  # what those cells change in place
     # For each cell, what it reads that the restore holds as it read it, bound last by a cell the part does not
     # run: set back before it runs, in case a cell of the part bound it again for a cell before (``_Index.stale``).
-    current: list[set[str]] = field(default_factory=list)
+    current: list[set[str]]
 
 
 @dataclass
