@@ -184,6 +184,9 @@ class Part:
     # For each cell, what it reads that the restore holds as it read it, bound last by a cell the part does not
     # run: set back before it runs, in case a cell of the part bound it again for a cell before (``_Index.stale``).
     current: list[set[str]]
+    # For each cell, what it reads that no cell had bound yet but a later one binds (``sum = 0`` after a cell
+    # that called ``sum``): taken out of its namespace before it runs, so that it reads the builtin it read.
+    unbound: list[set[str]]
 
 
 @dataclass
@@ -292,6 +295,7 @@ def plan(missing: Iterable[str], cells: list[Cell]) -> Recipe:
                     {n for n in read[i].needs - index.stale[i] - absent if index.binding(n, i) not in position}
                     for i in indices
                 ],
+                [{n for n in index.stale[i] - absent if index.binding(n, i) is None} for i in indices],
             )
         )
     chosen = sorted(set().union(*needs.values())) if needs else []
@@ -363,6 +367,8 @@ def _run_part(part: Part, restored: dict[str, Any], namespace: dict[str, Any], r
         if not users:
             continue  # every variable that needs it is stopped already
         scratch.update({n: seed[n] for n in part.current[p] if n in seed})
+        for name in part.unbound[p]:
+            scratch.pop(name, None)
         try:
             run_cell(cell["source"], scratch)
         except Exception as e:
@@ -392,7 +398,8 @@ def run_recipe(recipe: Recipe, namespace: dict[str, Any], run_cell: RunCell) -> 
     if not parts and recipe.runnable:  # a recipe made by hand: one part, every variable needing every cell
         everything = set(range(len(recipe.cells)))
         needs = dict.fromkeys(recipe.runnable, everything)
-        parts = [Part(recipe.runnable, recipe.cells, needs, recipe.mutated, [set() for _ in recipe.cells])]
+        none = [set[str]() for _ in recipe.cells]
+        parts = [Part(recipe.runnable, recipe.cells, needs, recipe.mutated, none, none)]
     outcome = dict(recipe.problems)
     restored = dict(namespace)  # what each part starts from: never what another part rebuilt
     for part in parts:

@@ -294,3 +294,8 @@ def test_a_restored_variable_bound_again_after_a_cell_read_it_is_rebuilt_as_that
     exec_cell(history[2]["source"], namespace)
     assert run_recipe(plan(["lazy"], history), namespace, exec_cell) == {"lazy": "replayed"}
     assert list(namespace["lazy"]) == [0, 100]
+    # A builtin the cell called, shadowed by a later cell: the cell calls the builtin again.
+    history = cells("digits = (d for d in list(map(str, range(3))))", "str = 'shadow'")
+    namespace = {"str": "shadow"}
+    assert run_recipe(plan(["digits"], history), namespace, exec_cell) == {"digits": "replayed"}
+    assert list(namespace["digits"]) == ["0", "1", "2"] and namespace["str"] == "shadow"
