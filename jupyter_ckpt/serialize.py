@@ -34,6 +34,10 @@ again (``_reduce_notebook_class``). A namedtuple class no
 import finds is made again by ``namedtuple``, with its defaults and module, and
 what the notebook added. dill keeps a function's qualified name (one that
 ``functools.wraps`` gave it) where it would take its code's.
+A ``TypeVar`` or ``NewType`` made in the notebook is saved as the call that made
+it, not as a name the loading kernel has not bound yet, and an instance whose
+``__new__`` requires arguments pickle does not know is made by ``object.__new__``.
+Arrays and views saved read-only come back read-only.
 
 Notebook functions wrapped in ``functools.lru_cache`` / ``cache`` are saved as
 the function and the cache's parameters; their cached results are not kept.
@@ -54,6 +58,7 @@ import functools
 import gc
 import importlib
 import importlib.util
+import inspect
 import io
 import operator
 import os
@@ -64,6 +69,7 @@ import struct
 import sys
 import threading
 import types
+import typing
 import warnings
 import weakref
 from collections.abc import Callable, Iterable, Iterator
@@ -86,6 +92,7 @@ _SAMPLE = 1000
 _LRU_WRAPPER = type(functools.lru_cache(maxsize=None)(len))
 _KEY_WRAPPER = type(functools.cmp_to_key(operator.sub))  # functools' C type, which pickle refuses
 WEAK_TYPES = frozenset({weakref.WeakSet, weakref.WeakValueDictionary, weakref.WeakKeyDictionary})
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement, not by C
 _FILE_TYPES = frozenset({io.TextIOWrapper, io.BufferedReader, io.BufferedWriter, io.BufferedRandom, io.FileIO})
 
 
@@ -406,18 +413,32 @@ def _reduce_shell(obj: Any) -> Any:
     return (_the_shell, ()) if obj is _the_shell() else NotImplemented
 
 
-def _array_from(buffer: Any, dtype: Any, shape: tuple[int, ...], order: str) -> Any:
-    """Rebuild an array directly on its buffer, so views of it keep it as their base."""
+def _array_from(buffer: Any, dtype: Any, shape: tuple[int, ...], order: str, writeable: bool = True) -> Any:
+    """Rebuild an array directly on its buffer, so views of it keep it as their base; read-only if it was,
+    whichever memory the restore gives it."""
     numpy = sys.modules.get("numpy") or importlib.import_module("numpy")
-    return numpy.ndarray(shape, dtype, buffer=buffer, order=order)
+    array = numpy.ndarray(shape, dtype, buffer=buffer, order=order)
+    if not writeable:
+        array.flags.writeable = False
+    return array
 
 
 def _view_of(
-    root: Any, dtype: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int, kind: type | None = None
+    root: Any,
+    dtype: Any,
+    shape: tuple[int, ...],
+    strides: tuple[int, ...],
+    offset: int,
+    kind: type | None = None,
+    writeable: bool = True,
 ) -> Any:
-    """Rebuild a numpy view on its (already rebuilt) base array, of class ``kind`` (a ``recarray``) if given."""
+    """Rebuild a numpy view on its (already rebuilt) base array, of class ``kind`` (a ``recarray``) if given,
+    read-only if it was (``np.broadcast_to``'s views, or one a cell locked): a write through it must fail again."""
     numpy = sys.modules.get("numpy") or importlib.import_module("numpy")
-    return numpy.ndarray.__new__(kind or type(root), shape, dtype, buffer=root, offset=offset, strides=strides)
+    view = numpy.ndarray.__new__(kind or type(root), shape, dtype, buffer=root, offset=offset, strides=strides)
+    if not writeable:
+        view.flags.writeable = False
+    return view
 
 
 def _extent(a: Any) -> tuple[int, int]:
@@ -521,13 +542,15 @@ def _reduce_array(obj: Any) -> Any:
         data = obj if order == "C" else obj.T
         if obj.dtype.kind in "mM":
             data = data.reshape(-1).view(numpy.int64)  # datetimes refuse the buffer protocol; their integers do not
-        return _array_from, (pickle.PickleBuffer(data), obj.dtype, obj.shape, order)
+        array = (pickle.PickleBuffer(data), obj.dtype, obj.shape, order)
+        return _array_from, array if obj.flags.writeable else (*array, False)
     lo, hi = _extent(root)
     start, end = _extent(obj)
     if start < lo or end > hi:
         return NotImplemented
     offset = obj.__array_interface__["data"][0] - root.__array_interface__["data"][0]
-    return _view_of, (root, obj.dtype, obj.shape, obj.strides, offset, kind)
+    view = (root, obj.dtype, obj.shape, obj.strides, offset, kind)
+    return _view_of, view if obj.flags.writeable else (*view, False)
 
 
 def _with_attributes(array: Any, kind: type, attributes: dict[str, Any]) -> Any:
@@ -650,6 +673,69 @@ def _reduce_key_wrapper(wrapper: Any) -> Any:
 def _reduce_struct(compiled: struct.Struct) -> Any:
     """A compiled ``struct`` format (which pickle refuses) as the same compilation."""
     return struct.Struct, (compiled.format,)
+
+
+# typing's named placeholders, which pickle saves as the name their module holds them under.
+_TYPE_VARIABLES = frozenset(
+    getattr(typing, name) for name in ("TypeVar", "ParamSpec", "TypeVarTuple", "NewType") if hasattr(typing, name)
+)
+
+
+def _type_variable(kind: Any, name: str, module: str, args: tuple[Any, ...], options: dict[str, Any]) -> Any:
+    made = kind(name, *args, **options)
+    with contextlib.suppress(AttributeError, TypeError):  # a C TypeVar (3.12) may keep the module it was made in
+        made.__module__ = module
+    return made
+
+
+def _reduce_type_variable(obj: Any) -> Any:
+    """A ``TypeVar``, ``ParamSpec``, ``TypeVarTuple`` or ``NewType`` a module holds under its name as that name; one
+    made in the notebook (``T = TypeVar('T')``) as the same call. pickle saves it as ``__main__.T``, which a
+    fresh kernel loading the checkpoint does not have yet: ``T``, the generic classes and aliases over it
+    could not be restored."""
+    module = sys.modules.get(obj.__module__)
+    if module is not None and module.__name__ != "__main__" and getattr(module, obj.__name__, None) is obj:
+        return NotImplemented
+    if isinstance(obj, typing.NewType):
+        return _type_variable, (type(obj), obj.__name__, obj.__module__, (obj.__supertype__,), {})
+    options = {k: getattr(obj, f"__{k}__") for k in ("bound", "covariant", "contravariant") if hasattr(obj, f"__{k}__")}
+    if getattr(obj, "__infer_variance__", False):
+        options["infer_variance"] = True
+    constraints = getattr(obj, "__constraints__", ())
+    return _type_variable, (type(obj), obj.__name__, obj.__module__, constraints, options)
+
+
+def _made_by_object(cls: type) -> Any:
+    return object.__new__(cls)
+
+
+def _new_needs_arguments(t: type) -> bool:
+    """Whether pickle could not make an instance of ``t`` again: a ``__new__`` of Python's that requires arguments
+    (``def __new__(cls, x)``) and nothing telling pickle which (``__getnewargs__``, ``__reduce__``). pickle calls
+    ``t.__new__(t)`` on loading, a TypeError, and the variable and its group were not restored. Only for classes
+    whose instances ``object.__new__`` makes (no base of C's but ``object``)."""
+    new = getattr(t, "__new__", None)
+    if not isinstance(new, types.FunctionType) or hasattr(t, "__getnewargs__") or hasattr(t, "__getnewargs_ex__"):
+        return False
+    python = t.__mro__[:-1]
+    if any(not c.__flags__ & _HEAP_TYPE or "__reduce__" in vars(c) or "__reduce_ex__" in vars(c) for c in python):
+        return False
+    try:
+        inspect.signature(new).bind(t)
+    except TypeError:
+        return True
+    except ValueError:  # no signature to read
+        return False
+    return False
+
+
+def _reduce_made_by_object(obj: Any) -> Any:
+    """An instance whose ``__new__`` requires arguments (``_new_needs_arguments``), made again by ``object.__new__``
+    with the state pickle saves for it, as protocols 0 and 1 did: what ``__new__`` set is in that state."""
+    reduced = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
+    if not isinstance(reduced, tuple) or reduced[0] is not copyreg.__newobj__:  # type: ignore[attr-defined]
+        return NotImplemented
+    return (_made_by_object, reduced[1][:1], *reduced[2:])
 
 
 def _closure(function: Any) -> dict[str, Any]:
@@ -928,6 +1014,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_match
     if t is struct.Struct:
         return _reduce_struct
+    if t in _TYPE_VARIABLES:
+        return _reduce_type_variable
     wrapt = sys.modules.get("wrapt")
     if wrapt is not None and issubclass(t, wrapt.FunctionWrapper):
         return _reduce_function_wrapper
@@ -946,6 +1034,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
     torch = sys.modules.get("torch")
     if torch is not None and issubclass(t, torch.Tensor):
         return _reduce_tensor
+    if _new_needs_arguments(t):
+        return _reduce_made_by_object
     return _reduce_proxy if _forwards(t) else None
 
 

@@ -269,6 +269,13 @@ PATTERNS = [
         "    def __call__(self, line):\n        self.into.append(line)\ndm_log = DmLog()",
         "dm_log.into is dm_lines and DmLog().into is dm_lines and (dm_log('x') is None) and dm_lines == ['x']",
     ),
+    _p(
+        "new_with_arguments",
+        "plain",
+        "class NaUnit:\n    made = []\n    def __new__(cls, symbol):\n        o = super().__new__(cls)\n"
+        "        o.symbol = symbol\n        cls.made.append(symbol)\n        return o\nna_m = NaUnit('m')",
+        "na_m.symbol == 'm' and type(na_m) is NaUnit and NaUnit('s').symbol == 's' and NaUnit.made[-2:] == ['m', 's']",
+    ),
     # -- standard library --------------------------------------------------------------------------
     _p(
         "lru_cache",
@@ -542,6 +549,15 @@ PATTERNS = [
         "st_rec.unpack(st_rec.pack(5, 2)) == (5, 2) and st_rec.size == 6",
     ),
     _p(
+        "type_variables",
+        "stdlib",
+        "from typing import Generic, NewType, TypeVar\nTvT = TypeVar('TvT', bound=float)\nTvId = NewType('TvId', int)\n"
+        "class TvBox(Generic[TvT]):\n    def __init__(self, v: TvT):\n        self.v = v\n"
+        "tv_box = TvBox[float](2.5)\ntv_ids = list[TvId]",
+        "TvBox.__parameters__ == (TvT,) and TvT.__bound__ is float and tv_box.v == 2.5 and TvId(3) == 3"
+        " and tv_ids.__args__ == (TvId,)",
+    ),
+    _p(
         "wrapt_decorator",
         "stdlib",
         "import wrapt\nwd_calls = []\n@wrapt.decorator\ndef wd_logged(wrapped, instance, args, kwargs):\n"
@@ -599,6 +615,14 @@ PATTERNS = [
         "numpy",
         "import numpy as np\nvw_a = np.arange(100.0)\nvw_v = vw_a[10:20]",
         "np.shares_memory(vw_a, vw_v) and (vw_v.__setitem__(0, -1.0) or vw_a[10] == -1.0)",
+    ),
+    _p(
+        "read_only",
+        "numpy",
+        "import numpy as np\nro_base = np.arange(3)\nro_wide = np.broadcast_to(ro_base, (4, 3))\n"
+        "ro_big = np.arange(100_000.0)\nro_big.flags.writeable = False",
+        "not ro_wide.flags.writeable and np.shares_memory(ro_wide, ro_base) and ro_base.flags.writeable"
+        " and not ro_big.flags.writeable and ro_big[-1] == 99_999.0",
     ),
     _p(
         "structured",

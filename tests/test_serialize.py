@@ -418,3 +418,74 @@ def test_a_wrapt_wrapper_is_saved_as_the_wrapper_it_is_or_refused_never_as_the_f
     assert module.logged(1, 2) == 3 and module.calls == ["add"]
     with pytest.raises(serialize.NotSerializable, match="cannot be saved as the wrapper it is"):
         serialize.dumps({"adapted": module.adapted}, module)
+
+
+def test_type_variables_and_new_types_made_in_the_notebook_come_back_in_a_new_interpreter(tmp_path: Path) -> None:
+    """pickle saves ``T = TypeVar('T')`` as the name ``__main__.T``, which the loading kernel does not have yet."""
+    module = notebook(
+        """
+        from typing import Generic, NewType, ParamSpec, TypeVar
+        T = TypeVar('T', bound=float)
+        S = TypeVar('S', int, str)
+        P = ParamSpec('P')
+        UserId = NewType('UserId', int)
+        class Box(Generic[T]):
+            pass
+        ids = dict[UserId, S]
+        """
+    )
+    kept = {n: getattr(module, n) for n in ("T", "S", "P", "UserId", "Box", "ids")}
+    shown = read_back(
+        tmp_path,
+        serialize.dumps(kept, module),
+        "(T.__bound__, S.__constraints__, P.__name__, UserId(3), UserId.__supertype__, UserId.__module__,"
+        " Box.__parameters__[0] is T, ids.__args__[0] is UserId, ids.__args__[1] is S)",
+    )
+    assert shown == (
+        "(<class 'float'>, (<class 'int'>, <class 'str'>), 'P', 3, <class 'int'>, '__main__', True, True, True)"
+    )
+    # One a library module holds is saved as its name, and comes back as that very object.
+    packed = serialize.dumps({"any_str": __import__("typing").AnyStr}, module)
+    assert serialize.loads(packed, module)["any_str"] is __import__("typing").AnyStr
+
+
+def test_an_instance_whose_new_requires_arguments_comes_back_with_what_new_set(tmp_path: Path) -> None:
+    """pickle makes an instance again by ``cls.__new__(cls)``: with ``def __new__(cls, symbol)`` that raised, and the
+    variable was not restored. A ``__new__`` pickle can call, or one given its arguments, is called as before."""
+    module = notebook(
+        """
+        class Unit:
+            def __new__(cls, symbol):
+                made = super().__new__(cls)
+                made.symbol = symbol
+                return made
+        class Slotted:
+            __slots__ = ('size',)
+            def __new__(cls, size):
+                made = super().__new__(cls)
+                made.size = size
+                return made
+        class Counted:
+            made = 0
+            def __new__(cls, start=0):
+                cls.made += 1
+                return super().__new__(cls)
+        class Told:
+            given = []
+            def __new__(cls, n):
+                cls.given.append(n)
+                return super().__new__(cls)
+            def __init__(self, n):
+                self.n = n
+            def __getnewargs__(self):
+                return (self.n * 10,)
+        metre, box, counted, told = Unit('m'), Slotted(3), Counted(), Told(2)
+        """
+    )
+    kept = {n: getattr(module, n) for n in ("Unit", "Slotted", "Counted", "Told", "metre", "box", "counted", "told")}
+    shown = read_back(
+        tmp_path,
+        serialize.dumps(kept, module),
+        "(type(metre) is Unit, metre.symbol, Unit('s').symbol, box.size, Counted.made, Told.given, told.n)",
+    )
+    assert shown == "(True, 'm', 's', 3, 2, [2, 20], 2)"  # Counted.__new__ ran again on loading; Told's was given 20
