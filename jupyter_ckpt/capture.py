@@ -273,7 +273,9 @@ def _claim_class(owner: dict[int, str], t: type, name: str, met: set[str]) -> No
 def _kind(t: type) -> int:
     kind = _KINDS.get(t)
     if kind is None:
-        if issubclass(t, _ATOMIC):
+        if issubclass(t, _ATOMIC) and t.__flags__ & _IMMUTABLE_TYPE:
+            # Not a subclass written in Python (``class Money(float)``, an IntEnum): it is pickled with its class
+            # and attributes, which other variables may share.
             kind = _ATOM
         elif t not in _BUILTIN_CONTAINERS and serialize.may_be_by_reference(t):
             kind = _NAMED

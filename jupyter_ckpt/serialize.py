@@ -36,7 +36,7 @@ what the notebook added. dill keeps a function's qualified name (one that
 ``functools.wraps`` gave it) where it would take its code's.
 A ``TypeVar`` or ``NewType`` made in the notebook is saved as the call that made
 it, not as a name the loading kernel has not bound yet, and an instance whose
-``__new__`` requires arguments pickle does not know is made by ``object.__new__``.
+``__new__`` requires arguments pickle does not know is made by its builtin base's.
 Arrays and views saved read-only come back read-only.
 
 Notebook functions wrapped in ``functools.lru_cache`` / ``cache`` are saved as
@@ -705,37 +705,51 @@ def _reduce_type_variable(obj: Any) -> Any:
     return _type_variable, (type(obj), obj.__name__, obj.__module__, constraints, options)
 
 
-def _made_by_object(cls: type) -> Any:
-    return object.__new__(cls)
+# What a Python class may define to tell pickle how to make its instances again.
+_PICKLE_ARGUMENTS = ("__reduce__", "__reduce_ex__", "__getnewargs__", "__getnewargs_ex__")
 
 
-def _new_needs_arguments(t: type) -> bool:
-    """Whether pickle could not make an instance of ``t`` again: a ``__new__`` of Python's that requires arguments
-    (``def __new__(cls, x)``) and nothing telling pickle which (``__getnewargs__``, ``__reduce__``). pickle calls
-    ``t.__new__(t)`` on loading, a TypeError, and the variable and its group were not restored. Only for classes
-    whose instances ``object.__new__`` makes (no base of C's but ``object``)."""
+def _made_by_base(base: type, cls: type, *args: Any) -> Any:
+    return base.__new__(cls, *args)
+
+
+def _made_by_base_reducer(t: type) -> Callable[[Any], Any] | None:
+    """For a class with a ``__new__`` of Python's and nothing telling pickle its arguments (no ``__getnewargs__``
+    or ``__reduce__`` of Python's): a reduction of its instances that pickle could not make again.
+
+    pickle makes an instance again by ``t.__new__(t)`` (``t.__new__(t, 2.5)`` for a ``float`` subclass, from the
+    builtin's ``__getnewargs__``): with ``def __new__(cls, symbol)`` or ``def __new__(cls, amount, currency)``
+    that raised on loading, and the variable and its group were not restored. Such an instance is made by its
+    builtin base's ``__new__`` (``object``'s, ``float``'s) with those arguments, and given the state pickle
+    saves for it, as pickle's protocols 0 and 1 did: what ``__new__`` set is in that state. A ``__new__`` that
+    takes pickle's arguments is called as pickle calls it.
+    """
     new = getattr(t, "__new__", None)
-    if not isinstance(new, types.FunctionType) or hasattr(t, "__getnewargs__") or hasattr(t, "__getnewargs_ex__"):
-        return False
-    python = t.__mro__[:-1]
-    if any(not c.__flags__ & _HEAP_TYPE or "__reduce__" in vars(c) or "__reduce_ex__" in vars(c) for c in python):
-        return False
+    python = [c for c in t.__mro__ if c.__flags__ & _HEAP_TYPE]
+    if not isinstance(new, types.FunctionType) or any(n in vars(c) for c in python for n in _PICKLE_ARGUMENTS):
+        return None
+    base = next(c for c in t.__mro__ if not c.__flags__ & _HEAP_TYPE)
     try:
-        inspect.signature(new).bind(t)
-    except TypeError:
-        return True
+        signature = inspect.signature(new)
+        if not hasattr(base, "__getnewargs__"):
+            signature.bind(t)  # pickle's call, t.__new__(t), works for every instance
+            return None
     except ValueError:  # no signature to read
-        return False
-    return False
+        return None
+    except TypeError:
+        pass
 
-
-def _reduce_made_by_object(obj: Any) -> Any:
-    """An instance whose ``__new__`` requires arguments (``_new_needs_arguments``), made again by ``object.__new__``
-    with the state pickle saves for it, as protocols 0 and 1 did: what ``__new__`` set is in that state."""
-    reduced = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
-    if not isinstance(reduced, tuple) or reduced[0] is not copyreg.__newobj__:  # type: ignore[attr-defined]
+    def reduce(obj: Any) -> Any:
+        reduced = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
+        if not isinstance(reduced, tuple) or reduced[0] is not copyreg.__newobj__:  # type: ignore[attr-defined]
+            return NotImplemented
+        try:
+            signature.bind(*reduced[1])
+        except TypeError:
+            return (_made_by_base, (base, *reduced[1]), *reduced[2:])
         return NotImplemented
-    return (_made_by_object, reduced[1][:1], *reduced[2:])
+
+    return reduce
 
 
 def _closure(function: Any) -> dict[str, Any]:
@@ -786,7 +800,7 @@ def _reduce_weak(obj: Any) -> Any:
 
 
 # What a Python exception class may define to pickle its instances its own way; then it is left to do so.
-_OWN_PICKLING = ("__new__", "__reduce__", "__reduce_ex__", "__getnewargs__", "__getnewargs_ex__")
+_OWN_PICKLING = ("__new__", *_PICKLE_ARGUMENTS)
 
 
 def _exception(cls: type, args: tuple[Any, ...]) -> BaseException:
@@ -1034,9 +1048,7 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
     torch = sys.modules.get("torch")
     if torch is not None and issubclass(t, torch.Tensor):
         return _reduce_tensor
-    if _new_needs_arguments(t):
-        return _reduce_made_by_object
-    return _reduce_proxy if _forwards(t) else None
+    return _reduce_proxy if _forwards(t) else _made_by_base_reducer(t)
 
 
 def _or_library(own: Callable[[Any], Any] | None) -> Callable[[Any], Any]:

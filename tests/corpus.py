@@ -273,8 +273,11 @@ PATTERNS = [
         "new_with_arguments",
         "plain",
         "class NaUnit:\n    made = []\n    def __new__(cls, symbol):\n        o = super().__new__(cls)\n"
-        "        o.symbol = symbol\n        cls.made.append(symbol)\n        return o\nna_m = NaUnit('m')",
-        "na_m.symbol == 'm' and type(na_m) is NaUnit and NaUnit('s').symbol == 's' and NaUnit.made[-2:] == ['m', 's']",
+        "        o.symbol = symbol\n        cls.made.append(symbol)\n        return o\nna_m = NaUnit('m')\n"
+        "class NaMoney(float):\n    def __new__(cls, amount, currency):\n        o = super().__new__(cls, amount)\n"
+        "        o.currency = currency\n        return o\nna_price = NaMoney(2.5, 'EUR')",
+        "na_m.symbol == 'm' and type(na_m) is NaUnit and NaUnit('s').symbol == 's' and NaUnit.made[-2:] == ['m', 's']"
+        " and na_price + 1 == 3.5 and na_price.currency == 'EUR' and type(na_price) is NaMoney",
     ),
     # -- standard library --------------------------------------------------------------------------
     _p(

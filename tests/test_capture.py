@@ -425,6 +425,29 @@ def test_an_array_of_a_notebook_subclass_is_grouped_with_its_class() -> None:
     assert group({n: module.__dict__[n] for n in ("Tagged", "weights", "plain")}) == [["Tagged", "weights"], ["plain"]]
 
 
+def test_an_instance_of_a_notebook_subclass_of_a_builtin_number_or_string_is_walked_as_an_object() -> None:
+    """``class Money(float)``: pickled with its class and attributes, so both are reasons to group; a float, a
+    numpy scalar and a builtin subclass of int (``True``) are not."""
+    module = notebook(
+        """
+        import numpy as np
+        class Money(float):
+            pass
+        class Label(str):
+            pass
+        prices = {}
+        price = Money(2.5)
+        price.book = prices
+        name = Label('a')
+        plain = [2.5, np.float64(2.5), True]
+        again = [2.5, np.float64(2.5), True]
+        """
+    )
+    names = ("Money", "Label", "prices", "price", "name", "plain", "again")
+    groups = group({n: module.__dict__[n] for n in names})
+    assert groups == [["Label", "name"], ["Money", "price", "prices"], ["again"], ["plain"]]
+
+
 def test_variables_too_large_to_trace_are_kept_together() -> None:
     big = {f"big{i}": [[j] for j in range(50)] for i in range(3)}
     groups = group({**big, "small": [[1]]}, budget=10)

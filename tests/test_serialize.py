@@ -465,6 +465,11 @@ def test_an_instance_whose_new_requires_arguments_comes_back_with_what_new_set(t
                 made = super().__new__(cls)
                 made.size = size
                 return made
+        class Money(float):
+            def __new__(cls, amount, currency):
+                made = super().__new__(cls, amount)
+                made.currency = currency
+                return made
         class Counted:
             made = 0
             def __new__(cls, start=0):
@@ -479,13 +484,16 @@ def test_an_instance_whose_new_requires_arguments_comes_back_with_what_new_set(t
                 self.n = n
             def __getnewargs__(self):
                 return (self.n * 10,)
-        metre, box, counted, told = Unit('m'), Slotted(3), Counted(), Told(2)
+        metre, box, price, counted, told = Unit('m'), Slotted(3), Money(2.5, 'EUR'), Counted(), Told(2)
         """
     )
-    kept = {n: getattr(module, n) for n in ("Unit", "Slotted", "Counted", "Told", "metre", "box", "counted", "told")}
+    names = ("Unit", "Slotted", "Money", "Counted", "Told", "metre", "box", "price", "counted", "told")
     shown = read_back(
         tmp_path,
-        serialize.dumps(kept, module),
-        "(type(metre) is Unit, metre.symbol, Unit('s').symbol, box.size, Counted.made, Told.given, told.n)",
+        serialize.dumps({n: getattr(module, n) for n in names}, module),
+        "(type(metre) is Unit, metre.symbol, Unit('s').symbol, box.size, type(price) is Money, price + 1,"
+        " price.currency, Counted.made, Told.given, told.n)",
     )
-    assert shown == "(True, 'm', 's', 3, 2, [2, 20], 2)"  # Counted.__new__ ran again on loading; Told's was given 20
+    assert (
+        shown == "(True, 'm', 's', 3, True, 3.5, 'EUR', 2, [2, 20], 2)"
+    )  # Counted.__new__ ran again on loading; Told's was given 20
