@@ -183,6 +183,7 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int) -> set[str]:
     nothing it holds is pickled, and variables sharing it need no common group.
     """
     numpy = sys.modules.get("numpy")
+    torch = sys.modules.get("torch")
     met: set[str] = set()
     fresh = 0
     named = _NAMED
@@ -217,6 +218,16 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int) -> set[str]:
                 _claim_class(owner, t, name, met)
             if o.dtype.hasobject:
                 stack.extend(_objects_in(o))
+        elif torch is not None and isinstance(o, torch.Tensor):
+            # Tensors on one storage (``x[2:5]``, ``x.T``, a model's weight) are pickled on it
+            # (serialize._reduce_tensor): one group. A storage is known by its address, which no object has.
+            if o.layout is torch.strided and o.device.type == "cpu" and not o.is_nested:
+                with contextlib.suppress(RuntimeError, NotImplementedError):  # a tensor kind that has none
+                    storage = o.untyped_storage()
+                    if storage.nbytes():
+                        _claim(owner, storage.data_ptr(), name, met)
+            _claim_class(owner, t, name, met)
+            stack.extend(vars(o).values())
         elif isinstance(o, types.FunctionType):
             # Pickled by value (one found by name is passed above), with all it holds: the notebook's, and one a
             # library made (functools.singledispatch's dispatch, whose closure holds the registry of classes).

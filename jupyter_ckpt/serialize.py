@@ -26,7 +26,8 @@ module and name, and comes back as the very object that module holds then
 (``_Library``); plain data (containers, numbers, strings, arrays) is never looked
 up. The IPython shell (``ip = get_ipython()``) comes back as the loading kernel's.
 A tensor keeps its gradient, and an array of an ndarray subclass its attributes,
-which torch's and numpy's pickling drop.
+which torch's and numpy's pickling drop; a tensor is saved on its storage, out of
+band, so views of one storage come back on one.
 A notebook class whose metaclass or base has hooks of the notebook's (``__new__``,
 ``__init__``, ``__init_subclass__``: a registry), or that has ``__slots__``, is
 made again as a shell with its attributes set after, without running those hooks
@@ -394,9 +395,99 @@ def _shell_class(t: type) -> bool:
     return shell is not None and type(shell) is t
 
 
+class _TensorStorage:
+    """A torch storage's bytes in one pickling, as a numpy array (out of band when large, chunked, as an array's
+    memory is): every tensor of the group on that storage is rebuilt on the one storage it loads as."""
+
+    __slots__ = ("__weakref__", "array")
+
+    def __init__(self, array: Any) -> None:
+        self.array = array
+
+    def __reduce__(self) -> Any:
+        return _torch_storage, (self.array,)
+
+
+# The storage each tensor being pickled sits on, by address and size: the pickler's memo keeps each alive while it
+# writes, so a view met after its base (``x[2:5]``, ``x.T``) finds the same one and is saved on it.
+_STORAGES: weakref.WeakValueDictionary[tuple[int, int], _TensorStorage] = weakref.WeakValueDictionary()
+
+
+def _storage_of(tensor: Any) -> _TensorStorage:
+    torch = sys.modules["torch"]
+    storage = tensor.untyped_storage()
+    key = (storage.data_ptr(), storage.nbytes())
+    found = _STORAGES.get(key) if key[1] else None
+    if found is None:
+        found = _TensorStorage(torch.empty(0, dtype=torch.uint8).set_(storage).numpy())
+        if key[1]:
+            _STORAGES[key] = found
+    return found
+
+
+def _torch_storage(array: Any) -> Any:
+    """A storage of torch's own (which a tensor may resize, unlike one on numpy's memory), holding ``array``'s bytes."""
+    torch = sys.modules.get("torch") or importlib.import_module("torch")
+    return torch.from_numpy(array).clone().untyped_storage()
+
+
+def _tensor_on(
+    storage: Any,
+    dtype: Any,
+    offset: int,
+    shape: tuple[int, ...],
+    strides: tuple[int, ...],
+    requires_grad: bool,
+    grad: Any,
+    attributes: dict[str, Any] | None,
+) -> Any:
+    torch = sys.modules.get("torch") or importlib.import_module("torch")
+    tensor = torch.empty(0, dtype=dtype).set_(storage, offset, shape, strides)
+    if requires_grad:
+        tensor.requires_grad_(True)
+    if grad is not None:
+        tensor.grad = grad
+    if attributes:
+        tensor.__dict__.update(attributes)
+    return tensor
+
+
+def _view_of_tensor(
+    base: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int, attributes: dict[str, Any] | None
+) -> Any:
+    view = base.as_strided(shape, strides, offset)
+    if attributes:
+        view.__dict__.update(attributes)
+    return view
+
+
+def _in_memory(tensor: Any, torch: Any) -> bool:
+    """Whether a tensor is a plain one in the kernel's memory, with no autograd history, saved on its storage."""
+    return (
+        type(tensor) is torch.Tensor
+        and tensor.layout is torch.strided
+        and tensor.device.type == "cpu"
+        and tensor.grad_fn is None
+        and not (tensor.is_quantized or tensor.is_nested or tensor.is_conj() or tensor.is_neg())
+    )
+
+
 def _reduce_tensor(obj: Any) -> Any:
-    """A tensor with a gradient (a model's weights after ``backward()``) as torch pickles it, and its ``.grad``,
-    which torch's pickling drops."""
+    """A tensor in memory as a view of its storage (``_TensorStorage``), with its gradient and attributes.
+
+    torch pickles each tensor with a copy of its storage, inside the pickle stream: ``v = x[2:5]`` came back
+    apart from ``x`` (a write through one no longer reached the other), and the bytes of a large tensor were
+    written again at every checkpoint that wrote its group. A tensor of another kind (sparse, on a GPU, a
+    subclass, one with a grad_fn) is pickled as torch pickles it, with its ``.grad``, which that drops."""
+    torch = sys.modules["torch"]
+    if _in_memory(obj, torch):
+        attributes = dict(vars(obj)) or None
+        base = obj._base
+        if base is not None and _in_memory(base, torch) and base.dtype == obj.dtype and not obj.requires_grad:
+            # a view as autograd knows it (``window._base is x``)
+            return _view_of_tensor, (base, tuple(obj.shape), obj.stride(), obj.storage_offset(), attributes)
+        view = (obj.dtype, obj.storage_offset(), tuple(obj.shape), obj.stride(), obj.requires_grad, obj.grad)
+        return _tensor_on, (_storage_of(obj), *view, attributes)
     reduced = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL) if obj.is_leaf and obj.grad is not None else None
     if not isinstance(reduced, tuple) or len(reduced) != 2:
         return NotImplemented
@@ -526,8 +617,9 @@ def _reduce_array(obj: Any) -> Any:
     if obj.dtype.hasobject:
         return NotImplemented
     root = obj
-    while isinstance(root.base, numpy.ndarray):
-        root = root.base
+    while isinstance(root.base, numpy.ndarray) or isinstance(getattr(root.base, "base", None), numpy.ndarray):
+        # ``as_strided`` (``sliding_window_view``) puts a holder of the array between the view and the array
+        root = root.base if isinstance(root.base, numpy.ndarray) else root.base.base
     contiguous = root.flags.c_contiguous or root.flags.f_contiguous
     if type(root) is not numpy.ndarray or root.dtype.hasobject or not contiguous:
         return NotImplemented

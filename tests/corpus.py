@@ -792,6 +792,12 @@ PATTERNS = [
         " and isinstance(tt_m, TtNet) and tt_sched.optimizer is tt_opt",
     ),
     _p(
+        "tensor_views",
+        "torch",
+        "import torch\ntv_x = torch.arange(12.0)\ntv_rows = tv_x.view(3, 4)\ntv_col = tv_rows[:, 1]",
+        "(tv_col.__setitem__(0, -5.0) or tv_x[1].item() == -5.0) and tv_rows._base is tv_x and tv_col._base is tv_x",
+    ),
+    _p(
         "tensor_grad",
         "torch",
         "import torch\ntg_w = torch.ones(2, requires_grad=True)\n(tg_w * 3).sum().backward()",

@@ -497,3 +497,27 @@ def test_an_instance_whose_new_requires_arguments_comes_back_with_what_new_set(t
     assert (
         shown == "(True, 'm', 's', 3, True, 3.5, 'EUR', 2, [2, 20], 2)"
     )  # Counted.__new__ ran again on loading; Told's was given 20
+
+
+def test_read_only_arrays_and_views_come_back_read_only_and_a_window_view_on_its_array() -> None:
+    base = np.arange(100_000.0)
+    locked = np.arange(100_000.0)
+    locked.flags.writeable = False
+    kept = {
+        "base": base,
+        "wide": np.broadcast_to(base[:3], (4, 3)),
+        "windows": np.lib.stride_tricks.sliding_window_view(base, 3),
+        "locked": locked,
+        "open": base[::2],
+    }
+    back = serialize.loads(serialize.dumps(kept, types.ModuleType("__main__")), types.ModuleType("__main__"))
+    assert {n: bool(a.flags.writeable) for n, a in back.items()} == {
+        "base": True,
+        "wide": False,
+        "windows": False,
+        "locked": False,
+        "open": True,
+    }
+    back["base"][3] = -1.0  # the views see the array's memory, as they did
+    assert (back["windows"][1, 2], back["open"][0], back["wide"][0, 0]) == (-1.0, 0.0, 0.0)
+    assert np.shares_memory(back["windows"], back["base"]) and np.shares_memory(back["wide"], back["base"])

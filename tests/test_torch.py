@@ -88,3 +88,32 @@ def test_torch_s_random_stream_comes_back_and_a_kernel_without_torch_keeps_the_o
     report = ckpt.restore(cid)
     assert report.not_restored["torch random stream"].startswith("not set again: ModuleNotFoundError")
     assert random.random() == expected[1] and module.__dict__["epochs"] == 3
+
+
+def test_tensors_on_one_storage_come_back_on_one_and_a_changed_element_writes_a_chunk(store: Store) -> None:
+    """torch pickles each tensor with a copy of its storage: a slice came back apart from its tensor, and a large
+    tensor was written whole again whenever its group was."""
+    module = types.ModuleType("__main__")
+    exec(
+        "import torch\nx = torch.rand(8_000_000, generator=torch.Generator().manual_seed(0))\n"
+        "window = x[10:20]\ngrid = x.view(4000, 2000).T\n"
+        "w = torch.ones(3, requires_grad=True)\n(w * 2).sum().backward()\nw.tag = 'weights'\n",
+        module.__dict__,
+    )
+    ckpt = Checkpointer(store, "views.ipynb", module)
+    first = ckpt.save()
+    exec("x[5] = -1.0", module.__dict__)
+    second = ckpt.save()
+    records = {r.id: r for r in ckpt.checkpoints()}
+    # 32 MB of float32 in 4 MiB chunks: the changed element's chunk is written again, not the tensor
+    assert records[first].new_bytes > 28_000_000 and records[second].new_bytes < 5_000_000
+
+    fresh = types.ModuleType("__main__")
+    assert Checkpointer(store, "views.ipynb", fresh).restore(second).not_restored == {}
+    x, window, grid, w = (fresh.__dict__[n] for n in ("x", "window", "grid", "w"))
+    window[0] = 99.0  # a write through the slice reaches the tensor, and the transposed view, as before
+    assert (x[5].item(), x[10].item(), grid[10, 0].item()) == (-1.0, 99.0, 99.0)
+    assert window._base is x and grid._base is x  # views as autograd knows them
+    assert (w.grad.tolist(), w.requires_grad, w.is_leaf, w.tag) == ([2.0, 2.0, 2.0], True, True, "weights")
+    x.resize_(4)  # a storage of torch's own, which a tensor may resize
+    assert x.shape == (4,) and x[1].item() == module.__dict__["x"][1].item()
