@@ -14,6 +14,7 @@ from __future__ import annotations
 import abc
 import collections
 import contextlib
+import gc
 import os
 import platform
 import random
@@ -55,16 +56,22 @@ _ATOMIC = (int, float, complex, str, bytes, bool, type(None), range)
 # as a name to import (serialize.by_reference). Decided as types are met: one lookup per object, not an
 # isinstance with eight types. It keeps the types it has met alive (a few classes a notebook redefined, at most).
 _ATOM, _DATA, _NAMED = 0, 1, 2  # an atom is falsy: most objects met are, and that test is the fastest
-_KINDS: dict[type, int] = dict.fromkeys(_ATOMIC, _ATOM)
+# Not walked either: what no pickler here saves (a traceback and its frames, which reach the whole kernel; a
+# generator, skipped).
+_UNSAVED = (types.TracebackType, types.FrameType, types.CodeType, types.GeneratorType, types.CoroutineType)
+_KINDS: dict[type, int] = dict.fromkeys((*_ATOMIC, *_UNSAVED), _ATOM)
 _CONTAINERS: tuple[type, ...] = (list, tuple, set, frozenset, collections.deque)
 _BUILTIN_CONTAINERS = frozenset({list, tuple, set, frozenset, dict})
 # What a class holds under a dunder name that is its own code: the walk follows these.
 _METHODS = (types.FunctionType, classmethod, staticmethod)
-# The member descriptors (slots, a C type's fields) of each instance type met, filled in as types are met.
-_SLOTS: dict[type, tuple[Any, ...]] = {}
+# The member descriptors (slots, a C type's fields) of each instance type met, and whether the garbage
+# collector shows what else it holds (``_slot_values``), filled in as types are met.
+_SLOTS: dict[type, tuple[tuple[Any, ...], bool]] = {}
 # Whether each instance type met is pickled by value with its instances (``_travels``), likewise.
 _TRAVELS: dict[type, bool] = {}
 _IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class statement's
+_HAVE_GC = 1 << 14  # Py_TPFLAGS_HAVE_GC: a type whose objects may hold others
 # Past this many objects reached from one variable, it is grouped with the other oversized ones.
 REACH_BUDGET = 2_000_000
 # Large buffers are stored in chunks of this size, each content-addressed.
@@ -320,16 +327,21 @@ def _objects_in(a: Any) -> list[Any]:
 def _slot_values(o: Any, t: type) -> list[Any]:
     """What an instance holds outside its ``__dict__``: the values of its ``__slots__`` and of the members of a
     type written in C (a ``partial``'s function and arguments, a ``property``'s functions), read through their
-    member descriptors (C code: no property or ``__getattr__`` of the user's runs)."""
-    descriptors = _SLOTS.get(t)
-    if descriptors is None:
-        descriptors = _SLOTS[t] = tuple(
+    member descriptors, and what else a C type that is not a container holds (an XML element's children, the
+    list an iterator walks), as the garbage collector sees it (C code: no property or ``__getattr__`` of the
+    user's runs)."""
+    known = _SLOTS.get(t)
+    if known is None:
+        descriptors = tuple(
             d
             for c in t.__mro__
             for d in vars(c).values()
             if type(d) is types.MemberDescriptorType and d.__objclass__ is c
         )
-    held = []
+        opaque = t.__flags__ & (_HEAP_TYPE | _HAVE_GC) == _HAVE_GC and not issubclass(t, (dict, *_CONTAINERS))
+        known = _SLOTS[t] = descriptors, opaque
+    descriptors, opaque = known
+    held = gc.get_referents(o) if opaque else []
     for descriptor in descriptors:
         with contextlib.suppress(AttributeError):  # a slot never set
             held.append(descriptor.__get__(o, t))

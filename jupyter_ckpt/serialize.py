@@ -799,47 +799,102 @@ def _reduce_type_variable(obj: Any) -> Any:
 
 # What a Python class may define to tell pickle how to make its instances again.
 _PICKLE_ARGUMENTS = ("__reduce__", "__reduce_ex__", "__getnewargs__", "__getnewargs_ex__")
+_SCALARS = frozenset({str, int, float, complex, bool, bytes, type(None)})
 
 
 def _made_by_base(base: type, cls: type, *args: Any) -> Any:
     return base.__new__(cls, *args)
 
 
-def _made_by_base_reducer(t: type) -> Callable[[Any], Any] | None:
-    """For a class with a ``__new__`` of Python's and nothing telling pickle its arguments (no ``__getnewargs__``
-    or ``__reduce__`` of Python's): a reduction of its instances that pickle could not make again.
+def _scalar(value: Any) -> bool:
+    """A value with no object in it that could lead back to its holder: a string, a number, a tuple of those."""
+    t = type(value)
+    return t in _SCALARS or ((t is tuple or t is frozenset) and all(map(_scalar, value)))
 
-    pickle makes an instance again by ``t.__new__(t)`` (``t.__new__(t, 2.5)`` for a ``float`` subclass, from the
-    builtin's ``__getnewargs__``): with ``def __new__(cls, symbol)`` or ``def __new__(cls, amount, currency)``
-    that raised on loading, and the variable and its group were not restored. Such an instance is made by its
-    builtin base's ``__new__`` (``object``'s, ``float``'s) with those arguments, and given the state pickle
-    saves for it, as pickle's protocols 0 and 1 did: what ``__new__`` set is in that state. A ``__new__`` that
-    takes pickle's arguments is called as pickle calls it.
+
+def _scalars_first(
+    make: Callable[..., Any], args: tuple[Any, ...], scalars: dict[str, Any], slot_scalars: dict[str, Any]
+) -> Any:
+    """Make an instance and give it the scalar attributes its ``__hash__`` and ``__eq__`` may read, before
+    pickle gives it the rest of its state (``_instance_reducer``)."""
+    made = make(*args)
+    if scalars:
+        made.__dict__.update(scalars)
+    for name, value in slot_scalars.items():
+        object.__setattr__(made, name, value)
+    return made
+
+
+def _split(state: Any) -> tuple[Any, ...] | None:
+    """A ``__dict__`` state, or ``(dict, slots)``, as its scalars (``_scalar``) to set first, for ``__dict__``
+    and for slots, and the rest; None if nothing in it could lead back to the instance (all scalars)."""
+    attributes, slots = state if isinstance(state, tuple) and len(state) == 2 else (state, None)
+    if not isinstance(attributes or {}, dict) or not isinstance(slots or {}, dict):
+        return None
+    attributes, slots = attributes or {}, slots or {}
+    if all(map(_scalar, attributes.values())) and all(map(_scalar, slots.values())):
+        return None
+    first = {k: v for k, v in attributes.items() if _scalar(v)}
+    first_slots = {k: v for k, v in slots.items() if _scalar(v)}
+    rest = {k: v for k, v in attributes.items() if k not in first} or None
+    rest_slots = {k: v for k, v in slots.items() if k not in first_slots}
+    return first, first_slots, (rest, rest_slots) if rest_slots else rest
+
+
+def _instance_reducer(t: type) -> Callable[[Any], Any] | None:
+    """For instances of a class written in Python that leaves its pickling to pickle: a reduction that mends what
+    pickle gets wrong with two kinds of them, or None if the class is neither.
+
+    A ``__new__`` that requires arguments pickle does not know. pickle makes an instance again by ``t.__new__(t)``
+    (``t.__new__(t, 2.5)`` for a ``float`` subclass, from the builtin's ``__getnewargs__``): with ``def
+    __new__(cls, symbol)`` or ``def __new__(cls, amount, currency)`` that raised on loading, and the variable and
+    its group were not restored. Such an instance is made by its builtin base's ``__new__`` (``object``'s,
+    ``float``'s) with those arguments and given its state, as pickle's protocols 0 and 1 did: what ``__new__``
+    set is in that state. A ``__new__`` that takes pickle's arguments is called as pickle calls it.
+
+    A ``__hash__`` of Python's (``def __hash__``, a frozen dataclass's). pickle makes an instance, then its state;
+    where that state leads back to a dict or set holding the instance as a key (a node whose graph maps nodes
+    to indexes), pickle fills that dict while the instance is still empty, its ``__hash__`` fails ("object has
+    no attribute 'name'"), and the whole group was not restored. Its scalar attributes (``_scalar``: what a hash
+    reads) are given to it as it is made (``_scalars_first``), the rest after, where a ``__setstate__`` of its
+    own does not need the whole state at once.
     """
-    new = getattr(t, "__new__", None)
     python = [c for c in t.__mro__ if c.__flags__ & _HEAP_TYPE]
-    if not isinstance(new, types.FunctionType) or any(n in vars(c) for c in python for n in _PICKLE_ARGUMENTS):
+    if not python or any(n in vars(c) for c in python for n in _PICKLE_ARGUMENTS):
         return None
     base = next(c for c in t.__mro__ if not c.__flags__ & _HEAP_TYPE)
-    try:
-        signature = inspect.signature(new)
-        if not hasattr(base, "__getnewargs__"):
-            signature.bind(t)  # pickle's call, t.__new__(t), works for every instance
-            return None
-    except ValueError:  # no signature to read
+    hashed = isinstance(getattr(t, "__hash__", None), types.FunctionType) and not any(
+        "__setstate__" in vars(c) for c in python
+    )
+    new = getattr(t, "__new__", None)
+    signature = None
+    if isinstance(new, types.FunctionType):
+        with contextlib.suppress(ValueError):  # no signature to read
+            signature = inspect.signature(new)
+            try:
+                if not hasattr(base, "__getnewargs__"):
+                    signature.bind(t)  # pickle's call, t.__new__(t), works for every instance
+                    signature = None
+            except TypeError:
+                pass
+    if signature is None and not hashed:
         return None
-    except TypeError:
-        pass
 
     def reduce(obj: Any) -> Any:
         reduced = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
         if not isinstance(reduced, tuple) or reduced[0] is not copyreg.__newobj__:  # type: ignore[attr-defined]
             return NotImplemented
-        try:
-            signature.bind(*reduced[1])
-        except TypeError:
-            return (_made_by_base, (base, *reduced[1]), *reduced[2:])
-        return NotImplemented
+        make, args = reduced[0], reduced[1]
+        if signature is not None:
+            try:
+                signature.bind(*args)
+            except TypeError:
+                make, args = _made_by_base, (base, *args)
+        parts = _split(reduced[2]) if hashed and len(reduced) > 2 else None
+        if parts is not None:
+            first, first_slots, rest = parts
+            return (_scalars_first, (make, args, first, first_slots), rest, *reduced[3:])
+        return NotImplemented if make is reduced[0] else (make, args, *reduced[2:])
 
     return reduce
 
@@ -1140,7 +1195,7 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
     torch = sys.modules.get("torch")
     if torch is not None and issubclass(t, torch.Tensor):
         return _reduce_tensor
-    return _reduce_proxy if _forwards(t) else _made_by_base_reducer(t)
+    return _reduce_proxy if _forwards(t) else _instance_reducer(t)
 
 
 def _or_library(own: Callable[[Any], Any] | None) -> Callable[[Any], Any]:

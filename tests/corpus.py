@@ -279,6 +279,16 @@ PATTERNS = [
         "na_m.symbol == 'm' and type(na_m) is NaUnit and NaUnit('s').symbol == 's' and NaUnit.made[-2:] == ['m', 's']"
         " and na_price + 1 == 3.5 and na_price.currency == 'EUR' and type(na_price) is NaMoney",
     ),
+    _p(
+        "hash_key_cycle",
+        "plain",
+        "class HkNode:\n    def __init__(self, name, graph):\n        self.name, self.graph = name, graph\n"
+        "        graph.index[self] = len(graph.index)\n    def __hash__(self):\n        return hash(self.name)\n"
+        "    def __eq__(self, other):\n        return isinstance(other, HkNode) and other.name == self.name\n"
+        "class HkGraph:\n    def __init__(self):\n        self.index = {}\nhk_g = HkGraph()\n"
+        "hk_a, hk_b = HkNode('a', hk_g), HkNode('b', hk_g)",
+        "hk_g.index[hk_a] == 0 and hk_g.index[hk_b] == 1 and hk_a.graph is hk_g and HkNode('c', hk_g).graph is hk_g",
+    ),
     # -- standard library --------------------------------------------------------------------------
     _p(
         "lru_cache",
@@ -544,6 +554,13 @@ PATTERNS = [
         "stdlib",
         "import functools\ndef ck_desc(a, b):\n    return b - a\nck_key = functools.cmp_to_key(ck_desc)\nck_three = ck_key(3)",
         "sorted([1, 3, 2], key=ck_key) == [3, 2, 1] and ck_key(5) < ck_three",
+    ),
+    _p(
+        "held_in_c",
+        "stdlib",
+        "import xml.etree.ElementTree as ET\nhc_root = ET.fromstring('<a><b k=\"1\">t</b></a>')\nhc_b = hc_root[0]\n"
+        "hc_rows = [1, 2, 3]\nhc_cursor = iter(hc_rows)\nnext(hc_cursor)",
+        "hc_root[0] is hc_b and hc_b.get('k') == '1' and (hc_rows.__setitem__(1, 20) or next(hc_cursor) == 20)",
     ),
     _p(
         "struct",

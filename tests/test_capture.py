@@ -448,6 +448,29 @@ def test_an_instance_of_a_notebook_subclass_of_a_builtin_number_or_string_is_wal
     assert groups == [["Label", "name"], ["Money", "price", "prices"], ["again"], ["plain"]]
 
 
+def test_what_a_c_type_holds_is_grouped_with_it_but_not_what_a_traceback_reaches() -> None:
+    """An XML element's children and the list an iterator walks are held in C fields no descriptor shows;
+    an exception's traceback reaches the frames of the kernel, which no pickler saves."""
+    module = notebook(
+        """
+        import xml.etree.ElementTree as ET
+        root = ET.fromstring('<a><b k="1">t</b></a>')
+        child = root[0]
+        rows = [1, 2, 3]
+        cursor = iter(rows)
+        def fail(seen):
+            raise ValueError(len(seen))
+        try:
+            fail(rows)
+        except ValueError as e:
+            error = e
+        """
+    )
+    names = ("root", "child", "rows", "cursor", "error")
+    groups = group({n: module.__dict__[n] for n in names}, namespace=module.__dict__)
+    assert groups == [["child", "root"], ["cursor", "rows"], ["error"]]
+
+
 def test_variables_too_large_to_trace_are_kept_together() -> None:
     big = {f"big{i}": [[j] for j in range(50)] for i in range(3)}
     groups = group({**big, "small": [[1]]}, budget=10)

@@ -521,3 +521,45 @@ def test_read_only_arrays_and_views_come_back_read_only_and_a_window_view_on_its
     back["base"][3] = -1.0  # the views see the array's memory, as they did
     assert (back["windows"][1, 2], back["open"][0], back["wide"][0, 0]) == (-1.0, 0.0, 0.0)
     assert np.shares_memory(back["windows"], back["base"]) and np.shares_memory(back["wide"], back["base"])
+
+
+def test_objects_whose_hash_reads_their_attributes_come_back_as_keys_of_what_they_lead_back_to(
+    tmp_path: Path,
+) -> None:
+    """pickle fills a dict before the key it is loading has its state: with a ``__hash__`` that reads that state,
+    and the dict reached from the key's own state, loading raised and the group was lost."""
+    module = notebook(
+        """
+        from dataclasses import dataclass, field
+        class Node:
+            def __new__(cls, name, graph):  # arguments pickle does not know, too
+                return super().__new__(cls)
+            def __init__(self, name, graph):
+                self.name, self.graph = name, graph
+                graph.index[self] = len(graph.index)
+            def __hash__(self):
+                return hash(self.name)
+            def __eq__(self, other):
+                return isinstance(other, Node) and other.name == self.name
+        class Graph:
+            def __init__(self):
+                self.index = {}
+        @dataclass(frozen=True)
+        class City:
+            name: str
+            coords: tuple
+            links: list = field(default_factory=list, compare=False, hash=False)
+        graph = Graph()
+        first, second = Node('a', graph), Node('b', graph)
+        x, y = City('x', (1, 2)), City('y', (3, 4))
+        x.links.append({x: 0, y: 1})
+        """
+    )
+    kept = {n: getattr(module, n) for n in ("Node", "Graph", "City", "first", "second", "graph", "x", "y")}
+    packed = serialize.dumps(kept, module)
+    shown = read_back(
+        tmp_path,
+        packed,
+        "(graph.index[first], graph.index[second], first.graph is graph, x.links[0][x], x.links[0][y])",
+    )
+    assert shown == "(0, 1, True, 0, 1)"
