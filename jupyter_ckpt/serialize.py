@@ -1,6 +1,6 @@
 """Turning a group of variables into bytes and back, and previewing a value.
 
-dill is the contract: whatever dill round-trips, a checkpoint round-trips. Two
+dill is the contract: whatever dill round-trips, a checkpoint round-trips. Three
 other picklers are tried around it, and the one used is recorded per group:
 
 1. ``pickle`` (the C pickler, protocol 5) when the group holds nothing defined in
@@ -11,11 +11,15 @@ other picklers are tried around it, and the one used is recorded per group:
    array, and arrays are rebuilt directly on their buffer. Large arrays of
    strings (pandas' string and object columns) are stored as one text, out of
    band too, not as one pickled object per element.
-2. ``dill`` for everything that mentions the notebook: functions, classes,
+2. ``hybrid`` for a group that holds notebook classes and functions: they are
+   pickled by dill, in a stream of their own, and everything else (the instances)
+   by the C pickler (``_HybridPickler``), 6-8 times faster than dill on records
+   of a notebook class; unless the two streams would hold one mutable object.
+3. ``dill`` for everything that mentions the notebook: functions, classes,
    lambdas and closures defined there are pickled by value, and their globals
    by reference to the notebook namespace, so a restored function sees the
    restored variables.
-3. ``cloudpickle`` where dill fails (a torch model together with its optimizer,
+4. ``cloudpickle`` where dill fails (a torch model together with its optimizer,
    for one), or where dill would save a notebook object as a reference to its
    name (a class whose instances it holds itself): a fresh kernel could not
    resolve that name while loading, so dill's warning counts as a failure.
@@ -1239,6 +1243,54 @@ class _FastPickler(pickle.Pickler):
         return _reduce(obj)
 
 
+_LOADING = threading.local()  # the notebook classes and functions of the group ``_join`` is loading
+# Objects two streams may both hold without becoming two: immutable, or classes (a library's is saved by name,
+# the notebook's are in the notebook stream).
+_SHAREABLE = frozenset({str, bytes, tuple, frozenset, int, float, complex, bool, type(None)})
+
+
+def _notebook_object(index: int) -> Any:
+    notebook: list[Any] = _LOADING.notebook
+    return notebook[index]
+
+
+class _HybridPickler(pickle.Pickler):
+    """The C pickler for a group of instances of notebook classes (a list of 100,000 records of a notebook
+    class): dill, a pickler written in Python, took 42-53 us for each, this 6-8 (``benchmarks/records.py``).
+
+    The notebook's classes and functions the group meets are saved by dill in a stream of their own, read
+    first (``notebook``); each place that holds one refers to it by its index there (``_notebook_object``).
+    What they hold (methods, a dataclass's fields) is in that stream: an object both streams hold would come
+    back as two, so such a group (a class whose registry lists its instances) is left to dill whole
+    (``shares``), as is one that holds a module.
+    """
+
+    def __init__(self, out: io.BytesIO, buffer_callback: Any) -> None:
+        super().__init__(out, protocol=5, buffer_callback=buffer_callback)
+        self.notebook: list[Any] = []
+        self._indexes: dict[int, int] = {}
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, types.ModuleType):
+            raise _DefinedInNotebook
+        if not (isinstance(obj, type) or type(obj) is types.FunctionType) or obj.__module__ != "__main__":
+            return _reduce(obj)
+        index = self._indexes.get(id(obj))
+        if index is None:
+            index = self._indexes[id(obj)] = len(self.notebook)
+            self.notebook.append(obj)
+        return _notebook_object, (index,)
+
+    def shares(self, notebook_memo: dict[int, Any]) -> bool:
+        """Whether the notebook stream (its pickler's memo) holds a mutable object this stream holds too."""
+        with _no_collection():  # 300,000 tuples made at once: each collection would walk the whole kernel
+            memo = self.memo.copy()
+        return any(
+            i in memo and i not in self._indexes and type(obj) not in _SHAREABLE and not isinstance(obj, type)
+            for i, (_, obj) in notebook_memo.items()
+        )
+
+
 def _rewrap_cache(function: Any, maxsize: int | None, typed: bool) -> Any:
     """Rebuild a ``functools.lru_cache`` / ``cache`` wrapper around its (restored) function, with an empty cache."""
     return functools.lru_cache(maxsize=maxsize, typed=typed)(function)
@@ -1389,7 +1441,7 @@ def _buffer_sink(buffers: list[memoryview], mappable: list[bool]) -> Any:
     return keep
 
 
-SERIALIZERS = ("pickle", "dill", "cloudpickle")
+SERIALIZERS = ("pickle", "hybrid", "dill", "cloudpickle")
 
 
 def _pickler(
@@ -1398,6 +1450,8 @@ def _pickler(
     sink = _buffer_sink(buffers, mappable)
     if serializer == "pickle":
         return _FastPickler(out, protocol=5, buffer_callback=sink)
+    if serializer == "hybrid":
+        return _HybridPickler(out, sink)
     if serializer == "dill":
         pickler = _DillPickler(out, protocol=5, buffer_callback=sink)
         pickler._main = module
@@ -1410,7 +1464,7 @@ def _unpickler(serializer: str, stream: io.BytesIO, buffers: Any, module: types.
         unpickler = dill.Unpickler(stream, buffers=buffers)
         unpickler._main = module
         return unpickler
-    if serializer in ("pickle", "cloudpickle"):
+    if serializer in ("pickle", "hybrid", "cloudpickle"):
         return pickle.Unpickler(stream, buffers=buffers)
     raise ValueError(f"unknown serializer {serializer!r}")
 
@@ -1434,9 +1488,19 @@ class _Segments:
 
 
 def _join(serializer: str, names: list[str], segments: list[Any], buffers: list[Any]) -> dict[str, Any]:
-    """Read the streams of ``_Segments`` back, in order, through one unpickler (``loads`` set ``__main__``)."""
-    unpickler = _unpickler(serializer, io.BytesIO(b"".join(segments)), buffers, sys.modules["__main__"])
-    return {name: unpickler.load() for name in names}
+    """Read the streams of ``_Segments`` back, in order, through one unpickler (``loads`` set ``__main__``); for
+    ``hybrid``, the notebook's classes and functions first (``_HybridPickler``)."""
+    main = sys.modules["__main__"]
+    if serializer != "hybrid":
+        unpickler = _unpickler(serializer, io.BytesIO(b"".join(segments)), buffers, main)
+        return {name: unpickler.load() for name in names}
+    notebook, *segments = segments
+    _LOADING.notebook = _unpickler("dill", io.BytesIO(notebook), None, main).load()
+    try:
+        unpickler = _unpickler(serializer, io.BytesIO(b"".join(segments)), buffers, main)
+        return {name: unpickler.load() for name in names}
+    finally:
+        del _LOADING.notebook
 
 
 def _order(obj: Any) -> tuple[int, int]:
@@ -1465,7 +1529,7 @@ def _dump(serializer: str, objs: dict[str, Any], module: types.ModuleType) -> Pa
     mappable: list[bool] = []
     out = io.BytesIO()
     pickler = _pickler(serializer, out, buffers, mappable, module)
-    if len(objs) == 1:
+    if len(objs) == 1 and serializer != "hybrid":
         pickler.dump(objs)
         return Packed(serializer, out.getvalue(), buffers, mappable)
     names = sorted(objs, key=lambda n: _order(objs[n]))
@@ -1475,6 +1539,14 @@ def _dump(serializer: str, objs: dict[str, Any], module: types.ModuleType) -> Pa
         ends.append(out.tell())
     stream = out.getbuffer()
     segments = [stream[start:end] for start, end in zip([0, *ends], ends, strict=False)]
+    if serializer == "hybrid":  # the notebook's classes and functions, read first
+        notebook = io.BytesIO()
+        dill_pickler = _DillPickler(notebook, protocol=5)
+        dill_pickler._main = module
+        dill_pickler.dump(pickler.notebook)
+        if pickler.shares(dill_pickler.memo):
+            raise _DefinedInNotebook
+        segments.insert(0, notebook.getbuffer())
     outer_buffers: list[memoryview] = []
     outer = io.BytesIO()
     wrapper = _Segments(serializer, names, segments, buffers)
@@ -1499,7 +1571,7 @@ def dumps(objs: dict[str, Any], module: types.ModuleType) -> Packed:
         warnings.simplefilter("error", dill.PicklingWarning)
         # The namespace itself (``g = globals()``) is saved by dill as a reference to the loading namespace; the C
         # pickler would copy it whole.
-        names = SERIALIZERS[1:] if any(obj is module.__dict__ for obj in objs.values()) else SERIALIZERS
+        names = SERIALIZERS[2:] if any(obj is module.__dict__ for obj in objs.values()) else SERIALIZERS
         for name in names:
             try:
                 try:

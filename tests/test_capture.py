@@ -547,7 +547,7 @@ def test_variables_an_unserializable_one_joined_are_grouped_again_by_what_they_s
     # Point and its instance stay one group: apart, each would bring back a class of its own.
     assert sorted((g["names"], g["serializer"]) for g in groups) == [
         (["Colour"], "cloudpickle"),
-        (["Point", "p"], "dill"),
+        (["Point", "p"], "hybrid"),
         (["jobs"], "dill"),
     ]
 

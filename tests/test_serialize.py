@@ -88,7 +88,8 @@ def fib(n):
 def test_a_function_named_by_functools_wraps_keeps_its_name_under_stacked_decorators(tmp_path: Path) -> None:
     module = notebook(WRAPS)
     packed = serialize.dumps({"fib": module.fib}, module)
-    assert packed.serializer == "dill"  # which keeps a qualified name only when it differs from the name
+    assert packed.serializer == "hybrid"  # its notebook stream is dill's, which keeps a qualified name only when it
+    # differs from the name
     expression = (
         "fib.__qualname__, fib.__wrapped__.__qualname__, repr(fib).split()[1], fib(10), len(pickle.dumps(fib)) > 0"
     )
@@ -294,7 +295,7 @@ def test_an_attrs_class_holds_none_of_the_namespace_attrs_copied_into_its_method
     exec(code + "p = Point(4)\n", module.__dict__)
     assert "big" in module.Point.__init__.__globals__
     packed = serialize.dumps({"Point": module.Point, "p": module.p}, module)
-    assert packed.serializer == "dill" and packed.nbytes < 100_000
+    assert packed.serializer == "hybrid" and packed.nbytes < 100_000
     assert read_back(tmp_path, packed, "p, p == Point(4), hash(p) == hash(Point(4))") == "(Point(x=4), True, True)"
 
 
@@ -563,3 +564,38 @@ def test_objects_whose_hash_reads_their_attributes_come_back_as_keys_of_what_the
         "(graph.index[first], graph.index[second], first.graph is graph, x.links[0][x], x.links[0][y])",
     )
     assert shown == "(0, 1, True, 0, 1)"
+
+
+def test_records_of_a_notebook_class_take_the_c_pickler_unless_a_class_holds_what_they_hold(tmp_path: Path) -> None:
+    """``hybrid``: the notebook's classes and functions in a stream of dill's, the records in the C pickler's."""
+    module = notebook(
+        """
+        from dataclasses import dataclass, field
+        rate = 2
+        def convert(x):
+            return x * rate
+        @dataclass(frozen=True)
+        class Row:
+            id: int
+            tags: list = field(default_factory=list, hash=False, compare=False)
+            def scaled(self):
+                return convert(self.id)
+        rows = [Row(i, ['a']) for i in range(3)]
+        rows.append(rows[0])
+        class Config:
+            defaults = {'lr': 0.1}
+            def __init__(self):
+                self.params = Config.defaults
+        configs = [Config(), Config()]
+        """
+    )
+    records = serialize.dumps({n: getattr(module, n) for n in ("Row", "rows", "convert", "rate")}, module)
+    shared = serialize.dumps({n: getattr(module, n) for n in ("Config", "configs")}, module)
+    assert (records.serializer, shared.serializer) == ("hybrid", "dill")  # two streams would hold ``defaults``
+    shown = read_back(
+        tmp_path,
+        records,
+        "(type(rows[1]) is Row, rows[3] is rows[0], rows[2].scaled(), Row(5).scaled(), rows[1].tags, convert(1))",
+    )
+    assert shown == "(True, True, 4, 10, ['a'], 2)"  # convert reads the global ``rate`` of the notebook it is in
+    assert read_back(tmp_path, shared, "(configs[0].params is Config.defaults is configs[1].params,)") == "(True,)"
