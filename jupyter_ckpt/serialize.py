@@ -1244,9 +1244,16 @@ class _FastPickler(pickle.Pickler):
 
 
 _LOADING = threading.local()  # the notebook classes and functions of the group ``_join`` is loading
-# Objects two streams may both hold without becoming two: immutable, or classes (a library's is saved by name,
-# the notebook's are in the notebook stream).
-_SHAREABLE = frozenset({str, bytes, tuple, frozenset, int, float, complex, bool, type(None)})
+# Objects two streams may both hold without becoming two (``_shareable``).
+_SHAREABLE = _SCALARS | {tuple, frozenset}
+
+
+def _shareable(obj: Any) -> bool:
+    """Whether two streams may both hold ``obj`` without making it two: immutable, or saved by name (a class, a
+    library's function)."""
+    if type(obj) in _SHAREABLE or isinstance(obj, type):
+        return True
+    return isinstance(obj, (types.FunctionType, types.BuiltinFunctionType)) and _located(obj)
 
 
 def _notebook_object(index: int) -> Any:
@@ -1286,8 +1293,7 @@ class _HybridPickler(pickle.Pickler):
         with _no_collection():  # 300,000 tuples made at once: each collection would walk the whole kernel
             memo = self.memo.copy()
         return any(
-            i in memo and i not in self._indexes and type(obj) not in _SHAREABLE and not isinstance(obj, type)
-            for i, (_, obj) in notebook_memo.items()
+            i in memo and i not in self._indexes and not _shareable(obj) for i, (_, obj) in notebook_memo.items()
         )
 
 
