@@ -19,8 +19,8 @@ other picklers are tried around it, and the one used is recorded per group:
    lambdas and closures defined there are pickled by value, and their globals
    by reference to the notebook namespace, so a restored function sees the
    restored variables.
-4. ``cloudpickle`` where dill fails (a torch model together with its optimizer,
-   for one), or where dill would save a notebook object as a reference to its
+4. ``cloudpickle`` where dill fails (a notebook Enum, or a torch model together
+   with its optimizer when the hybrid cannot take it), or where dill would save a notebook object as a reference to its
    name (a class whose instances it holds itself): a fresh kernel could not
    resolve that name while loading, so dill's warning counts as a failure.
 

@@ -58,7 +58,10 @@ SETUP = (
     "import random\nimport numpy as np\nrng = np.random.default_rng(0)\nrandom.seed(0)\n"
     "data = rng.random(200_000)\nview = data[3::7]\nobjs = [{'i': i} for i in range(20_000)]\n"
     "labels = rng.integers(0, 100, 700_000)\n"
-    "d = {'k': [0]}\nalias = d\ngen = 0\nmeta = {'gen': 0, 'sum': float(data.sum()), 'n': len(objs)}" + SEAL
+    "d = {'k': [0]}\nalias = d\ngen = 0\nmeta = {'gen': 0, 'sum': float(data.sum()), 'n': len(objs)}\n"
+    # records of a notebook class: the hybrid pickler's groups (the class by dill, the records by the C pickler)
+    "class Rec:\n    def __init__(self, i):\n        self.i, self.tags = i, [i]\nrecs = [Rec(i) for i in range(5_000)]"
+    + SEAL
 )
 MUTATIONS = [
     "data[(gen * 7919) % data.size :: 997] += gen",
@@ -69,6 +72,7 @@ MUTATIONS = [
     "d = dict(d)",
     "data = data.copy()\nview = data[3::7]",
     "draw = random.random() + float(rng.random())",
+    "recs[gen % len(recs)].tags.append(gen)\nrecs.append(Rec(-gen))",
 ]
 KILLS = ("kernel", "group", "writer")
 

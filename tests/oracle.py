@@ -80,7 +80,8 @@ class _Walker:
             for cell in o.__closure__ or ():
                 self.walk(cell.cell_contents)
         elif isinstance(o, type):
-            self.emit("class", o.__module__, o.__qualname__, sorted(vars(o)))
+            # ``__slotnames__`` is copyreg's cache, which pickling an instance (a checkpoint) adds
+            self.emit("class", o.__module__, o.__qualname__, sorted(set(vars(o)) - {"__slotnames__"}))
         elif isinstance(o, types.ModuleType):
             self.emit("module", o.__name__)
         elif isinstance(getattr(o, "__dict__", None), dict):

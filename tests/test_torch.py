@@ -1,4 +1,4 @@
-"""A torch model with its optimizer: dill fails on it, so cloudpickle carries it."""
+"""A torch model with its optimizer: dill fails on it, so the hybrid pickler carries it (cloudpickle before it)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,8 @@ def test_a_model_and_its_optimizer_round_trip_together(store: Store) -> None:
     ckpt = Checkpointer(store, "train.ipynb", module)
     cid = ckpt.save()
     groups = store.manifest(cid)["groups"]
-    assert {g["serializer"] for g in groups if "net" in g["names"]} == {"cloudpickle"}
+    # dill fails on the two together; the notebook's class by dill and the rest by the C pickler does not
+    assert {g["serializer"] for g in groups if "net" in g["names"]} == {"hybrid"}
     expected = module.net(torch.ones(1, 4)).detach()
     module.__dict__["opt"].step()  # move on, then go back
 
