@@ -1268,8 +1268,8 @@ class _HybridPickler(pickle.Pickler):
     The notebook's classes and functions the group meets are saved by dill in a stream of their own, read
     first (``notebook``); each place that holds one refers to it by its index there (``_notebook_object``).
     What they hold (methods, a dataclass's fields) is in that stream: an object both streams hold would come
-    back as two, so such a group (a class whose registry lists its instances) is left to dill whole
-    (``shares``), as is one that holds a module.
+    back as two, so such a group (a class attribute an instance holds too) is left to dill whole (``shares``),
+    as is one that holds a module.
     """
 
     def __init__(self, out: io.BytesIO, buffer_callback: Any) -> None:
