@@ -70,7 +70,6 @@ _SLOTS: dict[type, tuple[tuple[Any, ...], bool]] = {}
 # Whether each instance type met is pickled by value with its instances (``_travels``), likewise.
 _TRAVELS: dict[type, bool] = {}
 _IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE
-_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class statement's
 _HAVE_GC = 1 << 14  # Py_TPFLAGS_HAVE_GC: a type whose objects may hold others
 # Past this many objects reached from one variable, it is grouped with the other oversized ones.
 REACH_BUDGET = 2_000_000
@@ -338,7 +337,7 @@ def _slot_values(o: Any, t: type) -> list[Any]:
             for d in vars(c).values()
             if type(d) is types.MemberDescriptorType and d.__objclass__ is c
         )
-        opaque = t.__flags__ & (_HEAP_TYPE | _HAVE_GC) == _HAVE_GC and not issubclass(t, (dict, *_CONTAINERS))
+        opaque = t.__flags__ & (serialize.HEAP_TYPE | _HAVE_GC) == _HAVE_GC and not issubclass(t, (dict, *_CONTAINERS))
         known = _SLOTS[t] = descriptors, opaque
     descriptors, opaque = known
     held = gc.get_referents(o) if opaque else []

@@ -97,7 +97,7 @@ _SAMPLE = 1000
 _LRU_WRAPPER = type(functools.lru_cache(maxsize=None)(len))
 _KEY_WRAPPER = type(functools.cmp_to_key(operator.sub))  # functools' C type, which pickle refuses
 WEAK_TYPES = frozenset({weakref.WeakSet, weakref.WeakValueDictionary, weakref.WeakKeyDictionary})
-_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement, not by C
+HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement, not by C
 _FILE_TYPES = frozenset({io.TextIOWrapper, io.BufferedReader, io.BufferedWriter, io.BufferedRandom, io.FileIO})
 
 
@@ -863,10 +863,10 @@ def _instance_reducer(t: type) -> Callable[[Any], Any] | None:
     reads) are given to it as it is made (``_scalars_first``), the rest after, where a ``__setstate__`` of its
     own does not need the whole state at once.
     """
-    python = [c for c in t.__mro__ if c.__flags__ & _HEAP_TYPE]
+    python = [c for c in t.__mro__ if c.__flags__ & HEAP_TYPE]
     if not python or any(n in vars(c) for c in python for n in _PICKLE_ARGUMENTS):
         return None
-    base = next(c for c in t.__mro__ if not c.__flags__ & _HEAP_TYPE)
+    base = next(c for c in t.__mro__ if not c.__flags__ & HEAP_TYPE)
     hashed = isinstance(getattr(t, "__hash__", None), types.FunctionType) and not any(
         "__setstate__" in vars(c) for c in python
     )
@@ -898,7 +898,7 @@ def _instance_reducer(t: type) -> Callable[[Any], Any] | None:
         if parts is not None:
             first, first_slots, rest = parts
             return (_scalars_first, (make, args, first, first_slots), rest, *reduced[3:])
-        return NotImplemented if make is reduced[0] else (make, args, *reduced[2:])
+        return (make, args, *reduced[2:])  # pickle's own reduction when neither applies: not asked for twice
 
     return reduce
 
