@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -18,7 +20,27 @@ import pytest
 from jupyter_client.manager import KernelManager
 from objectstore import S3
 
+from jupyter_ckpt.retention import Limits
 from jupyter_ckpt.store import Store, load_secret
+
+# What the tests' stores may hold at once above the floor: the largest tests write about 400 MiB, and a passing
+# test's directory is removed at its end (tmp_path_retention_policy).
+ROOM_FOR_THE_TESTS = 1 << 30
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Stop before the first test, saying why, where the disk under the tests' stores is near the free space a
+    store always leaves (``retention.Limits``): there the stores would refuse the tests' larger checkpoints, and
+    tests far from the disk's concerns would fail on what they checkpointed."""
+    disk = shutil.disk_usage(tempfile.gettempdir())
+    limits = Limits()
+    floor = min(int(limits.min_free_share * disk.total), limits.min_free)
+    if disk.free < floor + ROOM_FOR_THE_TESTS:
+        pytest.exit(
+            f"{disk.free / 2**30:.1f} GiB free under {tempfile.gettempdir()}: a store always leaves "
+            f"{floor / 2**30:.1f} GiB free, and the tests need {ROOM_FOR_THE_TESTS / 2**30:.1f} GiB above that",
+            returncode=1,
+        )
 
 
 @pytest.fixture
