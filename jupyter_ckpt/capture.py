@@ -23,7 +23,7 @@ import sys
 import time
 import types
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -178,7 +178,24 @@ def _claim(owner: dict[int, str], i: int, name: str, met: set[str]) -> None:
         met.add(other)
 
 
-def _reach(obj: Any, name: str, owner: dict[int, str], budget: int) -> set[str]:
+@dataclass
+class _Spans:
+    """Memory the walks met, while torch is imported: numpy arrays' that own theirs, and storages on memory torch
+    did not allocate (``torch.from_numpy``), each as (start, end, variable). A storage's address is not its
+    array's where the tensor was made from a view (``torch.from_numpy(a[32:])``), so they are matched by range."""
+
+    arrays: list[tuple[int, int, str]] = field(default_factory=list)
+    borrowed: list[tuple[int, int, str]] = field(default_factory=list)
+
+    def sharing(self) -> Iterator[tuple[str, str]]:
+        """Pairs of variables holding a storage and the array whose memory it lies in."""
+        for lo, hi, name in self.borrowed:
+            for start, end, other in self.arrays:
+                if start <= lo and hi <= end:
+                    yield name, other
+
+
+def _reach(obj: Any, name: str, owner: dict[int, str], budget: int, spans: _Spans | None = None) -> set[str]:
     """Record in ``owner`` the mutable objects variable ``name`` holds; returns the variables that held one first.
 
     The walk stops at an object another variable holds: whatever that object
@@ -220,6 +237,9 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int) -> set[str]:
             while isinstance(base.base, numpy.ndarray):
                 base = base.base
             _claim(owner, id(base), name, met)
+            if spans is not None:
+                start = base.__array_interface__["data"][0]
+                spans.arrays.append((start, start + base.nbytes, name))
             if t is not numpy.ndarray:
                 _claim_class(owner, t, name, met)
             if o.dtype.hasobject:
@@ -232,6 +252,8 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int) -> set[str]:
                     storage = o.untyped_storage()
                     if storage.nbytes():
                         _claim(owner, storage.data_ptr(), name, met)
+                        if spans is not None and not storage.resizable():  # on an array's memory, or a buffer's
+                            spans.borrowed.append((storage.data_ptr(), storage.data_ptr() + storage.nbytes(), name))
             _claim_class(owner, t, name, met)
             stack.extend(vars(o).values())
         elif isinstance(o, types.FunctionType):
@@ -396,9 +418,10 @@ def group(
     partition = Partition(variables)
     owner: dict[int, str] = {} if namespace is None else {id(namespace): _NAMESPACE}
     oversized: str | None = None
+    spans = _Spans() if "torch" in sys.modules else None
     for name in sorted(variables):
         try:
-            met = _reach(variables[name], name, owner, budget)
+            met = _reach(variables[name], name, owner, budget, spans)
         except _Overflow:
             # Too big to trace: keep all such variables together, which is always correct.
             if oversized is not None:
@@ -408,6 +431,8 @@ def group(
         met.discard(_NAMESPACE)
         for other in met:
             partition.join(name, other)
+    for name, other in spans.sharing() if spans is not None else ():
+        partition.join(name, other)
     return partition.groups(sorted(variables))
 
 

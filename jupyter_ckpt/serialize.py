@@ -401,15 +401,53 @@ def _shell_class(t: type) -> bool:
 
 class _TensorStorage:
     """A torch storage's bytes in one pickling, as a numpy array (out of band when large, chunked, as an array's
-    memory is): every tensor of the group on that storage is rebuilt on the one storage it loads as."""
+    memory is): every tensor of the group on that storage is rebuilt on the one storage it loads as. A storage
+    on memory torch did not allocate (``torch.from_numpy``) is rebuilt on the array's memory, not a copy."""
 
-    __slots__ = ("__weakref__", "array")
+    __slots__ = ("__weakref__", "array", "borrowed")
 
-    def __init__(self, array: Any) -> None:
+    def __init__(self, array: Any, borrowed: bool) -> None:
         self.array = array
+        self.borrowed = borrowed
 
     def __reduce__(self) -> Any:
-        return _torch_storage, (self.array,)
+        return (_borrowed_storage if self.borrowed else _torch_storage), (self.array,)
+
+
+class _Memory:
+    """The memory one pickling has met, while torch is imported: the numpy arrays that own theirs, one of which a
+    tensor's storage may sit on (``t = torch.from_numpy(a)``), and the arrays standing for such storages met
+    before their array, which that array is then saved as a view of. Either way ``t`` and ``a`` load on one
+    memory, as they were: a write through one is seen through the other."""
+
+    def __init__(self) -> None:
+        self.arrays: list[Any] = []
+        self.storages: list[Any] = []
+
+    @staticmethod
+    def _holding(arrays: list[Any], lo: int, hi: int) -> Any:
+        for array in arrays:
+            start, end = _extent(array)
+            if start <= lo and hi <= end:
+                return array
+        return None
+
+    def array_of(self, storage: Any) -> Any:
+        """A byte view of the array a storage on borrowed memory lies in, if this pickling met that array."""
+        lo = storage.data_ptr()
+        array = self._holding(self.arrays, lo, lo + storage.nbytes())
+        if array is None:
+            return None
+        offset = lo - _extent(array)[0]
+        return array.reshape(-1, order="A").view(sys.modules["numpy"].uint8)[offset : offset + storage.nbytes()]
+
+    def storage_holding(self, array: Any) -> Any:
+        """The array standing for a borrowed storage that ``array``'s memory lies in, if one was met first."""
+        others = [storage for storage in self.storages if storage is not array]
+        return self._holding(others, *_extent(array)) if others else None
+
+
+_PICKLING = threading.local()  # the ``_Memory`` of the pickling under way in this thread, if torch is imported
 
 
 # The storage each tensor being pickled sits on, by address and size: the pickler's memo keeps each alive while it
@@ -423,7 +461,14 @@ def _storage_of(tensor: Any) -> _TensorStorage:
     key = (storage.data_ptr(), storage.nbytes())
     found = _STORAGES.get(key) if key[1] else None
     if found is None:
-        found = _TensorStorage(torch.empty(0, dtype=torch.uint8).set_(storage).numpy())
+        borrowed = key[1] > 0 and not storage.resizable()  # on numpy's memory, or a buffer's
+        memory: _Memory | None = getattr(_PICKLING, "memory", None)
+        array = memory.array_of(storage) if borrowed and memory is not None else None
+        if array is None:
+            array = torch.empty(0, dtype=torch.uint8).set_(storage).numpy()
+            if borrowed and memory is not None:
+                memory.storages.append(array)
+        found = _TensorStorage(array, borrowed)
         if key[1]:
             _STORAGES[key] = found
     return found
@@ -433,6 +478,14 @@ def _torch_storage(array: Any) -> Any:
     """A storage of torch's own (which a tensor may resize, unlike one on numpy's memory), holding ``array``'s bytes."""
     torch = sys.modules.get("torch") or importlib.import_module("torch")
     return torch.from_numpy(array).clone().untyped_storage()
+
+
+def _borrowed_storage(array: Any) -> Any:
+    """A storage on ``array``'s memory, as ``torch.from_numpy`` makes one."""
+    torch = sys.modules.get("torch") or importlib.import_module("torch")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # a read-only array: torch warns, as it did when it was made
+        return torch.from_numpy(array).untyped_storage()
 
 
 def _tensor_on(
@@ -633,6 +686,13 @@ def _reduce_array(obj: Any) -> Any:
         return _with_attributes, (obj.view(numpy.ndarray), kind, dict(vars(obj)))
     if kind is not None and (root is obj or vars(obj)):  # a subclass with state of its own: numpy's pickling
         return NotImplemented
+    memory: _Memory | None = getattr(_PICKLING, "memory", None)
+    if root is obj and memory is not None and obj.dtype.kind not in "mM":
+        holder = memory.storage_holding(obj)
+        if holder is None:
+            memory.arrays.append(obj)
+        else:  # on the memory of a storage that a tensor met before it lies on (_Memory): a view of that
+            root = holder
     if root is obj:
         order = "C" if obj.flags.c_contiguous else "F"
         data = obj if order == "C" else obj.T
@@ -1517,9 +1577,13 @@ def _order(obj: Any) -> tuple[int, int]:
     unfinished, and cloudpickle makes it twice there, keeping one. Then the largest
     containers: a record that a loop variable also points at is pickled inside its
     list, and the loop variable's own stream is a reference to it that changes alone.
+    Tensors last: one made by ``torch.from_numpy`` then finds its array met (``_Memory``).
     """
     if isinstance(obj, type):
         return 0, _depth(obj)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(obj, torch.Tensor):
+        return 2, 0
     return 1, -len(obj) if isinstance(obj, _CONTAINERS) else 0
 
 
@@ -1531,6 +1595,14 @@ def _depth(cls: type) -> int:
 
 
 def _dump(serializer: str, objs: dict[str, Any], module: types.ModuleType) -> Packed:
+    _PICKLING.memory = _Memory() if "torch" in sys.modules else None
+    try:
+        return _dump_group(serializer, objs, module)
+    finally:
+        _PICKLING.memory = None
+
+
+def _dump_group(serializer: str, objs: dict[str, Any], module: types.ModuleType) -> Packed:
     buffers: list[memoryview] = []
     mappable: list[bool] = []
     out = io.BytesIO()

@@ -815,6 +815,12 @@ PATTERNS = [
         "(tv_col.__setitem__(0, -5.0) or tv_x[1].item() == -5.0) and tv_rows._base is tv_x and tv_col._base is tv_x",
     ),
     _p(
+        "tensor_from_numpy",
+        "torch",
+        "import torch, numpy as np\ntn_a = np.arange(8.0)\ntn_t = torch.from_numpy(tn_a)\ntn_tail = torch.from_numpy(tn_a[4:])",
+        "(tn_a.__setitem__(5, -1.0) or (tn_t[5].item(), tn_tail[1].item()) == (-1.0, -1.0))",
+    ),
+    _p(
         "tensor_grad",
         "torch",
         "import torch\ntg_w = torch.ones(2, requires_grad=True)\n(tg_w * 3).sum().backward()",

@@ -118,3 +118,23 @@ def test_tensors_on_one_storage_come_back_on_one_and_a_changed_element_writes_a_
     assert (w.grad.tolist(), w.requires_grad, w.is_leaf, w.tag) == ([2.0, 2.0, 2.0], True, True, "weights")
     x.resize_(4)  # a storage of torch's own, which a tensor may resize
     assert x.shape == (4,) and x[1].item() == module.__dict__["x"][1].item()
+
+
+def test_a_tensor_made_from_a_numpy_array_comes_back_on_the_array_s_memory(store: Store) -> None:
+    """``torch.from_numpy`` shares the array's memory: each came back with a copy of its own, so a write through one
+    no longer reached the other. From a view of the array too, and with the tensor met before its array."""
+    module = types.ModuleType("__main__")
+    exec(
+        "import numpy as np, torch\nimages = np.zeros((64, 8, 8), dtype=np.float32)\nbatch = torch.from_numpy(images)\n"
+        "a_tail = torch.from_numpy(images[32:])\npairs = [(torch.from_numpy(b := np.ones(3)), b)]\n",
+        module.__dict__,
+    )
+    ckpt = Checkpointer(store, "from_numpy.ipynb", module)
+    ckpt.save()
+    fresh = types.ModuleType("__main__")
+    assert Checkpointer(store, "from_numpy.ipynb", fresh).restore("latest").not_restored == {}
+    images, batch, a_tail, pairs = (fresh.__dict__[n] for n in ("images", "batch", "a_tail", "pairs"))
+    images[40, 0, 0] = 5.0
+    batch[0, 0, 0] = 7.0
+    pairs[0][0][1] = 2.0  # in the tuple, the tensor before its array
+    assert (batch[40, 0, 0].item(), a_tail[8, 0, 0].item(), images[0, 0, 0], pairs[0][1][1]) == (5.0, 5.0, 7.0, 2.0)
