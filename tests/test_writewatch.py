@@ -9,6 +9,7 @@ epoch. The first test shows the shortcut at work, so that the others do not pass
 from __future__ import annotations
 
 import ctypes
+import errno
 import mmap
 import os
 import resource
@@ -27,7 +28,7 @@ from jupyter_ckpt.checkpointer import Checkpointer
 from jupyter_ckpt.memory import libc
 from jupyter_ckpt.restore import _chunk_keys
 from jupyter_ckpt.store import Store
-from jupyter_ckpt.writewatch import HUGE, PAGE, WATCH_MIN, WriteWatch, _pages, address_of, observed
+from jupyter_ckpt.writewatch import _MADV_COLLAPSE, HUGE, PAGE, WATCH_MIN, WriteWatch, _pages, address_of, observed
 
 pytestmark = pytest.mark.skipif(not WriteWatch().available, reason="needs userfaultfd WP_ASYNC and PAGEMAP_SCAN")
 
@@ -262,12 +263,25 @@ def test_a_buffer_the_cells_rewrite_is_not_watched_and_gets_its_huge_pages_back(
     ckpt.save(trigger="cell")  # its writer learns every chunk changed
     ckpt.wait()
     ckpt.make_writable_again()
-    assert huge_bytes(table) >= SIZE - 4 * HUGE  # at most four huge pages short: its two ends are partial ones
+    held = huge_bytes(table)
+    merged = held >= SIZE - 4 * HUGE  # at most four huge pages short: its two ends are partial ones
+    short = not merged and not collapsible(table)
+    assert merged or short, f"{held >> 20} MiB in huge pages, though the kernel could merge them"
     table *= 0.5
     assert unknown(ckpt._watch, flat(table)) == list(range(8))  # not watched: an undo reads it
     report = ckpt.restore("latest")  # the table as the rewrite left it
     assert report.patched == ["table"]
     assert np.array_equal(table, np.random.default_rng(0).random(SIZE // 8) * 2.0)
+    if short:
+        pytest.skip("the kernel had no huge page to give (a merge asked by the test failed too): not checked")
+
+
+def collapsible(table: np.ndarray) -> bool:
+    """Whether the kernel can merge the table's pages into huge pages now: false where it is short of memory or
+    of free huge pages (ENOMEM, EAGAIN), as after other processes held most of it."""
+    lo = -(-table.ctypes.data // HUGE) * HUGE
+    hi = (table.ctypes.data + table.nbytes) // HUGE * HUGE
+    return libc().madvise(lo, hi - lo, _MADV_COLLAPSE) == 0 or ctypes.get_errno() not in (errno.ENOMEM, errno.EAGAIN)
 
 
 def test_a_rewritten_buffer_left_alone_is_watched_again(store: Store) -> None:
