@@ -180,19 +180,26 @@ def _claim(owner: dict[int, str], i: int, name: str, met: set[str]) -> None:
 
 @dataclass
 class _Spans:
-    """Memory the walks met, while torch is imported: numpy arrays' that own theirs, and storages on memory torch
-    did not allocate (``torch.from_numpy``), each as (start, end, variable). A storage's address is not its
-    array's where the tensor was made from a view (``torch.from_numpy(a[32:])``), so they are matched by range."""
+    """Memory the walks met, while torch is imported: numpy arrays that own theirs, and storages on memory torch
+    did not allocate (``torch.from_numpy``), with their variables. A storage's address is not its array's where
+    the tensor was made from a view (``torch.from_numpy(a[32:])``), so they are matched by range, and only where
+    such a storage was met."""
 
-    arrays: list[tuple[int, int, str]] = field(default_factory=list)
+    arrays: list[Any] = field(default_factory=list)
     borrowed: list[tuple[int, int, str]] = field(default_factory=list)
 
-    def sharing(self) -> Iterator[tuple[str, str]]:
-        """Pairs of variables holding a storage and the array whose memory it lies in."""
+    def sharing(self, owner: dict[int, str]) -> Iterator[tuple[str, str]]:
+        """Pairs of variables holding a storage and the array whose memory it lies in (``owner``'s variable)."""
+        if not self.borrowed:
+            return
+        ranges = serialize.AddressRanges()
+        for array in self.arrays:
+            start = array.__array_interface__["data"][0]
+            ranges.add(start, start + array.nbytes, owner[id(array)])
         for lo, hi, name in self.borrowed:
-            for start, end, other in self.arrays:
-                if start <= lo and hi <= end:
-                    yield name, other
+            other = ranges.holding(lo, hi)
+            if other is not None:
+                yield name, other
 
 
 def _reach(obj: Any, name: str, owner: dict[int, str], budget: int, spans: _Spans | None = None) -> set[str]:
@@ -238,8 +245,7 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int, spans: _Span
                 base = base.base
             _claim(owner, id(base), name, met)
             if spans is not None:
-                start = base.__array_interface__["data"][0]
-                spans.arrays.append((start, start + base.nbytes, name))
+                spans.arrays.append(base)
             if t is not numpy.ndarray:
                 _claim_class(owner, t, name, met)
             if o.dtype.hasobject:
@@ -431,7 +437,7 @@ def group(
         met.discard(_NAMESPACE)
         for other in met:
             partition.join(name, other)
-    for name, other in spans.sharing() if spans is not None else ():
+    for name, other in spans.sharing(owner) if spans is not None else ():
         partition.join(name, other)
     return partition.groups(sorted(variables))
 

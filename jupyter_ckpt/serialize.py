@@ -55,6 +55,7 @@ which comes back live, not as a view of a copy.
 from __future__ import annotations
 
 import abc
+import bisect
 import collections
 import contextlib
 import copyreg
@@ -414,37 +415,72 @@ class _TensorStorage:
         return (_borrowed_storage if self.borrowed else _torch_storage), (self.array,)
 
 
+_BLOCK = 21  # log2 of the blocks AddressRanges lists ranges under: 2 MiB
+
+
+class AddressRanges:
+    """Values by the range of addresses they hold, to find the one holding a given range. The ranges are taken
+    not to overlap (the memory of arrays that own theirs): each is listed, in order of its start, under every
+    2 MiB block it touches, so the one that may hold an address is the last to start at or before it there."""
+
+    def __init__(self) -> None:
+        self._blocks: dict[int, tuple[list[int], list[tuple[int, Any]]]] = {}
+
+    def add(self, lo: int, hi: int, value: Any) -> None:
+        for block in range(lo >> _BLOCK, ((hi - 1) >> _BLOCK) + 1):
+            starts, ranges = self._blocks.setdefault(block, ([], []))
+            i = bisect.bisect_right(starts, lo)
+            starts.insert(i, lo)
+            ranges.insert(i, (hi, value))
+
+    def holding(self, lo: int, hi: int) -> Any:
+        """The value whose range holds [lo, hi), or None."""
+        starts, ranges = self._blocks.get(lo >> _BLOCK, ([], []))
+        i = bisect.bisect_right(starts, lo) - 1
+        return ranges[i][1] if i >= 0 and hi <= ranges[i][0] else None
+
+
 class _Memory:
     """The memory one pickling has met, while torch is imported: the numpy arrays that own theirs, one of which a
     tensor's storage may sit on (``t = torch.from_numpy(a)``), and the arrays standing for such storages met
     before their array, which that array is then saved as a view of. Either way ``t`` and ``a`` load on one
-    memory, as they were: a write through one is seen through the other."""
+    memory, as they were: a write through one is seen through the other. The arrays are only listed until a
+    storage on borrowed memory asks for one, which few picklings meet."""
 
     def __init__(self) -> None:
-        self.arrays: list[Any] = []
-        self.storages: list[Any] = []
+        self._met: list[Any] = []
+        self._arrays: AddressRanges | None = None
+        self._storages: AddressRanges | None = None
 
-    @staticmethod
-    def _holding(arrays: list[Any], lo: int, hi: int) -> Any:
-        for array in arrays:
-            start, end = _extent(array)
-            if start <= lo and hi <= end:
-                return array
-        return None
+    def add_array(self, array: Any) -> None:
+        if self._arrays is None:
+            self._met.append(array)
+        else:
+            self._arrays.add(*_extent(array), array)
+
+    def add_storage(self, array: Any) -> None:
+        if self._storages is None:
+            self._storages = AddressRanges()
+        self._storages.add(*_extent(array), array)
 
     def array_of(self, storage: Any) -> Any:
         """A byte view of the array a storage on borrowed memory lies in, if this pickling met that array."""
-        lo = storage.data_ptr()
-        array = self._holding(self.arrays, lo, lo + storage.nbytes())
+        if self._arrays is None:
+            self._arrays = AddressRanges()
+            for met in self._met:
+                self._arrays.add(*_extent(met), met)
+            self._met = []
+        lo, size = storage.data_ptr(), storage.nbytes()
+        array = self._arrays.holding(lo, lo + size)
         if array is None:
             return None
         offset = lo - _extent(array)[0]
-        return array.reshape(-1, order="A").view(sys.modules["numpy"].uint8)[offset : offset + storage.nbytes()]
+        return array.reshape(-1, order="A").view(sys.modules["numpy"].uint8)[offset : offset + size]
 
     def storage_holding(self, array: Any) -> Any:
         """The array standing for a borrowed storage that ``array``'s memory lies in, if one was met first."""
-        others = [storage for storage in self.storages if storage is not array]
-        return self._holding(others, *_extent(array)) if others else None
+        holder = None if self._storages is None else self._storages.holding(*_extent(array))
+        return None if holder is array else holder
 
 
 _PICKLING = threading.local()  # the ``_Memory`` of the pickling under way in this thread, if torch is imported
@@ -467,7 +503,7 @@ def _storage_of(tensor: Any) -> _TensorStorage:
         if array is None:
             array = torch.empty(0, dtype=torch.uint8).set_(storage).numpy()
             if borrowed and memory is not None:
-                memory.storages.append(array)
+                memory.add_storage(array)
         found = _TensorStorage(array, borrowed)
         if key[1]:
             _STORAGES[key] = found
@@ -690,7 +726,7 @@ def _reduce_array(obj: Any) -> Any:
     if root is obj and memory is not None and obj.dtype.kind not in "mM":
         holder = memory.storage_holding(obj)
         if holder is None:
-            memory.arrays.append(obj)
+            memory.add_array(obj)
         else:  # on the memory of a storage that a tensor met before it lies on (_Memory): a view of that
             root = holder
     if root is obj:
