@@ -38,6 +38,10 @@ class Limits:
     min_free_share: float = 0.1
     min_free: int = 2 << 30
 
+    def floor(self, disk: int) -> int:
+        """The free space a store never takes a filesystem of ``disk`` bytes below: the smaller of the two."""
+        return min(int(self.min_free_share * disk), self.min_free)
+
 
 @dataclass(frozen=True)
 class Usage:
@@ -74,8 +78,7 @@ def usage(store: Store, limits: Limits, size: int | None = None) -> Usage:
         budget, why = limits.max_store_size, "max_store_size"
     else:
         budget, why = share, f"max_store_share {limits.max_store_share:.0%} of its {human_bytes(disk)} filesystem"
-    floor = min(int(limits.min_free_share * disk), limits.min_free)
-    return Usage(store.size() if size is None else size, budget, st.f_bavail * st.f_frsize, floor, why)
+    return Usage(store.size() if size is None else size, budget, st.f_bavail * st.f_frsize, limits.floor(disk), why)
 
 
 class Retention:

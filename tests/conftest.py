@@ -33,8 +33,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     store always leaves (``retention.Limits``): there the stores would refuse the tests' larger checkpoints, and
     tests far from the disk's concerns would fail on what they checkpointed."""
     disk = shutil.disk_usage(tempfile.gettempdir())
-    limits = Limits()
-    floor = min(int(limits.min_free_share * disk.total), limits.min_free)
+    floor = Limits().floor(disk.total)
     if disk.free < floor + ROOM_FOR_THE_TESTS:
         pytest.exit(
             f"{disk.free / 2**30:.1f} GiB free under {tempfile.gettempdir()}: a store always leaves "
