@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import gc
 import mmap
 import os
 import resource
@@ -34,6 +35,16 @@ pytestmark = pytest.mark.skipif(not WriteWatch().available, reason="needs userfa
 
 SIZE = 8 * CHUNK
 MIDDLE = CHUNK // 2  # a page here lies in one chunk; a page at a chunk's edge may also hold its neighbour's bytes
+
+
+@pytest.fixture(autouse=True)
+def earlier_watches_closed() -> None:
+    """Close the userfaultfds of earlier tests' watches, which reference cycles keep until a collection.
+
+    Memory one of them registered stays registered after it is freed, if it lies in glibc's heap, and a
+    buffer placed there again cannot be registered by another watch (EBUSY): it is hashed, never watched.
+    """
+    gc.collect()
 
 
 def watched(buffer: memoryview, rounds: int = 2) -> WriteWatch:
