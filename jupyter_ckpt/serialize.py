@@ -818,6 +818,28 @@ def _reduce_file(f: Any) -> Any:
     return _reopen, (os.path.abspath(name), mode, position, f.encoding if text else None, f.errors if text else None)
 
 
+_RLOCK = type(threading.RLock())
+_CELLS_THREAD = threading.main_thread().ident  # read on import, in the kernel: a forked writer keeps the value
+_RLOCK_STATE = re.compile(r"owner=(\d+) count=(\d+)")
+
+
+def _rlock(count: int) -> Any:
+    lock = threading.RLock()
+    for _ in range(count):
+        lock.acquire()
+    return lock
+
+
+def _reduce_rlock(lock: Any) -> Any:
+    """A reentrant lock is made again free, or held as often by the thread running the restore if the thread
+    that runs the cells held it (a cell called ``acquire``): the thread holding it otherwise is not in the
+    restored kernel. dill made a free one held by no thread, so its first ``acquire`` waited forever, and so
+    did every ``threading.Condition()`` and object guarded by one."""
+    state = _RLOCK_STATE.search(repr(lock))
+    count = int(state[2]) if state is not None and int(state[1]) == _CELLS_THREAD else 0
+    return _rlock, (count,)
+
+
 def dict_of(view: Any) -> Any:
     """The dict (or dict subclass) a view of ``DICT_VIEWS`` shows: the one object it refers to."""
     return gc.get_referents(view)[0]
@@ -998,6 +1020,24 @@ def _instance_reducer(t: type) -> Callable[[Any], Any] | None:
         return (make, args, *reduced[2:])  # pickle's own reduction when neither applies: not asked for twice
 
     return reduce
+
+
+def _may_give_its_name(t: type) -> bool:
+    """Whether ``t`` is a notebook class with a reduction of its own, which may name an instance instead."""
+    python = (c for c in t.__mro__ if c.__flags__ & HEAP_TYPE)
+    return t.__module__ == "__main__" and any(n in vars(c) for c in python for n in ("__reduce__", "__reduce_ex__"))
+
+
+def _reduce_named_in_notebook(obj: Any) -> Any:
+    """An instance of a notebook class whose ``__reduce__`` returns its name (a singleton's ``return 'MISSING'``)
+    is saved by value, as pickle saves an instance that leaves its pickling to pickle. pickle saves it as that
+    name, but the name is one of the variables the restore is making: loading it failed, and its whole group,
+    the class with it, was not restored."""
+    reduced = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
+    if not isinstance(reduced, str):
+        return reduced
+    state = obj.__getstate__()
+    return (copyreg.__newobj__, (type(obj),)) + (() if state is None else (state,))  # type: ignore[attr-defined]
 
 
 def _closure(function: Any) -> dict[str, Any]:
@@ -1264,6 +1304,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
     numpy = sys.modules.get("numpy")
     if t in _FILE_TYPES:
         return _reduce_file
+    if t is _RLOCK:
+        return _reduce_rlock
     if t in WEAK_TYPES:
         return _reduce_weak
     if t in DICT_VIEWS:
@@ -1296,6 +1338,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
     torch = sys.modules.get("torch")
     if torch is not None and issubclass(t, torch.Tensor):
         return _reduce_tensor
+    if _may_give_its_name(t):
+        return _reduce_named_in_notebook
     return _reduce_proxy if _forwards(t) else _instance_reducer(t)
 
 

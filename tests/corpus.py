@@ -201,6 +201,14 @@ PATTERNS = [
         "px_w.count(1) == 1 and px_w._inner is px_l and px_s.get('k') == 1 and px_s.extra is px_l",
     ),
     _p(
+        "named_singleton",
+        "plain",
+        "class NsMissing:\n    def __reduce__(self):\n        return 'NS_MISSING'\n"
+        "    def __repr__(self):\n        return '<missing>'\nNS_MISSING = NsMissing()\nNS_MISSING.seen = 2\n"
+        "ns_defaults = {'depth': NS_MISSING}",
+        "ns_defaults['depth'] is NS_MISSING and type(NS_MISSING) is NsMissing and NS_MISSING.seen == 2",
+    ),
+    _p(
         "custom_exception",
         "plain",
         "class ExFailed(Exception):\n    def __init__(self, code, msg):\n        super().__init__(msg)\n        self.code = code\n"
@@ -397,6 +405,14 @@ PATTERNS = [
         "stdlib",
         "%env EN_HOME=/tmp/en-home\nimport os\nos.environ['EN_MODE'] = 'fast'",
         "os.environ.get('EN_MODE') == 'fast' and os.environ.get('EN_HOME') == '/tmp/en-home'",
+    ),
+    _p(
+        "locks",
+        "stdlib",
+        "import threading\nlk_guard = threading.RLock()\nlk_cond = threading.Condition()\n"
+        "lk_held = threading.RLock()\nlk_held.acquire()",
+        "lk_guard.acquire(timeout=1) and lk_cond.acquire(timeout=1) and lk_held._is_owned()"
+        " and (lk_held.release() or not lk_held._is_owned())",
     ),
     _p(
         "ipython_config",
