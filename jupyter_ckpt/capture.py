@@ -749,7 +749,7 @@ def prepare(
         "attributes": capture.attributes,
         "aliases": attributes.aliases(capture.variables),
         "warnings": capture.warnings,
-        "logging": loggers.read(capture.starts.loggers) if capture.starts is not None else {},
+        "logging": loggers.read(capture.starts.loggers, capture.variables) if capture.starts is not None else {},
         "versions": versions(),
     }
     return manifest, written

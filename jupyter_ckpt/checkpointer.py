@@ -603,6 +603,7 @@ class Checkpointer:
             whole = only is None
             kept_paths = paths.applied(manifest.get("paths"), self._start.paths if whole else None)
             environ = environment.applied(manifest.get("environment"), self._start.environment if whole else None)
+            held = loggers.holders(self.module.__dict__)  # the notebook's handlers, to take off unless kept
             with fetched, kept_paths as paths_failed, environ as environment_failed:
                 report = restore_namespace(
                     self.store.blobs,
@@ -622,7 +623,7 @@ class Checkpointer:
             if whole:
                 namespace = self.module.__dict__
                 report.not_restored.update(warnfilters.apply(manifest.get("warnings"), self._start.filters, namespace))
-                report.not_restored.update(loggers.apply(manifest.get("logging"), self._start.loggers))
+                report.not_restored.update(loggers.apply(manifest.get("logging"), self._start.loggers, namespace, held))
                 self.configuration = list(manifest.get("configuration", self.configuration))
                 self.assigned = dict(manifest.get("attributes", self.assigned))
                 if self._configure is not None:

@@ -10,10 +10,14 @@ keeps, as plain data in the manifest, each logger the session changed since jupy
 - a handler writing to the notebook's output (``sys.stdout``, ``sys.stderr``, as ``basicConfig`` makes)
   or to a file, with no formatter or a ``logging.Formatter``, is kept as plain data: its level and its
   formatter's format, date format and style;
-- any other handler (a ``NullHandler``, a rotating file, a queue, one of the notebook's classes, one
-  with a formatter of a class of its own) is neither kept nor removed: libraries add such handlers to
-  their own loggers as they are imported (torch, with its own formatter), and cannot be told from a
-  cell's, and such a handler may hold what plain data cannot.
+- a handler a variable of the notebook holds (``handler = ListHandler(records)`` then
+  ``log.addHandler(handler)``, a ``StreamHandler`` on a ``StringIO``) is kept as that variable's name:
+  the variable is pickled with the rest, and the restored object is put back on its logger; one of a
+  class the notebook defined that no variable holds is not kept, and a restore takes it off;
+- any other handler (a ``NullHandler``, a rotating file, a queue, one with a formatter of a class of its
+  own) is neither kept nor removed: libraries add such handlers to their own loggers as they are
+  imported (torch, with its own formatter), and cannot be told from a cell's, and such a handler may
+  hold what plain data cannot.
 
 A whole restore (an undo too) makes the loggers what they were at the checkpoint: each kept logger as
 kept, reusing a handler it already has that is kept the same (so an undo keeps the objects), and each
@@ -51,18 +55,26 @@ class Start:
 
     @classmethod
     def now(cls) -> Start:
-        return cls({name: _config(logger) for name, logger in _loggers().items()}, logging.root.manager.disable)
+        loggers = {name: _config(logger, {}) for name, logger in _loggers().items()}
+        return cls(loggers, logging.root.manager.disable)
 
 
-def read(start: Start) -> dict[str, Any]:
+def holders(notebook: dict[str, Any]) -> dict[int, str]:
+    """The handlers the notebook's variables hold: the name of one of the variables holding each, by id."""
+    return {id(value): name for name, value in notebook.items() if isinstance(value, logging.Handler)}
+
+
+def read(start: Start, notebook: dict[str, Any]) -> dict[str, Any]:
     """How the session changed the loggers since ``start``: ``loggers`` (by name, ``root`` for the root one)
-    and ``disable``, each only if it changed. Never raises: loggers that cannot be read are not kept."""
+    and ``disable``, each only if it changed. ``notebook`` is the variables the checkpoint keeps. Never
+    raises: loggers that cannot be read are not kept."""
     found: dict[str, Any] = {}
     try:
+        held = holders(notebook)
         changed = {
-            name: _plain(logger)
+            name: _plain(logger, held)
             for name, logger in _loggers().items()
-            if _config(logger) != start.loggers.get(name, _UNSET)
+            if _config(logger, held) != start.loggers.get(name, _UNSET)
         }
         disable = logging.root.manager.disable
     except Exception:
@@ -74,29 +86,34 @@ def read(start: Start) -> dict[str, Any]:
     return found
 
 
-def apply(kept: dict[str, Any] | None, start: Start) -> dict[str, str]:
+def apply(
+    kept: dict[str, Any] | None, start: Start, notebook: dict[str, Any], before: dict[int, str]
+) -> dict[str, str]:
     """Make the loggers those ``kept`` describes, and those this kernel's session changed that it does not
-    describe what they were at ``start``. Returns the handlers that could not be made, by label, with why;
-    never raises. A checkpoint older than logging (``kept`` None) leaves them alone."""
+    describe what they were at ``start``. ``notebook`` is the restored namespace, and ``before`` the
+    handlers its variables held before the restore (``holders``): those are the notebook's, to take off
+    their loggers unless kept. Returns the handlers that could not be made, by label, with why; never
+    raises. A checkpoint older than logging (``kept`` None) leaves them alone."""
     failed: dict[str, str] = {}
     if kept is None:
         return failed
+    held = holders(notebook)
+    ours = before | held
     described = kept.get("loggers", {})
     for name, logger in _loggers().items():
-        if name in described or _config(logger) == start.loggers.get(name, _UNSET):
+        if name in described or _config(logger, ours) == start.loggers.get(name, _UNSET):
             continue
         if name in start.loggers or not _of_a_module(name):
-            _set(logger, start.loggers.get(name, _UNSET))
+            _set(logger, start.loggers.get(name, _UNSET), ours)
     for name, plain in described.items():
         logger = logging.getLogger(None if name == "root" else name)
         handlers = []
         for kept_handler in plain["handlers"]:
             try:
-                handlers.append(_handler(kept_handler, logger))
-            except Exception as e:  # a file that cannot be opened
-                where = f"sys.{kept_handler['stream']}" if kept_handler["kind"] == "stream" else kept_handler["path"]
-                failed[f"logging handler to {where} of logger {name!r}"] = f"not made again: {e}"
-        _set(logger, (plain["level"], plain["propagate"], plain["disabled"], tuple(handlers)))
+                handlers.append(_handler(kept_handler, logger, notebook, held))
+            except Exception as e:  # a file that cannot be opened, a variable not restored
+                failed[f"logging handler {_where(kept_handler)} of logger {name!r}"] = f"not made again: {e}"
+        _set(logger, (plain["level"], plain["propagate"], plain["disabled"], tuple(handlers)), ours)
     logging.disable(kept.get("disable", start.disable))
     return failed
 
@@ -118,24 +135,32 @@ def _of_a_module(name: str) -> bool:
     return top in sys.modules and top != "__main__"
 
 
-def _config(logger: logging.Logger) -> Config:
-    return (logger.level, logger.propagate, logger.disabled, tuple(h for h in logger.handlers if _plain_handler(h)))
+def _the_notebooks(handler: logging.Handler, held: dict[int, str]) -> bool:
+    """Whether a restore sets this handler: kept as plain data or as a variable, or of a notebook class."""
+    return _plain_handler(handler, held) is not None or type(handler).__module__ == "__main__"
 
 
-def _set(logger: logging.Logger, config: Config) -> None:
+def _config(logger: logging.Logger, held: dict[int, str]) -> Config:
+    handlers = tuple(h for h in logger.handlers if _the_notebooks(h, held))
+    return (logger.level, logger.propagate, logger.disabled, handlers)
+
+
+def _set(logger: logging.Logger, config: Config, held: dict[int, str]) -> None:
     level, propagate, disabled, handlers = config
     logger.setLevel(level)  # clears the loggers' caches of levels
     logger.propagate, logger.disabled = propagate, disabled
-    logger.handlers[:] = [h for h in logger.handlers if _plain_handler(h) is None] + list(handlers)
+    logger.handlers[:] = [h for h in logger.handlers if not _the_notebooks(h, held)] + list(handlers)
 
 
-def _plain(logger: logging.Logger) -> dict[str, Any]:
-    handlers = [plain for h in logger.handlers if (plain := _plain_handler(h)) is not None]
+def _plain(logger: logging.Logger, held: dict[int, str]) -> dict[str, Any]:
+    handlers = [plain for h in logger.handlers if (plain := _plain_handler(h, held)) is not None]
     return {"level": logger.level, "propagate": logger.propagate, "disabled": logger.disabled, "handlers": handlers}
 
 
-def _plain_handler(handler: logging.Handler) -> dict[str, Any] | None:
-    """A handler as plain data, or None if it is not one kept (see above)."""
+def _plain_handler(handler: logging.Handler, held: dict[int, str]) -> dict[str, Any] | None:
+    """A handler as plain data, or None if it is not one kept (see above); ``held`` is ``holders``'s."""
+    if (variable := held.get(id(handler))) is not None:
+        return {"kind": "variable", "name": variable}
     formatter = handler.formatter
     if formatter is None:
         found: dict[str, Any] = {"level": handler.level, "formatter": None}
@@ -157,9 +182,24 @@ def _plain_handler(handler: logging.Handler) -> dict[str, Any] | None:
     return None
 
 
-def _handler(plain: dict[str, Any], logger: logging.Logger) -> logging.Handler:
-    """The handler ``plain`` describes: one ``logger`` has that is kept the same, else a new one."""
-    same = next((h for h in logger.handlers if _plain_handler(h) == plain), None)
+def _where(plain: dict[str, Any]) -> str:
+    """What a kept handler is, as a report names it."""
+    if plain["kind"] == "variable":
+        return f"held by variable {plain['name']!r}"
+    return f"to sys.{plain['stream']}" if plain["kind"] == "stream" else f"to {plain['path']}"
+
+
+def _handler(
+    plain: dict[str, Any], logger: logging.Logger, notebook: dict[str, Any], held: dict[int, str]
+) -> logging.Handler:
+    """The handler ``plain`` describes: the restored variable's, one ``logger`` has that is kept the same,
+    else a new one."""
+    if plain["kind"] == "variable":
+        restored = notebook.get(plain["name"])
+        if not isinstance(restored, logging.Handler):
+            raise LookupError("the variable was not restored")
+        return restored
+    same = next((h for h in logger.handlers if _plain_handler(h, held) == plain), None)
     if same is not None:
         return same
     handler: logging.Handler

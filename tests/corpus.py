@@ -401,6 +401,14 @@ PATTERNS = [
         " and [h.formatter._fmt for h in logging.getLogger().handlers] == ['LG %(message)s']",
     ),
     _p(
+        "logging_handler_variable",
+        "stdlib",
+        "import logging\nlhv_seen = []\nclass LhvList(logging.Handler):\n    def emit(self, record):\n"
+        "        lhv_seen.append(record.getMessage())\nlhv_handler = LhvList()\n"
+        "lhv_log = logging.getLogger('lhv_app')\nlhv_log.addHandler(lhv_handler)\nlhv_log.warning('one')",
+        "lhv_log.handlers == [lhv_handler] and (lhv_log.warning('two') or lhv_seen[-2:] == ['one', 'two'])",
+    ),
+    _p(
         "environment",
         "stdlib",
         "%env EN_HOME=/tmp/en-home\nimport os\nos.environ['EN_MODE'] = 'fast'",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import io
 import logging
 import os
 import random
@@ -861,6 +862,37 @@ def test_the_logging_set_up_comes_back_and_an_undo_takes_back_what_was_set_after
     assert label == f"logging handler to {tmp_path / 'logs' / 'app.log'} of logger 'app'"
     assert why.startswith("not made again: [Errno 2] No such file or directory")
     assert root.level == logging.INFO and app.level == logging.DEBUG and app.handlers == []
+
+
+def test_a_handler_a_variable_holds_goes_back_on_its_logger_as_that_variable(
+    store: Store, logging_put_back: None
+) -> None:
+    module = types.ModuleType("__main__")
+    records = module.__dict__["records"] = io.StringIO()
+    ckpt = Checkpointer(store, "handlers.ipynb", module)
+    ckpt.save()
+    app = logging.getLogger("app")
+    held = module.__dict__["handler"] = logging.StreamHandler(records)  # a cell that logs into a buffer
+    app.addHandler(held)
+    configured = ckpt.save()
+    assert store.manifest(configured)["logging"]["loggers"]["app"]["handlers"] == [
+        {"kind": "variable", "name": "handler"}
+    ]
+
+    app.removeHandler(held)  # a cell that swaps it for another
+    other = module.__dict__["handler"] = logging.StreamHandler(io.StringIO())
+    app.addHandler(other)
+    ckpt.save()
+    assert ckpt.restore(configured).not_restored == {}  # the undo: the one it held then, and not the other
+    assert app.handlers == [module.__dict__["handler"]] and module.__dict__["handler"] is not other
+
+    app.handlers.clear()  # as in a new kernel
+    fresh = types.ModuleType("__main__")
+    assert Checkpointer(store, "handlers.ipynb", fresh).restore(configured).not_restored == {}
+    (restored,) = app.handlers
+    assert restored is fresh.__dict__["handler"] and restored.stream is fresh.__dict__["records"]
+    app.warning("logged")
+    assert fresh.__dict__["records"].getvalue() == "logged\n"
 
 
 def test_an_undo_leaves_the_loggers_of_a_module_imported_since_as_that_module_set_them_up(
