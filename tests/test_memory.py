@@ -13,7 +13,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 import types
 from collections.abc import Iterator
@@ -172,7 +171,7 @@ def test_the_watcher_stops_the_writers_when_the_headroom_falls_below_the_reserve
     room = memory.headroom()
     if room is None:
         pytest.skip("no /proc/meminfo: the headroom cannot be read here")
-    writer = ForkWriter(tmp_path, encode=lambda x: x, decode=lambda x: x, reserve=room.free + GIB)
+    writer = ForkWriter(tmp_path, encode=lambda x: x, decode=lambda x: x, reserve=room.free + GIB, linger=0.1)
     outcomes: list[Any] = []
     for i in range(2):
         writer.submit(sleeps(tmp_path / f"pid{i}"), lambda o, e: outcomes.append(e or o))
@@ -187,9 +186,25 @@ def test_the_watcher_stops_the_writers_when_the_headroom_falls_below_the_reserve
     assert writer.stopped == str(outcomes[1])  # what %checkpoint status says: the latest reason
     assert not writer.copies_fit()  # the kernel's memory, copied, would not leave the reserve: no fork for now
     deadline = time.monotonic() + 2
-    while any(t.name == "jupyter-ckpt-memory" for t in threading.enumerate()) and time.monotonic() < deadline:
+    while writer._watcher is not None and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert not any(t.name == "jupyter-ckpt-memory" for t in threading.enumerate())  # no child left to watch
+    assert writer._watcher is None  # no child left to watch, nor forked within its linger
+
+
+def test_the_watcher_waits_for_the_next_child_instead_of_starting_again(tmp_path: Path) -> None:
+    """Starting a thread just after a fork took 1-2.6 ms of a cell's pause: back-to-back checkpoints reuse it."""
+    if memory.headroom() is None:
+        pytest.skip("no /proc/meminfo: the headroom cannot be read here")
+    writer = ForkWriter(tmp_path, encode=lambda x: x, decode=lambda x: x, linger=0.5)
+    watchers = []
+    for _ in range(2):
+        writer.submit(lambda progress: "written", lambda o, e: None)
+        watchers.append(writer._watcher)
+        writer.poll(block=True)
+        time.sleep(0.1)  # the watcher sees no child alive, and waits
+    assert watchers[0] is not None and watchers[1] is watchers[0] and watchers[0].is_alive()
+    watchers[0].join(timeout=2)  # and ends once its linger passes with no child
+    assert not watchers[0].is_alive() and writer._watcher is None
 
 
 def test_a_writer_killed_by_someone_else_is_reported_as_stopped(tmp_path: Path) -> None:
