@@ -66,6 +66,7 @@ import importlib
 import importlib.util
 import inspect
 import io
+import mmap
 import operator
 import os
 import pickle
@@ -621,6 +622,8 @@ def _view_of(
     read-only if it was (``np.broadcast_to``'s views, or one a cell locked): a write through it must fail again."""
     numpy = sys.modules.get("numpy") or importlib.import_module("numpy")
     view = numpy.ndarray.__new__(kind or type(root), shape, dtype, buffer=root, offset=offset, strides=strides)
+    if isinstance(root, numpy.memmap):
+        view.__array_finalize__(root)  # a memmap's slice keeps its file and mode, as slicing gives them
     if not writeable:
         view.flags.writeable = False
     return view
@@ -714,10 +717,16 @@ def _reduce_array(obj: Any) -> Any:
     while isinstance(root.base, numpy.ndarray) or isinstance(getattr(root.base, "base", None), numpy.ndarray):
         # ``as_strided`` (``sliding_window_view``) puts a holder of the array between the view and the array
         root = root.base if isinstance(root.base, numpy.ndarray) else root.base.base
-    contiguous = root.flags.c_contiguous or root.flags.f_contiguous
-    if type(root) is not numpy.ndarray or root.dtype.hasobject or not contiguous:
-        return NotImplemented
+    if _file_mapped(root, numpy):
+        if root is obj:
+            return _reduce_memmap(obj)
+    else:
+        contiguous = root.flags.c_contiguous or root.flags.f_contiguous
+        if type(root) is not numpy.ndarray or root.dtype.hasobject or not contiguous:
+            return NotImplemented
     kind = type(obj) if type(obj) is not numpy.ndarray else None
+    if kind is numpy.memmap:  # a slice of a file's map (read-only, as above): the map's file, given again
+        return _view_on(obj, root, kind)
     if kind is not None and vars(obj) and not kind.__module__.startswith("numpy"):
         # Attributes (a unit, a tag), which numpy's pickling drops: numpy's own subclasses keep what they need.
         return _with_attributes, (obj.view(numpy.ndarray), kind, dict(vars(obj)))
@@ -737,6 +746,11 @@ def _reduce_array(obj: Any) -> Any:
             data = data.reshape(-1).view(numpy.int64)  # datetimes refuse the buffer protocol; their integers do not
         array = (pickle.PickleBuffer(data), obj.dtype, obj.shape, order)
         return _array_from, array if obj.flags.writeable else (*array, False)
+    return _view_on(obj, root, kind)
+
+
+def _view_on(obj: Any, root: Any, kind: type | None) -> Any:
+    """``obj`` as a view of ``root`` (``_view_of``), if it lies within it."""
     lo, hi = _extent(root)
     start, end = _extent(obj)
     if start < lo or end > hi:
@@ -744,6 +758,35 @@ def _reduce_array(obj: Any) -> Any:
     offset = obj.__array_interface__["data"][0] - root.__array_interface__["data"][0]
     view = (root, obj.dtype, obj.shape, obj.strides, offset, kind)
     return _view_of, view if obj.flags.writeable else (*view, False)
+
+
+def _file_mapped(array: Any, numpy: Any) -> bool:
+    """Whether an array is a read-only ``numpy.memmap`` of a file that maps it itself."""
+    return (
+        isinstance(array, numpy.memmap)
+        and isinstance(array.base, mmap.mmap)
+        and array.mode == "r"
+        and isinstance(array.filename, (str, os.PathLike))
+    )
+
+
+def _reduce_memmap(obj: Any) -> Any:
+    """A read-only memory map of a file (``np.memmap(path, mode="r")``, ``np.load(path, mmap_mode="r")``) as the
+    file's place, mapped again by a restore, as an open file is opened again. Its bytes are the file's, which no
+    cell can change: a checkpoint copied them into the store (a dataset of many GiB, or none at all where that
+    would take the disk under its floor) and hashed them at each checkpoint, and the restore made a writable
+    array in memory, apart from the file. A map the cells write (``r+``, ``w+``, ``c``) holds their work, and
+    each checkpoint keeps its bytes as that cell left them."""
+    order = "F" if obj.flags.f_contiguous and not obj.flags.c_contiguous else "C"
+    return _memmap_again, (os.fspath(obj.filename), obj.dtype, obj.offset, obj.shape, order)
+
+
+def _memmap_again(path: str, dtype: Any, offset: int, shape: tuple[int, ...], order: str) -> Any:
+    """Map a file again, read-only, as ``_reduce_memmap`` saved its map."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(errno.ENOENT, "the file a numpy.memmap mapped is gone", path)
+    numpy = sys.modules.get("numpy") or importlib.import_module("numpy")
+    return numpy.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order=order)
 
 
 def _with_attributes(array: Any, kind: type, attributes: dict[str, Any]) -> Any:

@@ -706,8 +706,9 @@ PATTERNS = [
         "memmap",
         "numpy",
         "import numpy as np\nmm_path = '/tmp/jupyter-ckpt-corpus-memmap.bin'\nnp.arange(10.0).tofile(mm_path)\n"
-        "mm_a = np.memmap(mm_path, dtype=float, mode='r')",
-        "float(mm_a[9]) == 9.0 and len(mm_a) == 10",
+        "mm_a = np.memmap(mm_path, dtype=float, mode='r')\nmm_tail = mm_a[5:]",
+        "float(mm_a[9]) == 9.0 and len(mm_a) == 10 and type(mm_a) is np.memmap and str(mm_a.filename) == mm_path"
+        " and not mm_a.flags.writeable and np.shares_memory(mm_a, mm_tail) and type(mm_tail) is np.memmap",
     ),
     _p(
         "datetime64",

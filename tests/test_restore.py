@@ -7,6 +7,7 @@ import sys
 import textwrap
 import types
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -101,6 +102,39 @@ def test_a_view_comes_back_as_a_view_of_its_restored_base(store: Store) -> None:
     assert np.shares_memory(base, view)
     base[102] = -1.0
     assert view[1] == -1.0
+
+
+def test_a_memory_map_of_a_file_is_stored_as_its_place_and_mapped_again(store: Store, tmp_path: Path) -> None:
+    data, log = tmp_path / "data.bin", tmp_path / "log.bin"
+    np.arange(1 << 20, dtype=np.float64).tofile(data)  # 8 MiB
+    module = types.ModuleType("__main__")
+    ns = module.__dict__
+    ns["table"] = np.memmap(data, dtype=np.float64, mode="r", offset=8, shape=(1000, 1000))  # read-only
+    ns["rows"] = ns["table"][10:20]
+    ns["log"] = np.memmap(log, dtype=np.int32, mode="w+", shape=(64,))  # the cells' work: kept as they left it
+    ns["log"][:] = 3
+    ns["draft"] = np.memmap(data, dtype=np.float64, mode="c", shape=(16,))  # copy on write: changes are the cells'
+    ns["draft"][0] = -1.0
+    cid, manifest = save(store, module)
+    assert store.get(cid).new_bytes < 64 << 10  # not the read-only file's 8 MiB
+    ns["log"][:] = 4  # a later cell
+
+    fresh = types.ModuleType("__main__")
+    assert restore_namespace(store.blobs, fresh, cid, manifest).not_restored == {}
+    table, rows, log_again = fresh.__dict__["table"], fresh.__dict__["rows"], fresh.__dict__["log"]
+    assert (
+        type(table) is np.memmap and table.filename == str(data) and table.offset == 8 and table.shape == (1000, 1000)
+    )
+    assert not table.flags.writeable and table[0, 0] == 1.0 and np.shares_memory(table, rows) and rows[0, 0] == 10_001.0
+    assert type(rows) is np.memmap and rows.filename == str(data)
+    assert log_again.tolist() == [3] * 64 and np.fromfile(log, dtype=np.int32)[0] == 4
+    assert fresh.__dict__["draft"][0] == -1.0 and np.fromfile(data, count=1)[0] == 0.0
+
+    data.unlink()  # the file gone: that map is named with why, and the rest comes back
+    fresh = types.ModuleType("__main__")
+    report = restore_namespace(store.blobs, fresh, cid, manifest)
+    assert set(report.not_restored) == {"table", "rows"} and "draft" in fresh.__dict__
+    assert "the file a numpy.memmap mapped is gone" in report.not_restored["table"]
 
 
 def test_random_states_continue_the_same_stream(store: Store) -> None:
