@@ -1066,9 +1066,10 @@ def _instance_reducer(t: type) -> Callable[[Any], Any] | None:
 
 
 def _may_give_its_name(t: type) -> bool:
-    """Whether ``t`` is a notebook class with a reduction of its own, which may name an instance instead."""
-    python = (c for c in t.__mro__ if c.__flags__ & HEAP_TYPE)
-    return t.__module__ == "__main__" and any(n in vars(c) for c in python for n in ("__reduce__", "__reduce_ex__"))
+    """Whether ``t`` or a notebook class it derives from has a reduction of its own, which may name an
+    instance instead."""
+    notebook = (c for c in t.__mro__ if c.__module__ == "__main__")
+    return any(n in vars(c) for c in notebook for n in ("__reduce__", "__reduce_ex__"))
 
 
 def _reduce_named_in_notebook(obj: Any) -> Any:
@@ -1381,9 +1382,9 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
     torch = sys.modules.get("torch")
     if torch is not None and issubclass(t, torch.Tensor):
         return _reduce_tensor
-    if _may_give_its_name(t):
-        return _reduce_named_in_notebook
-    return _reduce_proxy if _forwards(t) else _instance_reducer(t)
+    if _forwards(t):
+        return _reduce_proxy
+    return _reduce_named_in_notebook if _may_give_its_name(t) else _instance_reducer(t)
 
 
 def _or_library(own: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
