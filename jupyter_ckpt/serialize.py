@@ -717,15 +717,14 @@ def _reduce_array(obj: Any) -> Any:
     while isinstance(root.base, numpy.ndarray) or isinstance(getattr(root.base, "base", None), numpy.ndarray):
         # ``as_strided`` (``sliding_window_view``) puts a holder of the array between the view and the array
         root = root.base if isinstance(root.base, numpy.ndarray) else root.base.base
-    if _file_mapped(root, numpy):
-        if root is obj:
-            return _reduce_memmap(obj)
-    else:
-        contiguous = root.flags.c_contiguous or root.flags.f_contiguous
-        if type(root) is not numpy.ndarray or root.dtype.hasobject or not contiguous:
-            return NotImplemented
+    mapped = _file_mapped(root, numpy)
+    if mapped and root is obj:
+        return _reduce_memmap(obj)
+    contiguous = root.flags.c_contiguous or root.flags.f_contiguous
+    if not mapped and (type(root) is not numpy.ndarray or root.dtype.hasobject or not contiguous):
+        return NotImplemented
     kind = type(obj) if type(obj) is not numpy.ndarray else None
-    if kind is numpy.memmap:  # a slice of a file's map (read-only, as above): the map's file, given again
+    if mapped:  # a slice of a file's read-only map: a view of the map, which a restore maps again
         return _view_on(obj, root, kind)
     if kind is not None and vars(obj) and not kind.__module__.startswith("numpy"):
         # Attributes (a unit, a tag), which numpy's pickling drops: numpy's own subclasses keep what they need.
