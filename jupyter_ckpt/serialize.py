@@ -402,6 +402,80 @@ def _shell_class(t: type) -> bool:
     return shell is not None and type(shell) is t
 
 
+def _widget_class(t: type) -> bool:
+    widgets = sys.modules.get("ipywidgets")
+    return widgets is not None and issubclass(t, widgets.Widget)
+
+
+def _reduce_widget(widget: Any) -> Any:
+    """An ipywidgets widget as its class and the values of its traits, then its own attributes (a notebook
+    subclass's ``self.data``) and the callbacks the notebook gave it (``observe``, ``on_click``, ``on_msg``).
+    Its comm to the front end that showed it cannot be saved, and a restored kernel has none: it is made again
+    by its constructor, which opens a comm of its own, so a restored ``slider`` has its value and shows again
+    when displayed. The traits every widget has (its model's and view's names, the comm, the log) are its
+    class's, and the handlers its class installs come back with the constructor."""
+    cls: Any = type(widget)
+    if _made_from_arguments(cls):
+        raise pickle.PicklingError(f"an ipywidgets {cls.__name__} is made from arguments its traits do not keep")
+    plumbing = set(sys.modules["ipywidgets"].Widget.class_trait_names())
+    values = {n: getattr(widget, n) for n, t in widget.traits().items() if n not in plumbing and not t.read_only}
+    own = {k: v for k, v in vars(widget).items() if not k.startswith("_")}
+    return _widget_again, (cls, values), (own, *_callbacks_of(widget)), None, None, _set_widget_state
+
+
+def _made_from_arguments(cls: Any) -> bool:
+    """Whether a widget class's constructor needs an argument no trait holds (``interactive``'s function)."""
+    _, *parameters = inspect.signature(cls.__init__).parameters.values()
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return any(p.default is p.empty and p.kind in named and p.name not in cls.class_traits() for p in parameters)
+
+
+def _given(handler: Any, widget: Any) -> bool:
+    """Whether the notebook gave ``widget`` a handler: not one its class installs (its constructor does that
+    again), nor a method of a library's widget (``interactive`` watches its controls with its ``update``)."""
+    if isinstance(handler, sys.modules["traitlets"].EventHandler):
+        return False
+    owner = getattr(handler, "__self__", None)
+    return owner is not widget and not (_widget_class(type(owner)) and not _in_notebook(type(owner)))
+
+
+_Observers = list[tuple[str, str, Any]]  # (trait, type of change, handler)
+_Dispatched = dict[str, list[Any]]  # a CallbackDispatcher's attribute: its callbacks
+
+
+def _callbacks_of(widget: Any) -> tuple[_Observers, _Dispatched]:
+    dispatcher = sys.modules["ipywidgets"].CallbackDispatcher
+    observers = [
+        (name, kind, handler)
+        for name, kinds in widget._trait_notifiers.items()
+        for kind, handlers in kinds.items()
+        for handler in handlers
+        if _given(handler, widget)
+    ]
+    held = {**vars(widget), **widget._trait_values}
+    dispatched = {
+        attribute: [c for c in value.callbacks if _given(c, widget)]
+        for attribute, value in held.items()
+        if isinstance(value, dispatcher)
+    }
+    return observers, {a: callbacks for a, callbacks in dispatched.items() if callbacks}
+
+
+def _widget_again(cls: type, values: dict[str, Any]) -> Any:
+    return cls(**values)
+
+
+def _set_widget_state(widget: Any, state: tuple[dict[str, Any], _Observers, _Dispatched]) -> Any:
+    own, observers, dispatched = state
+    vars(widget).update(own)
+    for name, kind, handler in observers:
+        widget.observe(handler, names=name, type=kind)
+    for attribute, given in dispatched.items():
+        for callback in given:
+            getattr(widget, attribute).register_callback(callback)
+    return widget
+
+
 class _TensorStorage:
     """A torch storage's bytes in one pickling, as a numpy array (out of band when large, chunked, as an array's
     memory is): every tensor of the group on that storage is rebuilt on the one storage it loads as. A storage
@@ -1378,6 +1452,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_memoryview
     if _shell_class(t):
         return _reduce_shell
+    if _widget_class(t):
+        return _reduce_widget
     torch = sys.modules.get("torch")
     if torch is not None and issubclass(t, torch.Tensor):
         return _reduce_tensor
@@ -1625,6 +1701,32 @@ class _CloudPickler(cloudpickle.Pickler):  # type: ignore[misc]
         if type(reduced) is tuple and reduced[0] is cloudpickle.cloudpickle._make_skeleton_enum:
             return _with_members(reduced, obj)
         return reduced
+
+    def _dynamic_function_reduce(self, func: types.FunctionType) -> Any:
+        """cloudpickle's reduction of a function it saves by value, but with its module's globals, as dill does
+        for the notebook's. cloudpickle gives it a dict of its own, with copies of the globals it names: a
+        callback a widget held appended to a list no variable held, a method read a constant as it was when
+        its class was saved, and a library's method that a decorator hides from its name (a widget's
+        ``_comm_changed``) brought its module's registry of every widget with it."""
+        reduced = super()._dynamic_function_reduce(func)
+        module = sys.modules.get(func.__module__)
+        if module is None or func.__globals__ is not module.__dict__ or not importable(module):
+            return reduced
+        _, (code, _, *rest), (attributes, slots), *_ = reduced
+        slots["__globals__"] = {}
+        return _function_in, (func.__module__, code, *rest), (attributes, slots), None, None, _set_function_state
+
+
+def _function_in(module: str, code: types.CodeType, name: str | None, defaults: Any, closure: Any) -> Any:
+    return types.FunctionType(code, importlib.import_module(module).__dict__, name, defaults, closure)
+
+
+def _set_function_state(f: types.FunctionType, state: Any) -> None:
+    """cloudpickle's setting of a function's state, which sets its globals' ``__builtins__`` to its own."""
+    builtins = f.__globals__.get("__builtins__")
+    cloudpickle.cloudpickle._function_setstate(f, state)
+    if builtins is not None:
+        f.__globals__["__builtins__"] = builtins
 
 
 # What an Enum member holds of the Enum's own: made again with the member.

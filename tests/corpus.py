@@ -811,6 +811,38 @@ PATTERNS = [
         "at_p == AtPoint(4) and hash(at_p) == hash(AtPoint(4)) and at_bag.items[0] is at_p and AtBag('c').items == []"
         " and type(at_bag) is AtBag",
     ),
+    # -- traitlets and ipywidgets ------------------------------------------------------------------------
+    _p(
+        "library_metaclass_globals",
+        "traitlets",
+        "import traitlets\nlmg_rate = 2\nlmg_calls = []\nclass LmgModel(traitlets.HasTraits):\n"
+        "    n = traitlets.Int(1)\n    def scaled(self):\n        lmg_calls.append(self.n)\n"
+        "        return self.n * lmg_rate\nlmg_m = LmgModel(n=3)",
+        "(globals().__setitem__('lmg_rate', 5), lmg_m.scaled())[1] == 15 and lmg_calls[-1:] == [3]"
+        " and LmgModel(n=4).n == 4",
+    ),
+    _p(
+        "widgets",
+        "ipywidgets",
+        "import ipywidgets as wd\nwd_slider = wd.IntSlider(value=7, min=0, max=10, description='n')\n"
+        "wd_pick = wd.Dropdown(options=['a', 'b'], value='b')\nwd_box = wd.VBox([wd_slider, wd_pick])\n"
+        "wd_box.layout.width = '300px'\nwd_moved = []\ndef wd_on(change):\n    wd_moved.append(change['new'])\n"
+        "wd_slider.observe(wd_on, names='value')\nwd_button = wd.Button(description='go')\n"
+        "wd_button.on_click(lambda b: wd_moved.append(b.description))",
+        "wd_slider.value == 7 and wd_slider.description == 'n' and wd_box.children == (wd_slider, wd_pick)"
+        " and wd_pick.value == 'b' and wd_box.layout.width == '300px' and wd_slider.comm is not None"
+        " and (setattr(wd_slider, 'value', 3), wd_button.click(), wd_moved[-2:])[2] == [3, 'go']",
+    ),
+    _p(
+        "widget_subclass",
+        "ipywidgets",
+        "import ipywidgets as wd\nimport traitlets\nclass WsCounter(wd.HBox):\n    count = traitlets.Int(0)\n"
+        "    def __init__(self, **kwargs):\n        super().__init__(**kwargs)\n        self.seen = []\n"
+        "        self.observe(self._saw, names='count')\n    def _saw(self, change):\n"
+        "        self.seen.append(change['new'])\nws_c = WsCounter(count=4)\nws_c.count = 5\nws_c.note = 'kept'",
+        "ws_c.count == 5 and ws_c.seen == [5] and ws_c.note == 'kept' and (setattr(ws_c, 'count', 6) or ws_c.seen)"
+        " == [5, 6] and type(ws_c) is WsCounter",
+    ),
     # -- scikit-learn ----------------------------------------------------------------------------------
     _p(
         "pipeline_lambda",

@@ -299,3 +299,21 @@ def test_a_restored_variable_bound_again_after_a_cell_read_it_is_rebuilt_as_that
     namespace = {"str": "shadow"}
     assert run_recipe(plan(["digits"], history), namespace, exec_cell) == {"digits": "replayed"}
     assert list(namespace["digits"]) == ["0", "1", "2"] and namespace["str"] == "shadow"
+
+
+def test_a_widget_made_from_a_function_is_replayed_and_the_others_come_back_with_their_values(kernels: Any) -> None:
+    """A widget is made again from its traits; ``interactive`` also needs the function it was made from, which no
+    trait holds: it is skipped with that reason, and its cell rebuilds it."""
+    k = kernels("widgets.ipynb")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto off")
+    k.ok("import ipywidgets as w\nlimit = w.IntSlider(value=4, max=9)")
+    k.ok("def double(x=1):\n    return 2 * x\npanel = w.interactive(double, x=(0, 9))")
+    status = k.ok("%checkpoint save -t w\n%checkpoint status")
+    assert "skipped: panel: " in status and "made from arguments its traits do not keep" in status, status
+    k.close()
+
+    fresh = kernels("widgets.ipynb")
+    fresh.ok("%load_ext jupyter_ckpt")
+    out = fresh.ok("%checkpoint restore w --replay")
+    assert "rebuilt by running its cells again: panel" in out and "not restored: limit" not in out, out
+    assert fresh.value("(limit.value, limit.max, panel.result, panel.children[0].value)") == (4, 9, 2, 1)
