@@ -240,9 +240,7 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int, spans: _Span
             stack.extend(o.values())
             stack.extend(o.keys())  # an object may be a key, and another variable's value
         elif numpy is not None and isinstance(o, numpy.ndarray):
-            base = o
-            while isinstance(base.base, numpy.ndarray):
-                base = base.base
+            base = serialize.array_root(o, numpy)
             _claim(owner, id(base), name, met)
             if spans is not None:
                 spans.arrays.append(base)

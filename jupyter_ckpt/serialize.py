@@ -787,10 +787,7 @@ def _reduce_array(obj: Any) -> Any:
         return _reduce_text(obj, numpy)
     if obj.dtype.hasobject:
         return NotImplemented
-    root = obj
-    while isinstance(root.base, numpy.ndarray) or isinstance(getattr(root.base, "base", None), numpy.ndarray):
-        # ``as_strided`` (``sliding_window_view``) puts a holder of the array between the view and the array
-        root = root.base if isinstance(root.base, numpy.ndarray) else root.base.base
+    root = array_root(obj, numpy)
     mapped = _file_mapped(root, numpy)
     if mapped and root is obj:
         return _reduce_memmap(obj)
@@ -820,6 +817,15 @@ def _reduce_array(obj: Any) -> Any:
         array = (pickle.PickleBuffer(data), obj.dtype, obj.shape, order)
         return _array_from, array if obj.flags.writeable else (*array, False)
     return _view_on(obj, root, kind)
+
+
+def array_root(array: Any, numpy: Any) -> Any:
+    """The array whose memory ``array`` views (itself if it owns its memory)."""
+    root = array
+    while isinstance(root.base, numpy.ndarray) or isinstance(getattr(root.base, "base", None), numpy.ndarray):
+        # ``as_strided`` (``sliding_window_view``) puts a holder of the array between the view and the array
+        root = root.base if isinstance(root.base, numpy.ndarray) else root.base.base
+    return root
 
 
 def _view_on(obj: Any, root: Any, kind: type | None) -> Any:

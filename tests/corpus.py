@@ -711,6 +711,13 @@ PATTERNS = [
         " and not mm_a.flags.writeable and np.shares_memory(mm_a, mm_tail) and type(mm_tail) is np.memmap",
     ),
     _p(
+        "sliding_window",
+        "numpy",
+        "import numpy as np\nsw_a = np.arange(10.0)\nsw_w = np.lib.stride_tricks.sliding_window_view(sw_a, 3)",
+        "sw_w.shape == (8, 3) and np.shares_memory(sw_w, sw_a) and sw_w[2, 2] == 4.0 and not sw_w.flags.writeable"
+        " and (sw_a.__setitem__(4, -1.0) or sw_w[3, 1] == -1.0)",
+    ),
+    _p(
         "datetime64",
         "numpy",
         "import numpy as np\ndt_a = np.arange('2024-01', '2024-04', dtype='datetime64[M]')",
