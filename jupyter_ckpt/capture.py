@@ -440,6 +440,7 @@ def group(
     return partition.groups(sorted(variables))
 
 
+RANDOM = "random streams"  # how the timeline's changed column names the global random states
 _NAMESPACE = ""  # the owner ``group`` records for the namespace: no variable has that name
 
 
@@ -763,6 +764,10 @@ def link(manifest: Manifest, parent: int | None, parent_manifest: Manifest | Non
     # A cell that only changed a setting (plt.style.use) changed the state: an undo must not step over it.
     now, then = manifest.get("settings", {}), parent_manifest.get("settings", {})
     changed += sorted(n for n in set(now) | set(then) if now.get(n) != then.get(n))
+    # So did one that only drew from a global random stream (``random.random()``, ``np.random.rand()``): an undo
+    # goes back to the stream before it. The blob holds the settings too, which are named above.
+    if manifest["random"]["key"] != parent_manifest.get("random", {}).get("key") and now == then:
+        changed.append(RANDOM)
     # So did one that only registered a class with a library (``Sequence.register(Rows)``), or moved.
     made = {registrations.label(r) for r in manifest.get("registrations", [])}
     changed += sorted(made ^ {registrations.label(r) for r in parent_manifest.get("registrations", [])})

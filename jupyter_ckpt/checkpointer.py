@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import math
 import os
 import re
 import threading
@@ -94,7 +95,7 @@ class Policy:
     def validate(self) -> Policy:
         if self.every is not None and self.every < 1:
             raise BadArgument("--every must be at least 1")
-        if self.interval is not None and self.interval <= 0:
+        if self.interval is not None and not 0 < self.interval < math.inf:  # nan too
             raise BadArgument("--interval must be a positive number of seconds")
         for name in self.exclude:
             if not _NAME.match(name):
@@ -139,6 +140,9 @@ class Checkpointer:
         self.policy = (Policy(**saved) if saved else policy or Policy()).validate()
         self.head: int | None = None
         self.last_cell: int | None = None
+        # The execution count of the last cell the namespace's state is after: what a checkpoint that no cell
+        # asked for (manual, loop, interval) is recorded as taken after.
+        self._state_cell: int | None = None
         # The ids of the objects each variable was bound to at the last checkpoint or restore (see restore).
         self._held: dict[str, int] | None = None
         self._cells_since = 0
@@ -193,6 +197,7 @@ class Checkpointer:
         """Add a finished cell to the session's history."""
         status = "ok" if ok else "error"
         self.last_cell = self.store.add_cell(self.session, self.last_cell, count, source, status, duration)
+        self._state_cell = count
         if ok:
             self.configuration = shellconfig.merged(self.configuration, source)
             self.assigned = attributes.merged(self.assigned, source)
@@ -338,6 +343,7 @@ class Checkpointer:
                 return None
             cap = capture.collect(self.module.__dict__, self._hidden(), self.policy.exclude, self._start, self.assigned)
             cap.configuration = self.configuration  # replaced, never changed in place, as cells run
+            cell = self._state_cell if cell is None else cell
             meta = capture.Meta(self.session, cell, self.last_cell, trigger, status, message, tag)
             outcome: dict[str, int | None] = {}
 
@@ -717,7 +723,7 @@ class Checkpointer:
         cid = self.store.commit(self.session, entry, blobs)
         self.restored = True
         self._unsaved = None  # the namespace is the target's state, which is on the timeline
-        self.last_cell = manifest["last_cell"]
+        self.last_cell, self._state_cell = manifest["last_cell"], target.cell
         ids = {n: id(self.module.__dict__[n]) for n in manifest["variables"] if n in self.module.__dict__}
         # The restore's report names what it could not bring back: not again as "not checkpointed".
         self._reported.update((n, i["reason"]) for n, i in manifest["skipped"].items())

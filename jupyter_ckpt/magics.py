@@ -107,6 +107,8 @@ class CheckpointMagics(Magics):
     def _auto(self, opts: argparse.Namespace) -> None:
         if len(opts.args) != 1 or opts.args[0] not in ("on", "off", "budget"):
             raise UsageError("usage: %checkpoint auto on|off|budget [--every N] [--interval SECONDS]")
+        if opts.args[0] != "on" and (opts.every is not None or opts.interval is not None):
+            raise UsageError(f"--every and --interval go with %checkpoint auto on, not {opts.args[0]}")
         if opts.args[0] == "off":
             policy = self.ckpt.set_policy(auto=False)
         elif opts.args[0] == "budget":  # the default: every cell, within the overhead budget
@@ -191,7 +193,7 @@ class CheckpointMagics(Magics):
         if len(opts.args) > 1:
             raise UsageError("%checkpoint session takes one NAME (quote a path with spaces)")
         if opts.args:
-            self._hooks.name_session(unquoted(opts.args[0]))
+            self._hooks.name_session(opts.args[0])
         print(f"session: {self._hooks.session.describe()}")
 
     def _tag(self, opts: argparse.Namespace) -> None:
@@ -293,6 +295,9 @@ class CheckpointMagics(Magics):
             %checkpoint session nightly      # go on in session "nightly" (a later kernel resumes it so)
         """
         opts = parse_argstring(self.checkpoint, line)
+        for name, value in vars(opts).items():  # ``-t "my tag"``: IPython's splitting keeps the quotes
+            setattr(opts, name, unquoted(value) if isinstance(value, str) else value)
+        opts.args = [unquoted(a) for a in opts.args]
         if opts.command not in self.COMMANDS:
             raise UsageError(f"unknown %checkpoint command {opts.command!r}; one of: {', '.join(self.COMMANDS)}")
         _, run = self.COMMANDS[opts.command]

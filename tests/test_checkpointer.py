@@ -600,6 +600,53 @@ def test_no_automatic_full_collection_runs_while_a_write_shares_the_heap(store: 
     assert gc.get_threshold() == thresholds
 
 
+def _run_cells(ckpt: Checkpointer, module: types.ModuleType, cells: list[str]) -> None:
+    for count, source in enumerate(cells, start=1):
+        ckpt.before_cell()
+        exec(source, module.__dict__)
+        ckpt.after_cell(count, source, True, 0.5)
+    ckpt.wait()
+
+
+def test_a_cell_that_only_drew_random_numbers_is_a_state_an_undo_and_last_good_stop_at(store: Store) -> None:
+    cells = ["import random\nrandom.seed(1)\nx = 2", "r1 = random.random()", "print(random.random())", "print(0)"]
+    random.seed(1)
+    drawn = [random.random() for _ in range(3)]
+    module = types.ModuleType("__main__")
+    ckpt = Checkpointer(store, "draws.ipynb", module)
+    ckpt.set_policy(every=1)
+    _run_cells(ckpt, module, cells)
+    changed = [["random", "random streams", "x"], ["r1", "random streams"], ["random streams"], []]
+    assert [sorted(r.changed) for r in ckpt.checkpoints()] == changed
+    ckpt.restore("last-good")  # the last cell's, which is the third's: it drew the second number
+    assert random.random() == drawn[2]
+
+    module = types.ModuleType("__main__")
+    ckpt = Checkpointer(store, "undo.ipynb", module)
+    ckpt.set_policy(every=1)
+    _run_cells(ckpt, module, cells[:3])
+    ckpt.undo()  # the third cell's draw is undone, not the second's ``r1`` with it
+    assert random.random() == drawn[1] and module.__dict__["r1"] == drawn[0]
+
+
+def test_a_checkpoint_no_cell_asked_for_is_recorded_after_the_cell_its_state_follows(store: Store) -> None:
+    module = types.ModuleType("__main__")
+    ckpt = Checkpointer(store, "manual.ipynb", module)
+    ckpt.set_policy(auto=False)
+    _run_cells(ckpt, module, ["a = 1", "b = 2"])
+    first = ckpt.save(tag="after-b")
+    ckpt.here(every=0.0)
+    ckpt.wait()
+    ckpt.restore(first)
+    ckpt.save()
+    assert [(r.trigger, r.cell) for r in ckpt.checkpoints()] == [
+        ("manual", 2),
+        ("loop", 2),
+        ("restore", 2),
+        ("manual", 2),
+    ]
+
+
 def test_a_change_made_between_cells_is_undone(store: Store) -> None:
     module = types.ModuleType("__main__")
     module.__dict__.update(table=np.random.default_rng(0).random((3_000, 1_000)), small=[1, 2])

@@ -222,6 +222,17 @@ def test_help_is_complete(kernels: Any) -> None:
     assert "session: help.ipynb" in k.ok("%ckpt status")  # the short alias
 
 
+def test_quoted_arguments_are_taken_without_their_quotes(kernels: Any, store: Store) -> None:
+    k = kernels("quotes.ipynb")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto off\nimport jupyter_ckpt\nx = 1")
+    assert k.ok("%checkpoint save -t \"my tag\" -m 'before the sweep'").endswith("saved as 'my tag'\n")
+    k.ok("x = 2")
+    k.ok("jupyter_ckpt.restore('my tag')")
+    assert k.value("x") == 1
+    tagged = next(r for r in store.checkpoints("quotes.ipynb") if r.tag)
+    assert (tagged.tag, tagged.message) == ("my tag", "before the sweep")
+
+
 def test_enabled_kernels_resume_the_notebook_where_it_was(kernels: Any, jupyter_dirs: Path) -> None:
     assert cli("enable").returncode == 0
     config = jupyter_dirs / "ipython" / "profile_default" / "ipython_config.json"
@@ -252,7 +263,7 @@ def test_periodic_checkpoints_are_taken_while_the_kernel_is_idle(kernels: Any, s
             break
         time.sleep(0.2)
     assert last is not None
-    assert last.trigger == "interval" and last.cell is None  # taken by the idle thread, not at a cell
+    assert last.trigger == "interval" and last.cell == 4  # taken by the idle thread, of the state after cell 4
     assert store.manifest(last.id)["variables"]["progress"]["repr"] == "'made while nobody looked'"
 
 
