@@ -160,13 +160,11 @@ def check_key(key: str) -> str:
     return key
 
 
-def make_dir(path: Path, *, private: bool) -> None:
-    """Create a directory 0700 if it is missing; ``private`` also makes an existing one 0700 (ours alone:
-    a user's directory given as the store keeps its mode)."""
+def make_dir(path: Path) -> None:
+    """Create a directory 0700 if it is missing; one that exists keeps its mode (``permissions.py`` refuses it
+    if others can write it)."""
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if private:
-            os.chmod(path, 0o700)
     except OSError as e:
         raise BadArgument(f"cannot keep checkpoints in {path}: {e.strerror or e}") from None
 
@@ -309,9 +307,10 @@ class LocalBlobs:
         # Blob files fetched from elsewhere and checked, held in memory until written here (``hold_fetched``).
         self._fetched: dict[str, bytes] = {}
         if create:
-            make_dir(self.root, private=True)
-            make_dir(self.tmp, private=True)
+            make_dir(self.root)
+            make_dir(self.tmp)
         check_private(self.root, "checkpoint store's blob directory")
+        check_private(self.tmp, "checkpoint store's directory of blobs being written")
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / check_key(key)

@@ -124,6 +124,9 @@ class Capture:
     # The IPython configuration lines along the session's lineage (``shellconfig.merged``), set by the
     # Checkpointer.
     configuration: list[str] = field(default_factory=list)
+    # Variables left out, with why, set by the Checkpointer: those a lazy restore built on a chunk that then
+    # failed its signature check, which a checkpoint would otherwise sign again as its own.
+    refused: dict[str, str] = field(default_factory=dict)
 
 
 def collect(
@@ -634,8 +637,12 @@ def pack(
     blobs: dict[str, BlobInfo] = {}
     groups: list[Group] = []
     variables: dict[str, dict[str, Any]] = {}
-    skipped: dict[str, Skipped] = {}
-    pending = group(capture.variables, namespace=module.__dict__)
+    refused = {n: why for n, why in capture.refused.items() if n in capture.variables}
+    skipped: dict[str, Skipped] = {
+        n: {"reason": why, "type": type(capture.variables[n]).__qualname__} for n, why in refused.items()
+    }
+    kept = {n: v for n, v in capture.variables.items() if n not in refused}
+    pending = group(kept, namespace=module.__dict__)
     waiting: list[_Waiting] = []
 
     def guess(names: list[str]) -> int:
@@ -766,7 +773,8 @@ def link(manifest: Manifest, parent: int | None, parent_manifest: Manifest | Non
     changed += sorted(n for n in set(now) | set(then) if now.get(n) != then.get(n))
     # So did one that only drew from a global random stream (``random.random()``, ``np.random.rand()``): an undo
     # goes back to the stream before it. The blob holds the settings too, which are named above.
-    if manifest["random"]["key"] != parent_manifest.get("random", {}).get("key") and now == then:
+    drew = manifest.get("random", {}).get("key") != parent_manifest.get("random", {}).get("key")
+    if parent_manifest and drew and now == then:
         changed.append(RANDOM)
     # So did one that only registered a class with a library (``Sequence.register(Rows)``), or moved.
     made = {registrations.label(r) for r in manifest.get("registrations", [])}

@@ -24,7 +24,7 @@ from typing import Any, TypedDict
 from . import attributes, capture, environment, loggers, memory, paths, serialize, settings, shellconfig, warnfilters
 from .blobs import BlobInfo, writer_alive
 from .cellcode import only_checkpoint_magics
-from .errors import BadArgument, CheckpointError, IntegrityError, StoreFullError, UnknownCheckpoint
+from .errors import BadArgument, CheckpointError, IntegrityError, StoreFullError, UnknownCheckpoint, naming
 from .manifest import Manifest, Skipped
 from .notice import Notice
 from .progress import Progress, untold
@@ -182,6 +182,9 @@ class Checkpointer:
         self.assigned: dict[str, str] = {}
         self._pending: Recipe | None = None  # what the last restore could not bring back, to replay
         self._verifier: threading.Thread | None = None
+        # The variables a lazy restore built on chunks that failed their signature check, with those objects and
+        # why: left out of checkpoints while the names are bound to them.
+        self._damaged: dict[str, tuple[Any, str]] = {}
         # Whether this kernel has restored its namespace (a whole one) yet.
         self.restored = False
         self.adopt_orphans()
@@ -336,13 +339,20 @@ class Checkpointer:
         if tag is not None:
             self._check_tag_free(check_tag(tag))
         wait = trigger == "manual" if wait is None else wait
+        if wait and self._verifier is not None:
+            self._verifier.join()
         with self._lock:
+            if self._verifier is not None and self._verifier.is_alive():  # what it reports is not checkpointed
+                self._owed = (trigger, status, cell)
+                return None
             writer = self._writer_for(wait)
             if writer is None:
                 self._owed = (trigger, status, cell)
                 return None
             cap = capture.collect(self.module.__dict__, self._hidden(), self.policy.exclude, self._start, self.assigned)
             cap.configuration = self.configuration  # replaced, never changed in place, as cells run
+            self._damaged = {n: d for n, d in self._damaged.items() if self.module.__dict__.get(n) is d[0]}
+            cap.refused = {n: why for n, (_, why) in self._damaged.items()}
             cell = self._state_cell if cell is None else cell
             meta = capture.Meta(self.session, cell, self.last_cell, trigger, status, message, tag)
             outcome: dict[str, int | None] = {}
@@ -610,7 +620,12 @@ class Checkpointer:
             kept_paths = paths.applied(manifest.get("paths"), self._start.paths if whole else None)
             environ = environment.applied(manifest.get("environment"), self._start.environment if whole else None)
             held = loggers.holders(self.module.__dict__)  # the notebook's handlers, to take off unless kept
-            with fetched, kept_paths as paths_failed, environ as environment_failed:
+            with (
+                naming(f"#{number} (id {target.id})"),
+                fetched,
+                kept_paths as paths_failed,
+                environ as environment_failed,
+            ):
                 report = restore_namespace(
                     self.store.blobs,
                     self.module,
@@ -654,10 +669,14 @@ class Checkpointer:
             except CheckpointError as e:
                 failed[key] = str(e)
         if failed:
+            names = report.lazy_names(failed)
+            why = f"restored from checkpoint {report.checkpoint}, whose {next(iter(failed.values()))}"
+            namespace = self.module.__dict__
+            self._damaged = {**self._damaged, **{n: (namespace[n], why) for n in names if n in namespace}}
             self._notify(
-                f"jupyter-ckpt: {', '.join(report.lazy_names(failed))} as restored from checkpoint "
-                f"{report.checkpoint} may hold damaged values: {next(iter(failed.values()))}. "
-                "Restore them from another checkpoint, or recompute them."
+                f"jupyter-ckpt: {', '.join(names)} as restored from checkpoint {report.checkpoint} may hold "
+                f"damaged values: {next(iter(failed.values()))}. Restore them from another checkpoint, or recompute "
+                "them; until then they are left out of checkpoints."
             )
 
     def settle(self) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .config import default_store_dir, open_replica, open_store, store_location
-from .errors import BadArgument, CheckpointError
+from .errors import BadArgument, CheckpointError, naming
 from .format import format_diff, format_table, format_thinned
 from .remote_catalog import RemoteCatalog
 from .restore import diff_manifests, restore_namespace
@@ -139,7 +139,8 @@ def _cmd_export(store: Store, args: argparse.Namespace) -> None:
     record = Timeline(store).find(args.ref, args.session)
     manifest = store.manifest(record.id)
     module = types.ModuleType("__main__")
-    with args.replica.fetched(record.id) if args.replica is not None else contextlib.nullcontext():
+    fetched = args.replica.fetched(record.id) if args.replica is not None else contextlib.nullcontext()
+    with naming(str(record.id)), fetched:
         report = restore_namespace(store.blobs, module, record.id, manifest)
     try:  # the whole namespace: private to its owner, like the store
         f = os.fdopen(os.open(args.file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")

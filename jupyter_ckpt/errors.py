@@ -7,6 +7,9 @@ command line into a one-line message and an exit code.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 
 class CheckpointError(Exception):
     """Base class of every error jupyter-ckpt reports to a user."""
@@ -49,6 +52,16 @@ class IntegrityError(CheckpointError):
 
     http_status = 409
     exit_code = 3
+
+
+@contextlib.contextmanager
+def naming(checkpoint: str) -> Iterator[None]:
+    """An IntegrityError raised reading a checkpoint's blobs (``blob 06e1... is truncated``) says which checkpoint
+    it refuses."""
+    try:
+        yield
+    except IntegrityError as e:
+        raise type(e)(f"checkpoint {checkpoint}: {e}") from None
 
 
 class UnsafePermissions(IntegrityError):

@@ -211,7 +211,7 @@ def load_secret(path: Path, *, create: bool = True) -> bytes:
     """
     if not create and not path.is_file():
         raise NoStore(f"no checkpoint secret at {path}: no kernel has written checkpoints with it")
-    make_dir(path.parent, private=False)
+    make_dir(path.parent)
     check_private(path.parent, "directory of the checkpoint secret")
     if not path.exists():
         # Written whole under another name, then linked into place: a kernel and the server starting at
@@ -277,7 +277,7 @@ class Store:
         self._conn: sqlite3.Connection | None = None
         self._pid = -1
         if create:
-            make_dir(self.root, private=False)
+            make_dir(self.root)
         check_private(self.root, "checkpoint store")
         check_private(self.root / "catalog.sqlite", "checkpoint catalog")
         self.blobs = LocalBlobs(self.root / "blobs", secret, create=create)

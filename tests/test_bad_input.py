@@ -174,15 +174,15 @@ ROWS = [
     ),
     Bad(
         "a tampered blob",
-        cli=(("export", "{b}", "{absent}"), 3, "fails its signature check"),
+        cli=(("export", "{b}", "{absent}"), 3, "checkpoint {b}: blob "),
         rest=("POST", "checkpoints/{b}/restore", {"body": {"kernel_id": "{kernel}"}}, 409, "signature"),
-        magic=("%checkpoint restore {b}", "fails its signature check"),
+        magic=("%checkpoint restore {b}", "(id {b}): blob "),
         damage=_damaged_blob(_flip_last_byte),
     ),
     Bad(
         "a truncated blob",
-        cli=(("export", "{b}", "{absent}"), 3, "truncated"),
-        rest=("POST", "checkpoints/{b}/restore", {"body": {"kernel_id": "{kernel}"}}, 409, "truncated"),
+        cli=(("export", "{b}", "{absent}"), 3, "checkpoint {b}: blob "),
+        rest=("POST", "checkpoints/{b}/restore", {"body": {"kernel_id": "{kernel}"}}, 409, "(id {b}): blob "),
         magic=("%checkpoint restore {b}", "truncated"),
         damage=_damaged_blob(lambda path: path.write_bytes(path.read_bytes()[:-100])),
     ),
@@ -249,17 +249,20 @@ async def test_bad_input_gets_one_clear_line_everywhere_and_changes_nothing(
         before = on_disk(root)
         if row.cli:
             args, code, message = row.cli
+            message = message.format(**fill)
             r = cli(*(arg.format(**fill) for arg in args))
             assert r.returncode == code and message in r.stderr + r.stdout, (row.what, r)
             assert r.stderr.count("\n") == 1 and r.stderr.startswith("jupyter ckpt: error: "), (row.what, r.stderr)
         if row.rest:
             method, path, kwargs, status, message = row.rest
+            message = message.format(**fill)
             if isinstance(kwargs.get("body"), dict):
                 kwargs = {**kwargs, "body": {k: v.format(**fill) for k, v in kwargs["body"].items()}}
             got = await api.error(method, "api", "ckpt", *path.format(**fill).split("/"), **kwargs)
             assert got[0] == status and message in got[1], (row.what, got)
         if row.magic:
             line, message = row.magic
+            message = message.format(**fill)
             result = await nb.run(line.format(**fill))
             assert result.stderr.startswith("UsageError: ") and message in result.stderr, (row.what, result)
             assert result.stderr.count("\n") == 1, (row.what, result)

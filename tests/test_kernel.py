@@ -400,6 +400,11 @@ def test_a_large_array_is_mapped_on_restore_and_its_bytes_checked_after(kernels:
     assert "mapped" in third.ok("%checkpoint restore latest")
     r = third.run("%checkpoint wait")  # the same wait as jupyter_ckpt.wait(), used above
     assert f"big, view as restored from checkpoint {record.id} may hold damaged values: blob {chunk} fails" in r.stderr
+    # A checkpoint does not sign those bytes again as its own: the variables are left out, and say why.
+    assert "until then they are left out of checkpoints" in r.stderr
+    status = third.ok("%checkpoint save\n%checkpoint status")
+    assert f"skipped: big: restored from checkpoint {record.id}, whose blob {chunk} fails its signature" in status
+    assert "skipped: view: " in status and "skipped: small" not in status
     # Checkpoint 10 was taken after a restore: a view still shares memory with its array.
     assert third.value("bool(np.shares_memory(view, big)) and small == [1]")
 
@@ -407,7 +412,8 @@ def test_a_large_array_is_mapped_on_restore_and_its_bytes_checked_after(kernels:
     strict = kernels("lazy.ipynb")
     strict.ok("%config Checkpoints.lazy_restore = False\n%load_ext jupyter_ckpt\nbig = 'untouched'")
     r = strict.run(f"%checkpoint restore {record.id}")  # later checkpoints hold the mapped values as they were
-    assert r.stderr.startswith(f"UsageError: blob {chunk} fails its signature check")
+    assert r.stderr.startswith("UsageError: checkpoint #")
+    assert f"(id {record.id}): blob {chunk} fails its signature check" in r.stderr.splitlines()[0]
     assert strict.value("big") == "untouched"
 
 

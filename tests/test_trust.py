@@ -163,7 +163,8 @@ def test_a_store_or_secret_others_can_touch_is_refused_in_one_line(kernels: Any,
     k.close()
     root, secret = Path(os.environ["JUPYTER_CKPT_DIR"]), jupyter_dirs / "data" / "ckpt" / "secret"
     assert secret.is_file()
-    for path, mode, fix in [(root, 0o777, "chmod go-w"), (secret, 0o644, "chmod 600")]:
+    cases = [(root, 0o777, "chmod go-w"), (root / "blobs", 0o777, "chmod go-w"), (secret, 0o644, "chmod 600")]
+    for path, mode, fix in cases:
         before = path.stat().st_mode & 0o777
         path.chmod(mode)
         r = cli("list")
