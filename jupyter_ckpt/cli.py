@@ -108,9 +108,12 @@ def _cmd_diff(store: Store, args: argparse.Namespace) -> None:
 def _cmd_gc(store: Store, args: argparse.Namespace) -> None:
     max_size = parse_size(args.max_size) if args.max_size else None
     timeline = Timeline(store)
+    if args.session:
+        store.checkpoints(args.session)  # UnknownSession, as ``list`` says it
     sessions = [args.session] if args.session else [s["key"] for s in timeline.sessions()]
-    print(f"thinning {len(sessions)} session(s): {', '.join(sessions) or 'none'}")
-    print(format_thinned(timeline.gc(sessions, args.keep_last, max_size)))
+    thinned = timeline.gc(sessions, args.keep_last, max_size)
+    print(f"thinned {len(sessions)} session(s): {', '.join(sessions) or 'none'}")
+    print(format_thinned(thinned))
     if args.replica is not None:
         args.replica.push()  # the deleted checkpoints' records go, and anything not uploaded yet is
         objects, size = args.replica.gc(args.grace)
@@ -160,7 +163,10 @@ def _profile_config() -> Path:
 
 def _set_enabled(enabled: bool) -> None:
     path = _profile_config()
-    config: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    try:
+        config: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    except (ValueError, OSError) as e:
+        raise BadArgument(f"cannot read the IPython profile's {path}: {e}; nothing was changed") from None
     app = config.setdefault("InteractiveShellApp", {})
     extensions = [e for e in app.get("extensions", []) if e != EXTENSION]
     if enabled:

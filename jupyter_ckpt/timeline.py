@@ -221,13 +221,20 @@ class Timeline:
         raise UnknownCheckpoint(f"no checkpoint or tag {text!r} in session {session!r}")
 
     def find(self, ref: str, session: str | None) -> CheckpointRecord:
-        """What the command line names: a REF of ``session``, or, without one, a checkpoint id of any session."""
+        """What the command line names: a REF of ``session``, or, without one, a checkpoint id of any session (or a
+        REF of the store's one session)."""
         if session:
             return self.resolve(session, ref)
         cid = parse_id(ref)
-        if cid is None:
-            raise BadArgument(f"{ref!r} is not a checkpoint id; give --session to use a tag, #N or latest")
-        return self.store.get(cid)
+        if cid is not None:
+            return self.store.get(cid)
+        sessions = self.sessions()
+        if len(sessions) == 1:  # a store of one notebook: its tags, #N and latest need no --session
+            return self.resolve(sessions[0]["key"], ref)
+        raise BadArgument(
+            f"{ref!r} is not a checkpoint id, and the store holds {len(sessions)} sessions; give --session to use a "
+            "tag, #N or latest"
+        )
 
     def previous(self, session: str, mine: Iterable[int]) -> CheckpointRecord | None:
         """The newest good state the kernels before this one left (the REF ``previous``): of the checkpoints not

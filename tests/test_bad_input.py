@@ -111,7 +111,7 @@ ROWS = [
     ),
     Bad(
         "a REF that only looks like a number",
-        cli=(("show", "\u00b2"), 1, "'\u00b2' is not a checkpoint id"),
+        cli=(("show", "\u00b2"), 1, "no checkpoint or tag '\u00b2'"),
         rest=("GET", "checkpoints/\u00b2", {}, 400, "not a checkpoint id"),
         magic=("%checkpoint restore \u00b2", "no checkpoint or tag '\u00b2'"),
     ),
@@ -148,7 +148,9 @@ ROWS = [
     Bad("a variable the checkpoint does not hold", magic=("%checkpoint restore {a} --only nothere", "no variable")),
     Bad("a session name that is a directory", magic=("%checkpoint session {dir}", "is a directory, not a notebook")),
     Bad("two session names", magic=("%checkpoint session a b", "%checkpoint session takes one NAME")),
-    Bad("a tag without its session", cli=(("show", "start"), 1, "give --session")),
+    Bad("an unknown tag of the store's one session", cli=(("show", "nosuchtag"), 1, "no checkpoint or tag")),
+    Bad("a session the store does not hold", cli=(("gc", "--session", "nope.ipynb"), 1, "no session 'nope.ipynb'")),
+    Bad("a negative count", cli=(("gc", "--keep-last", "-3"), 1, "--keep-last cannot be negative")),
     Bad(
         "a tag that is a REF word",
         rest=("PATCH", "checkpoints/{a}", {"body": {"tag": "latest"}}, 400, "cannot be a tag"),

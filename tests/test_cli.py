@@ -69,7 +69,7 @@ def test_gc_and_enable_disable(written: tuple[Store, list[int]], jupyter_dirs: P
     orphan = store.blobs.put(b"nobody uses this" * 100)
     r = cli("gc", "--keep-last", "1")
     assert r.returncode == 0 and "removed 0 checkpoint(s) and 1 file(s)" in r.stdout  # the tagged one stays
-    assert r.stdout.startswith("thinning 1 session(s): work/analysis.ipynb\n")  # it says what it thins
+    assert r.stdout.startswith("thinned 1 session(s): work/analysis.ipynb\n")  # it says what it thinned
     assert not (store.root / "blobs" / orphan.key[:2] / orphan.key).exists()
 
     config = Path(os.environ["IPYTHONDIR"]) / "profile_default" / "ipython_config.json"
@@ -77,6 +77,10 @@ def test_gc_and_enable_disable(written: tuple[Store, list[int]], jupyter_dirs: P
     assert json.loads(config.read_text())["InteractiveShellApp"]["extensions"] == ["jupyter_ckpt"]
     assert cli("disable").returncode == 0
     assert json.loads(config.read_text())["InteractiveShellApp"]["extensions"] == []
+    config.write_text("{not json")  # a profile the user broke: said in one line, left as it is
+    r = cli("enable")
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and f"cannot read the IPython profile's {config}" in r.stderr
+    assert config.read_text() == "{not json"
 
 
 def test_the_store_and_an_export_are_private_to_their_owner(written: tuple[Store, list[int]], tmp_path: Path) -> None:

@@ -45,7 +45,9 @@ def test_refs_resolve_and_unknown_refs_are_clear(store: Store) -> None:
     with pytest.raises(UnknownCheckpoint, match="no earlier kernel"):
         timeline.resolve("nb.ipynb", "previous", mine=[a, b])
     assert timeline.find(str(b), None).id == b  # the command line: an id needs no session
-    with pytest.raises(BadArgument, match="give --session"):
+    assert timeline.find("baseline", None).id == a  # nor a REF, in a store of one notebook
+    store.commit("other.ipynb", manifest(), {})
+    with pytest.raises(BadArgument, match="the store holds 2 sessions; give --session"):
         timeline.find("baseline", None)
 
 
