@@ -402,6 +402,19 @@ def _shell_class(t: type) -> bool:
     return shell is not None and type(shell) is t
 
 
+def _reduce_method(method: types.MethodType) -> Any:
+    """A bound method as its function and its object where its name on that object is not its own: a function
+    set on an instance as a method (``obj.twice = MethodType(twice, obj)``). pickle saves a bound method as the
+    attribute of its object named as its function, which such an object has not, or has only once its own
+    attributes are loaded, and the group failed to load."""
+    func, owner = method.__func__, method.__self__
+    try:  # a method of its class, or a classmethod bound to it; never the instance's own attribute
+        own = getattr(owner, func.__name__).__func__ if isinstance(owner, type) else getattr(type(owner), func.__name__)
+    except Exception:  # a __getattr__ may raise anything
+        own = None
+    return NotImplemented if own is func else (types.MethodType, (func, owner))
+
+
 def _widget_class(t: type) -> bool:
     widgets = sys.modules.get("ipywidgets")
     return widgets is not None and issubclass(t, widgets.Widget)
@@ -1456,6 +1469,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_array
     if t is memoryview:
         return _reduce_memoryview
+    if t is types.MethodType:
+        return _reduce_method
     if _shell_class(t):
         return _reduce_shell
     if _widget_class(t):

@@ -201,6 +201,13 @@ PATTERNS = [
         "px_w.count(1) == 1 and px_w._inner is px_l and px_s.get('k') == 1 and px_s.extra is px_l",
     ),
     _p(
+        "method_on_instance",
+        "plain",
+        "import types\nclass MiCounter:\n    def __init__(self):\n        self.n = 2\n"
+        "def mi_double(self):\n    return self.n * 2\nmi_c = MiCounter()\nmi_c.double = types.MethodType(mi_double, mi_c)",
+        "mi_c.double() == 4 and mi_c.double.__self__ is mi_c and (setattr(mi_c, 'n', 5) or mi_c.double() == 10)",
+    ),
+    _p(
         "named_singleton",
         "plain",
         "class NsMissing:\n    def __reduce__(self):\n        return 'NS_MISSING'\n"
