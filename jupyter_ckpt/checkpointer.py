@@ -126,6 +126,7 @@ class Checkpointer:
         limits: Limits | None = None,
     ) -> None:
         self.store = store
+        store.on_revive = notify
         self.timeline = Timeline(store)
         self.retention = Retention(store, limits or Limits(), self._protected, notify)
         self._saving: list[float] = []  # when each save not yet committed began, oldest first (the gc lease)

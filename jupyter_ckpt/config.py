@@ -45,7 +45,7 @@ def open_store(store_url: str = "", secret_file: str = "", *, create: bool = Tru
     )
     if not create:
         check_catalog(root, create=False)  # "no store here" before "no secret"
-    return Store(root, load_secret(secret, create=create), create=create)
+    return Store(root, load_secret(secret, create=create), create=create, secret_path=secret)
 
 
 def open_replica(store: Store, store_url: str = "", notify: Callable[[str], None] = print) -> Replica | None:

@@ -71,6 +71,7 @@ class Usage:
 
 def usage(store: Store, limits: Limits, size: int | None = None) -> Usage:
     """Where ``store`` stands against ``limits`` (``size``: the store's size, if the caller knows it)."""
+    store.revive()  # removed while in use: the new one's
     st = os.statvfs(store.root)
     disk = st.f_blocks * st.f_frsize
     share = int(limits.max_store_share * disk)

@@ -40,7 +40,7 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict, cast
@@ -202,6 +202,22 @@ def check_tag(tag: str) -> str:
     return tag
 
 
+def write_secret(path: Path, key: bytes) -> None:
+    """Write a secret that is missing (0600). Written whole under another name, then linked into place: a kernel
+    and the server starting at once never read a secret half written, and the first link wins."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(key)
+            f.flush()
+            os.fsync(f.fileno())
+        with contextlib.suppress(FileExistsError):
+            os.link(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def load_secret(path: Path, *, create: bool = True) -> bytes:
     """Read the per-user HMAC secret, creating it (0600) on first use unless ``create`` is false.
 
@@ -214,19 +230,7 @@ def load_secret(path: Path, *, create: bool = True) -> bytes:
     make_dir(path.parent)
     check_private(path.parent, "directory of the checkpoint secret")
     if not path.exists():
-        # Written whole under another name, then linked into place: a kernel and the server starting at
-        # once never read a secret half written, and the first link wins.
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(secrets.token_hex(32))
-                f.flush()
-                os.fsync(f.fileno())
-            with contextlib.suppress(FileExistsError):
-                os.link(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
+        write_secret(path, secrets.token_hex(32).encode())
     check_private(path, "checkpoint secret", secret=True)
     try:
         data = path.read_bytes()
@@ -269,10 +273,15 @@ class Store:
     a missing one is reported at the first catalog access (``check_catalog``).
     """
 
-    def __init__(self, root: str | os.PathLike[str], secret: bytes, *, create: bool = True) -> None:
+    def __init__(
+        self, root: str | os.PathLike[str], secret: bytes, *, create: bool = True, secret_path: Path | None = None
+    ) -> None:
         self.root = Path(root)
         self._secret = secret
+        self._secret_path = secret_path  # written again with ``secret`` by ``revive`` if it was removed with the store
         self._create = create
+        # Told that the store was removed while in use and made again (``revive``): the kernel says so once.
+        self.on_revive: Callable[[str], None] = lambda message: None
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._pid = -1
@@ -286,8 +295,33 @@ class Store:
 
     # -- catalog --------------------------------------------------------------
 
+    def revive(self) -> bool:
+        """Make a new, empty store in this one's place if its directory was removed while in use (``rm -rf`` of
+        it, or of its catalog where no blob is left): True if it did. Every checkpoint it held is gone; the
+        kernel's go on in the new one, signed with the same secret (written again if it went with the store).
+        A catalog removed beside blobs stays the error ``check_catalog`` says."""
+        if not self._create or (self.root / "catalog.sqlite").is_file():
+            return False
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+            make_dir(self.root)
+            make_dir(self.blobs.tmp)
+            if self._secret_path is not None and not self._secret_path.exists():
+                make_dir(self._secret_path.parent)
+                write_secret(self._secret_path, self._secret)
+            self._check_version()
+        self.on_revive(
+            f"jupyter-ckpt: the checkpoint store {self.root} was removed, and its checkpoints with it; "
+            "checkpoints go on in a new, empty store there"
+        )
+        return True
+
     def _connect(self) -> sqlite3.Connection:
         """One connection per process, reopened after fork (SQLite handles must not cross it)."""
+        if self._conn is not None and self._pid == os.getpid():
+            self.revive()  # removed under the open catalog: made again, and opened
         if self._conn is None or self._pid != os.getpid():
             path = check_catalog(self.root, create=self._create)
             try:

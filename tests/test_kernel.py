@@ -5,11 +5,13 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import shutil
 import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import cli
 
 from jupyter_ckpt.store import Store, load_secret
@@ -231,6 +233,29 @@ def test_quoted_arguments_are_taken_without_their_quotes(kernels: Any, store: St
     assert k.value("x") == 1
     tagged = next(r for r in store.checkpoints("quotes.ipynb") if r.tag)
     assert (tagged.tag, tagged.message) == ("my tag", "before the sweep")
+
+
+def test_a_store_removed_while_in_use_is_made_again_and_said_once(
+    kernels: Any, jupyter_dirs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default layout, the secret inside the store's directory, and the whole directory removed (a user
+    freeing space, a cleaner): checkpoints go on in a new store, which a later kernel can read."""
+    root = jupyter_dirs / "data" / "ckpt"
+    monkeypatch.delenv("JUPYTER_CKPT_DIR")
+    k = kernels("gone.ipynb")
+    k.ok("%load_ext jupyter_ckpt\nx = 1")
+    k.ok("y = 2\n%checkpoint wait")
+    shutil.rmtree(root)
+    said = k.run("z = 3")
+    assert f"the checkpoint store {root} was removed, and its checkpoints with it" in said.stderr + said.stdout
+    again = k.run("w = 4\n%checkpoint save -t after")
+    assert again.error is None and "was removed" not in again.stderr  # said once
+    assert "  after\n" in k.ok("%checkpoint list")
+    k.close()
+    fresh = kernels("gone.ipynb")
+    fresh.ok("%load_ext jupyter_ckpt")
+    fresh.ok("%checkpoint restore after")  # signed with the secret the kernel wrote again
+    assert fresh.value("(x, y, z, w)") == (1, 2, 3, 4)
 
 
 def test_enabled_kernels_resume_the_notebook_where_it_was(kernels: Any, jupyter_dirs: Path) -> None:
