@@ -451,7 +451,8 @@ class LocalBlobs:
 
     def release(self) -> None:
         """This process's saves are all committed (or failed)."""
-        (self.tmp / f"lease.{os.getpid()}").unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # missing, or a store gone read-only: a lease never taken
+            (self.tmp / f"lease.{os.getpid()}").unlink()
 
     def oldest_lease(self) -> float | None:
         """When the oldest save still in progress in a living process began, or None."""

@@ -387,9 +387,17 @@ class Checkpointer:
                     self._settled(meta.at)
 
             started = time.perf_counter()
-            self.store.blobs.limit = self.retention.limit()
+            try:
+                self.store.blobs.limit = self.retention.limit()
+                self.store.blobs.hold(self._saving[0] if self._saving else meta.at)
+            except OSError as e:  # a store gone read-only, a directory it cannot write: nothing was written
+                why = f"cannot write to the checkpoint store {self.store.root}: {e.strerror or e}"
+                if wait:
+                    raise CheckpointError(f"checkpoint failed: {why}") from None
+                self._failing.tell(f"jupyter-ckpt: checkpoint failed: {why}", reason=why)
+                self._owe(trigger, status, cell)
+                return None
             self._saving.append(meta.at)
-            self.store.blobs.hold(self._saving[0])
             try:
                 with self._forking:
                     writer.submit(job, done, self._progress("saving a kernel checkpoint") if wait else None)

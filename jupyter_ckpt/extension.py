@@ -104,6 +104,7 @@ class CellHooks:
         self._notices = notices  # what the Checkpointer reported since the last cell boundary
         self._timer: threading.Thread | None = None
         self._cell_ended = threading.Event()
+        self._idle_failing = Notice(self.notice)  # why the idle thread's work fails, said once until it works
         # Whether to say, at the first cell boundary once a remote store's timeline is pulled, what the
         # notebook's earlier kernels left: format.previous_session_line.
         self.greet = False
@@ -234,8 +235,10 @@ class CellHooks:
                         self.ckpt.idle_tick()
                 # Without the lock, which it takes a slice at a time; it stops when a cell starts.
                 self.ckpt.make_writable_again(idle=lambda: not self._executing)
-            except Exception as e:  # the kernel must outlive any failed periodic checkpoint
-                self.notice(f"jupyter-ckpt: periodic checkpoint failed: {e}")
+            except Exception as e:  # the kernel must outlive any failed periodic checkpoint; said once a reason
+                self._idle_failing.tell(f"jupyter-ckpt: periodic checkpoint failed: {e}", reason=str(e))
+            else:
+                self._idle_failing.clear()
 
     def close(self) -> None:
         self._stop.set()

@@ -82,6 +82,37 @@ def test_a_full_disk_is_said_once_loses_nothing_and_checkpoints_resume(
     assert cli("verify").returncode == 0
 
 
+def test_a_store_gone_read_only_is_said_once_and_checkpoints_resume(
+    kernels: Any, small_disk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store's filesystem read-only under the kernel (a bind mount of it made read-only on top: files the
+    kernel opened before stay writable, a new file is refused, as on a disk remounted read-only)."""
+    monkeypatch.setenv("JUPYTER_CKPT_DIR", str(small_disk / "store"))
+    k = kernels("readonly.ipynb")
+    k.ok("%load_ext jupyter_ckpt")
+    k.ok("kept = [1]")
+    k.ok("%checkpoint wait")
+    subprocess.run(["mount", "--bind", str(small_disk), str(small_disk)], check=True)
+    subprocess.run(["mount", "-o", "remount,ro,bind", str(small_disk)], check=True)
+    try:
+        said: list[str] = []
+        for i in range(4):
+            r = k.run(f"kept.append({i})")
+            assert r.error is None and r.stdout == ""
+            said.append(r.stderr)
+            time.sleep(0.6)  # past the idle grace: the idle thread tries, and fails
+        saved = k.run("%checkpoint save")
+        assert saved.error is None and saved.stderr.startswith("UsageError: checkpoint failed: cannot write to the")
+        assert sum(text.count("cannot write to the checkpoint store") for text in said) == 1, said
+        assert "the newest state is not on the timeline: checkpoint failed" in k.run("%checkpoint list").stderr
+    finally:
+        subprocess.run(["umount", str(small_disk)], check=True)  # the read-only bind mount: writable again
+    again = k.run("resumed = True").stderr + k.run("%checkpoint wait").stderr
+    assert "written again" in again
+    assert k.value("kept") == [1, 0, 1, 2, 3]
+    assert cli("verify").returncode == 0
+
+
 def test_two_kernels_on_one_notebook_keep_every_checkpoint_whole(kernels: Any, store: Store) -> None:
     pick = random.Random(3)
     pair = [kernels("both.ipynb", PYTHONPATH=str(HERE)) for _ in range(2)]
