@@ -539,6 +539,13 @@ PATTERNS = [
         "EnColor(1) is EnColor.RED and en_c is EnColor.RED and en_c.name == 'RED'",
     ),
     _p(
+        "enum_method_global",
+        "plain",
+        "import enum\nEmg_SCALE = 2\nclass EmgColor(enum.Enum):\n    RED = 1\n    def scaled(self):\n"
+        "        return self.value * Emg_SCALE\nemg_red = EmgColor.RED",
+        "(globals().__setitem__('Emg_SCALE', 7), emg_red.scaled())[1] == 7 and emg_red is EmgColor.RED",
+    ),
+    _p(
         "enum_member_attributes",
         "stdlib",
         "import enum\nclass EmPlanet(enum.Enum):\n    MERCURY = (3.303e23, 2.4397e6)\n    EARTH = (5.976e24, 6.37814e6)\n"
