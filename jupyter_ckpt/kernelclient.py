@@ -104,12 +104,15 @@ class KernelConnection:
         self.idle = idle
         self.resume = resume
         self.client: Any = None
+        self._asked: Any = None  # the kernel's process when the request came (``_same_kernel``)
         self.progress: Callable[[dict[str, Any]], None] | None = None
 
     async def __aenter__(self) -> KernelConnection:
+        self._asked = self._process()
         if self.idle:
             await self._check_alive()
             await self._wait_until_idle()
+            self._same_kernel()
         # Requests queue on the shell socket until the kernel listens, ahead of any a frontend sends later:
         # the server's own requests at a (re)start go out with no await before them.
         # A session of its own: the shell socket's identity is the session id, and two clients of one
@@ -131,6 +134,20 @@ class KernelConnection:
                 raise KernelBusy(f"kernel {self.kernel_id} is running a cell; try again when it is idle")
             await asyncio.sleep(0.05)
 
+    def _process(self) -> Any:
+        """The kernel's process as its provisioner launched it: another object once it restarted (a local
+        provisioner's ``Popen``; None where a provisioner has none to show)."""
+        return getattr(self.manager.provisioner, "process", None)
+
+    def _same_kernel(self) -> None:
+        """Refuse a request whose kernel was replaced while it waited (it died with a cell running, and the
+        restarted one went idle): it would run in the new kernel, after or instead of its crash recovery."""
+        if self._process() is not self._asked:
+            raise KernelDied(
+                f"kernel {self.kernel_id} restarted while the request waited; nothing was done. Try again once "
+                "it is back (after its crash recovery, if that is on)."
+            )
+
     async def __aexit__(self, *exc: object) -> None:
         self.client.stop_channels()
 
@@ -143,6 +160,7 @@ class KernelConnection:
         kernel either, where it would run before the crash recovery:
         ``__aexit__`` closes the socket, dropping it.
         """
+        self._same_kernel()  # nothing awaited from here to the send
         msg_id = self.client.execute(  # not stop_on_error: a failure here must never abort the user's cells
             "", silent=True, user_expressions={"value": expression}, stop_on_error=False
         )
@@ -169,7 +187,9 @@ class KernelConnection:
         self.client.iopub_channel.start()
         deadline = time.monotonic() + IOPUB_GRACE
         while time.monotonic() < deadline:
-            probe = self.client.kernel_info()
+            # Not kernel_info: IPython picks its banner's tip with the global ``random``, which would move the
+            # notebook's seeded stream.
+            probe = self.client.comm_info()
             try:
                 while (await self.client.get_iopub_msg(timeout=0.2))["parent_header"].get("msg_id") != probe:
                     pass

@@ -216,14 +216,17 @@ _REFERABLE: dict[type, bool] = {}
 def _referable(t: type) -> bool:
     """Whether an object of type ``t`` is saved as the library module's attribute it is, if it is one.
 
-    Not plain data (containers, numbers, strings, arrays: a library's dict is copied), nor a class or a module
-    (every pickler saves those by name), nor an exception (``sys.last_value`` is the kernel's last error, not a
-    library's), nor an instance of a notebook class. Decided once per type.
+    Not plain data (containers, numbers, strings, arrays: a library's dict is copied; numpy's dtypes and scalars,
+    which pandas holds as constants: every int64 array was saved as needing ``pandas.core.arrays.datetimes.
+    INT64_DTYPE`` once pandas was imported), nor a class or a module (every pickler saves those by name), nor an
+    exception (``sys.last_value`` is the kernel's last error, not a library's), nor an instance of a notebook
+    class. Decided once per type.
     """
     referable = _REFERABLE.get(t)
     if referable is None:
         numpy = sys.modules.get("numpy")
-        plain = t in _PLAIN or (numpy is not None and t is numpy.ndarray)
+        values = (numpy.dtype, numpy.generic) if numpy is not None else ()
+        plain = t in _PLAIN or (numpy is not None and t is numpy.ndarray) or issubclass(t, values)
         referable = not (plain or issubclass(t, (type, types.ModuleType, BaseException)) or t.__module__ == "__main__")
         _REFERABLE[t] = referable
     return referable

@@ -197,8 +197,10 @@ def check_tag(tag: str) -> str:
         tag.encode("utf-8")
     except UnicodeEncodeError:
         raise BadArgument("a tag must be valid text (it holds a lone surrogate)") from None
-    if parse_id(tag) is not None or tag in ("latest", "last-good", "previous") or re.fullmatch(r"[-#]\d+", tag):
+    if parse_id(tag) is not None or tag in ("latest", "last-good", "previous") or re.fullmatch(r"#\d+", tag):
         raise BadArgument(f"{tag!r} cannot be a tag: it would read as a checkpoint reference")
+    if tag.startswith("-"):
+        raise BadArgument(f"{tag!r} cannot be a tag: it starts with '-', which reads as an option or as steps back")
     return tag
 
 

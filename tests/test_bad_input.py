@@ -157,6 +157,11 @@ ROWS = [
         magic=("%checkpoint tag {a} -t last-good", "'last-good' cannot be a tag"),
     ),
     Bad(
+        "a tag that reads as an option",
+        rest=("PATCH", "checkpoints/{a}", {"body": {"tag": "-x"}}, 400, "starts with '-'"),
+        magic=("%checkpoint tag {a} -t=-x", "starts with '-'"),
+    ),
+    Bad(
         "a tag too long",
         rest=("PATCH", "checkpoints/{a}", {"body": {"tag": "x" * 101}}, 400, "at most 100 characters"),
         magic=("%checkpoint tag {a} -t " + "x" * 101, "a tag has at most 100 characters"),

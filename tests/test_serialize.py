@@ -212,6 +212,21 @@ def test_objects_a_library_module_holds_come_back_as_those_very_objects(tmp_path
     assert read_back(tmp_path, packed, expression) == f"(True, True, True, True, [{os.sep!r}])"
 
 
+def test_numpy_values_a_library_holds_as_constants_are_saved_as_values(tmp_path: Path) -> None:
+    """pandas holds ``np.dtype("int64")`` as a constant: an int64 array saved once pandas was imported named
+    ``pandas.core.arrays.datetimes.INT64_DTYPE``, so loading it imported pandas (and failed where it lacked
+    that name), and its bytes, and so its key, changed with pandas' import."""
+    import pandas  # noqa: F401  (holds the dtypes and scalars)
+
+    serialize.index_library()
+    module = notebook("import numpy as np\nlabels = np.arange(12)\nscale = np.float64(2.5)")
+    packed = serialize.dumps({"labels": module.labels, "scale": module.scale}, module)
+    assert b"pandas" not in packed.payload
+    assert read_back(tmp_path, packed, "labels.dtype.name, float(scale), 'pandas' in sys.modules") == (
+        "('int64', 2.5, False)"
+    )
+
+
 def test_memoryviews_and_record_views_come_back_as_what_they_were_and_share_what_they_shared(tmp_path: Path) -> None:
     module = notebook(
         """

@@ -151,6 +151,31 @@ async def test_a_restore_asked_for_as_the_kernel_dies_is_refused_at_once_and_rec
     assert [r["trigger"] for r in await nb.checkpoints()] == ["cell", "cell", "crash-restore"]
 
 
+async def test_a_restore_waiting_for_a_busy_kernel_that_dies_is_refused_not_run_in_the_new_one(
+    notebook: Any, api: Any
+) -> None:
+    """The request waits for the running cell to end; the kernel dies instead, and the restarted one goes idle
+    within that wait. The request must not run there, over the crash recovery's state."""
+    nb = await notebook("analysis.ipynb")
+    await nb.ok("x = 1")
+    await nb.ok("x = 20")
+    older, newer = await nb.wait_for_checkpoints(2)
+    running = asyncio.create_task(nb.run("import time\ntime.sleep(30)"))
+    await asyncio.sleep(0.5)
+    asked = asyncio.create_task(
+        api.error("POST", "api", "ckpt", "checkpoints", str(older["id"]), "restore", body={"kernel_id": nb.kernel_id})
+    )
+    await asyncio.sleep(0.3)
+    nb.kill()
+    status, message = await asked
+    assert status == 409, message
+    _, event = await nb.next_crash_event(0)
+    assert (event["type"], event["checkpoint"]) == ("crash-restore", newer["id"])
+    assert await nb.value("x") == 20
+    assert [r["trigger"] for r in await nb.checkpoints()] == ["cell", "cell", "crash-restore"]
+    running.cancel()
+
+
 async def test_a_server_request_beside_a_running_cell_gets_its_own_reply(notebook: Any, ckpt_app: Any) -> None:
     # The frontend's socket, the server's autoload and this request all talk to one kernel: each reply must
     # reach the one that asked, which a socket identity shared between them would not ensure. When the
