@@ -414,11 +414,12 @@ class Store:
         row = db.execute("SELECT mac FROM cells WHERE id=?", (cell,)).fetchone() if cell is not None else None
         return row[0] if row else None
 
-    def _bind(self, db: sqlite3.Connection, cid: int) -> None:
+    def _bind(self, db: sqlite3.Connection, cid: int, inherited: Collection[str] = ()) -> None:
         """Sign checkpoint ``cid``'s manifest again with the identity its row has now (a session renamed, a
-        parent deleted, or a manifest written before identities were signed). One that fails its check is
-        left as it is: it stays refused."""
-        text, mac = db.execute("SELECT manifest, mac FROM checkpoints WHERE id=?", (cid,)).fetchone()
+        parent deleted, or a manifest written before identities were signed), and what it changed since that
+        parent with ``inherited``, the changes of the deleted checkpoints between them. One that fails its check
+        is left as it is: it stays refused."""
+        text, mac, changed = db.execute("SELECT manifest, mac, changed FROM checkpoints WHERE id=?", (cid,)).fetchone()
         try:
             manifest = self.manifest_text(text, mac, cid)
         except IntegrityError:
@@ -426,8 +427,13 @@ class Store:
         signed: dict[str, Any] = {**manifest, **self._identity(db, cid)}
         if "history" not in signed:
             signed["history"] = self._mac_of(db, signed["last_cell"])
+        if inherited:
+            signed["changed"] = sorted({*signed["changed"], *inherited})
+            changed = json.dumps(sorted({*json.loads(changed), *inherited}))
         text = json.dumps(signed, sort_keys=True)
-        db.execute("UPDATE checkpoints SET manifest=?, mac=? WHERE id=?", (text, self.sign(text), cid))
+        db.execute(
+            "UPDATE checkpoints SET manifest=?, mac=?, changed=? WHERE id=?", (text, self.sign(text), changed, cid)
+        )
 
     @staticmethod
     def _identity(db: sqlite3.Connection, cid: int) -> dict[str, Any]:
@@ -733,13 +739,18 @@ class Store:
         """
         with self._transaction() as db:
             remote = self._has_remote_tables()
-            moved: set[int] = set()
+            # What each child of a deleted checkpoint changed since its new parent: its own changes and those of
+            # every checkpoint deleted between them. A child that changed nothing held the deleted one's state,
+            # not its new parent's (``timeline.state_of``).
+            inherited: dict[int, set[str]] = {}
             for cid in checkpoint_ids:
-                row = db.execute("SELECT parent FROM checkpoints WHERE id=?", (cid,)).fetchone()
+                row = db.execute("SELECT parent, changed FROM checkpoints WHERE id=?", (cid,)).fetchone()
                 if row is None:
                     raise UnknownCheckpoint(f"no checkpoint {cid}")
                 # Children keep a working parent link: they hang from the deleted one's parent.
-                moved.update(r[0] for r in db.execute("SELECT id FROM checkpoints WHERE parent=?", (cid,)))
+                changed = set(json.loads(row[1])) | inherited.pop(cid, set())
+                for (child,) in db.execute("SELECT id FROM checkpoints WHERE parent=?", (cid,)).fetchall():
+                    inherited.setdefault(child, set()).update(changed)
                 db.execute("UPDATE checkpoints SET parent=? WHERE parent=?", (row[0], cid))
                 db.execute("DELETE FROM checkpoints WHERE id=?", (cid,))
                 db.execute("DELETE FROM refs WHERE checkpoint_id=?", (cid,))
@@ -749,8 +760,8 @@ class Store:
                     )
                     db.execute("DELETE FROM uids WHERE checkpoint_id=?", (cid,))
             # Signed again once, with the parent they have at the end: not once per deleted ancestor.
-            for child in sorted(moved.difference(checkpoint_ids)):
-                self._bind(db, child)
+            for child, changed in sorted(inherited.items()):
+                self._bind(db, child, changed)
 
     def _has_remote_tables(self) -> bool:
         """Whether the catalog has the remote tier's tables (a store the CLI opened read-only may predate them)."""

@@ -70,6 +70,19 @@ def test_a_checkpoint_that_changed_nothing_holds_its_parents_state_for_undo_good
     assert {a, b, printed, entry} <= never_thinned(records)
 
 
+def test_a_checkpoint_that_changed_nothing_keeps_its_state_when_its_parent_is_deleted(store: Store) -> None:
+    """c only printed: it holds b's state. With b deleted, c hangs from a, and is still b's state, not a's."""
+    a = store.commit("nb.ipynb", manifest(changed=("x",)), {})
+    b = store.commit("nb.ipynb", manifest(parent=a, changed=("x",)), {})
+    c = store.commit("nb.ipynb", manifest(parent=b, changed=()), {})
+    d = store.commit("nb.ipynb", manifest(parent=c, changed=()), {})
+    store.delete([b, c])
+    timeline = Timeline(store)
+    assert [(r.id, r.parent, r.changed) for r in timeline.checkpoints("nb.ipynb")] == [(a, None, ["x"]), (d, a, ["x"])]
+    assert good_states(timeline.checkpoints("nb.ipynb")) == [d, a]
+    assert store.manifest(d)["changed"] == ["x"]  # signed again with it
+
+
 def test_tree_rows_branch_and_carry_where_kernels_started(store: Store) -> None:
     a = store.commit("nb.ipynb", manifest(), {})
     b = store.commit("nb.ipynb", manifest(parent=a), {})
