@@ -170,11 +170,19 @@ class CrashRecovery:
             try:
                 states, newest_cell = await self.service.in_thread(self._states, session)
             except UnknownSession:
-                return  # it died before its first checkpoint: nothing to bring back
+                message = "the kernel died before its first checkpoint: there was nothing to restore"
+                self._publish("crash-restore-failed", session, kernel_id, None, [], message)
+                return
             loop = self._loops.get(kernel_id)
             if loop is None or loop.newest_cell != newest_cell:
                 loop = self._loops[kernel_id] = CrashLoop(newest_cell)
-            if loop.stopped:
+            if loop.stopped:  # said again at each death, so that the frontend is told of each
+                tried = ", ".join(map(str, loop.tried)) or "none"
+                message = (
+                    f"the kernel died again; it was left empty, as restoring stopped after checkpoint(s) {tried}. "
+                    "Restore a checkpoint yourself once you know what caused it."
+                )
+                self._publish("crash-restore-stopped", session, kernel_id, None, loop.tried, message)
                 return
             untried = [s for s in states if s not in loop.tried]
             if not untried or len(loop.tried) >= MAX_TRIES:

@@ -104,9 +104,12 @@ async def test_a_state_that_keeps_crashing_the_kernel_is_not_restored_again(
         [newer["id"], older["id"]],
     )
     assert f"checkpoint(s) {newer['id']}, {older['id']}" in third["message"]
+    nb.kill()  # and again, still before a cell completes: told again, nothing restored
+    _, again = await nb.next_crash_event(3)
+    assert (again["type"], again["checkpoint"]) == ("crash-restore-stopped", None) and "died again" in again["message"]
     assert await nb.value("'x' in globals()") is False
     polled = await api("GET", "api", "ckpt", "events", params={"session": nb.path, "since": first["time"]})
-    assert [e["type"] for e in polled["events"]] == ["crash-restore", "crash-restore-stopped"]
+    assert [e["type"] for e in polled["events"]] == ["crash-restore", "crash-restore-stopped", "crash-restore-stopped"]
 
     # Once a cell has completed, a crash is a new one: the newest good state comes back.
     await nb.ok("x = 3")
@@ -114,9 +117,19 @@ async def test_a_state_that_keeps_crashing_the_kernel_is_not_restored_again(
     assert [r["trigger"] for r in timeline] == ["cell", "cell", "crash-restore", "crash-restore", "cell", "cell"]
     latest = timeline[-1]
     nb.kill()
-    _, fourth = await nb.next_crash_event(3)
-    assert (fourth["type"], fourth["checkpoint"], fourth["tried"]) == ("crash-restore", latest["id"], [latest["id"]])
+    _, fifth = await nb.next_crash_event(4)
+    assert (fifth["type"], fifth["checkpoint"], fifth["tried"]) == ("crash-restore", latest["id"], [latest["id"]])
     assert await nb.value("x") == 3
+
+
+async def test_a_kernel_that_dies_before_its_first_checkpoint_is_told_there_was_nothing_to_restore(
+    notebook: Any,
+) -> None:
+    nb = await notebook("fresh.ipynb")
+    nb.kill()
+    _, event = await nb.next_crash_event(0)
+    assert (event["type"], event["checkpoint"], event["tried"]) == ("crash-restore-failed", None, [])
+    assert "before its first checkpoint" in event["message"]
 
 
 # Before the server notices the death, and while it restarts the kernel. The restarted kernel takes 3 s to start:
