@@ -16,6 +16,7 @@ import collections
 import contextlib
 import gc
 import os
+import pickle
 import platform
 import random
 import re
@@ -463,6 +464,16 @@ def process_states() -> dict[str, Any]:
     return states
 
 
+_STREAMS = ("random", "numpy", "torch")  # the global random streams among ``process_states``
+
+
+def streams_digest(states: dict[str, Any]) -> str:
+    """A digest of the global random streams alone: what tells whether a cell drew from one (``link``), which
+    the states' blob, holding the settings too, cannot (a setting's value serialized on its own may not come
+    out as the same bytes in another kernel)."""
+    return content_key(pickle.dumps([states.get(k) for k in _STREAMS], protocol=5))
+
+
 def versions() -> dict[str, str]:
     found = {"python": platform.python_version()}
     for name in KEY_PACKAGES:
@@ -747,6 +758,7 @@ def prepare(
         "modules": capture.modules,
         "skipped": skipped,
         "random": {"key": random_key, "buffers": random_buffers},
+        "streams": streams_digest(capture.random),
         "settings": settings.fingerprints(capture.random.get("settings", {})),
         "registrations": registrations.read(capture.variables, module.__name__),
         "paths": capture.paths,
@@ -772,9 +784,9 @@ def link(manifest: Manifest, parent: int | None, parent_manifest: Manifest | Non
     now, then = manifest.get("settings", {}), parent_manifest.get("settings", {})
     changed += sorted(n for n in set(now) | set(then) if now.get(n) != then.get(n))
     # So did one that only drew from a global random stream (``random.random()``, ``np.random.rand()``): an undo
-    # goes back to the stream before it. The blob holds the settings too, which are named above.
-    drew = manifest.get("random", {}).get("key") != parent_manifest.get("random", {}).get("key")
-    if parent_manifest and drew and now == then:
+    # goes back to the stream before it.
+    streams, before_streams = manifest.get("streams"), parent_manifest.get("streams")
+    if streams is not None and before_streams is not None and streams != before_streams:
         changed.append(RANDOM)
     # So did one that only registered a class with a library (``Sequence.register(Rows)``), or moved.
     made = {registrations.label(r) for r in manifest.get("registrations", [])}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -174,6 +175,8 @@ class EventsHandler(CkptHandler):
         name = self.get_query_argument("session", None)
         try:
             since = float(self.get_query_argument("since", "0"))
+            if not math.isfinite(since):
+                raise ValueError
         except ValueError:
             raise BadArgument("'since' must be a number of seconds since the epoch") from None
         self.reply(self.ckpt.events_since(since, name))

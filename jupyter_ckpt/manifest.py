@@ -69,6 +69,9 @@ class Manifest(TypedDict, total=False):
     modules: dict[str, Any]
     skipped: dict[str, Skipped]
     random: RandomState
+    # A digest of the global random streams alone (capture.streams_digest): capture.link compares them. Absent
+    # from checkpoints older than it.
+    streams: str
     # A digest of the settings kept with the random states (settings.py), by library ("matplotlib rcParams"):
     # capture.link compares them. Absent from checkpoints older than settings.
     settings: dict[str, str]

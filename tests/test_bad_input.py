@@ -133,6 +133,10 @@ ROWS = [
         magic=("%checkpoint gc --max-size lots", "'lots' is not a size"),
     ),
     Bad(
+        "a number that is not finite, to the REST API",
+        rest=("GET", "events", {"params": {"since": "nan"}}, 400, "'since' must be a number"),
+    ),
+    Bad(
         "an unknown command or option",
         cli=(("list", "--frobnicate"), 2, "unrecognized arguments: --frobnicate"),
         rest=("PATCH", "checkpoints/{a}", {"body": "{not json"}, 400, "Invalid JSON"),
