@@ -269,6 +269,7 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int, spans: _Span
             # library made (functools.singledispatch's dispatch, whose closure holds the registry of classes).
             stack.extend(o.__defaults__ or ())
             stack.extend((o.__kwdefaults__ or {}).values())
+            stack.extend(o.__annotations__.values())  # the notebook's objects (``def f(a: Range(0, 9))``)
             stack.extend(vars(o).values())  # attributes: __wrapped__, a singledispatch's dispatch and register
             for cell in o.__closure__ or ():
                 _claim(owner, id(cell), name, met)

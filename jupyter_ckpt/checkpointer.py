@@ -30,7 +30,7 @@ from .notice import Notice
 from .progress import Progress, untold
 from .recipes import Recipe, RunCell, check_mode, exec_cell, plan, run_recipe
 from .remote import Replica
-from .restore import Diff, RestoreReport, diff_manifests, restore_namespace
+from .restore import Diff, RestoreReport, diff_manifests, restore_namespace, set_process_states
 from .retention import Limits, Retention, usage
 from .schedule import Scheduler
 from .store import NEW_KERNEL, Cell, CheckpointRecord, Store, check_tag
@@ -776,7 +776,7 @@ class Checkpointer:
             return
         report.replay = dict(recipe.problems)
         if mode == "auto":
-            report.replay = run_recipe(recipe, self.module.__dict__, self._run_cell)
+            report.replay = self._run_recipe(recipe)
         elif recipe.runnable:
             self._pending = recipe
             report.replayable = recipe.describe()
@@ -788,7 +788,16 @@ class Checkpointer:
             if self._pending is None:
                 raise BadArgument("nothing to replay: the last restore brought back every variable it could rebuild")
             recipe, self._pending = self._pending, None
+            return self._run_recipe(recipe)
+
+    def _run_recipe(self, recipe: Recipe) -> dict[str, str]:
+        """Replay; the random streams and the libraries' settings stay as they were before, as the restore set
+        them: a replayed cell's ``random.seed`` or ``pd.set_option`` is not one of the variables taken from it."""
+        before = capture.process_states()
+        try:
             return run_recipe(recipe, self.module.__dict__, self._run_cell)
+        finally:
+            set_process_states(before, self.module)
 
     def undo(self) -> RestoreReport:
         """Back to the state before the last cell. When there is none, the error says which cell boundaries

@@ -289,6 +289,21 @@ _RANDOM_STREAMS: dict[str, Callable[[Any], None]] = {
 }
 
 
+def set_process_states(states: dict[str, Any], module: types.ModuleType) -> dict[str, str]:
+    """Set the global random streams and the libraries' settings of ``states`` (``capture.process_states``);
+    returns those not set again, with why. A checkpoint older than settings keeps none: the live ones stay."""
+    failed = {}
+    for stream, set_state in _RANDOM_STREAMS.items():
+        if stream in states:
+            try:
+                set_state(states[stream])
+            except Exception as e:  # numpy or torch missing here: the other streams and the variables stand
+                failed[f"{stream} random stream"] = f"not set again: {type(e).__name__}: {e}"
+    if "settings" in states:
+        failed.update(settings.apply(states["settings"], module))
+    return failed
+
+
 def restore_namespace(
     blobs: LocalBlobs,
     module: types.ModuleType,
@@ -405,14 +420,7 @@ def restore_namespace(
             report.not_restored[alias] = import_failed[alias]
     report.not_restored.update(attributes.apply(namespace, assigned, changed))  # on the modules and classes now bound
     report.not_restored.update(attributes.rebind(namespace, manifest.get("aliases", {}), incoming))
-    for stream, set_state in _RANDOM_STREAMS.items():
-        if stream in states:
-            try:
-                set_state(states[stream])
-            except Exception as e:  # numpy or torch missing here: the other streams and the variables stand
-                report.not_restored[f"{stream} random stream"] = f"not set again: {type(e).__name__}: {e}"
-    if "settings" in states:  # a checkpoint older than settings keeps none: the live ones stay as they are
-        report.not_restored.update(settings.apply(states["settings"], module))  # after the modules are imported
+    report.not_restored.update(set_process_states(states, module))  # after the modules are imported
     # Of the classes now in the namespace (the checkpoint's, or the ones a partial restore kept).
     made = [r for r in manifest.get("registrations", []) if r[3] not in failed and (wanted is None or r[3] in wanted)]
     report.not_restored.update(registrations.apply(made, namespace))

@@ -59,6 +59,7 @@ import bisect
 import collections
 import contextlib
 import copyreg
+import ctypes
 import errno
 import functools
 import gc
@@ -689,11 +690,13 @@ def _reduce_shell(obj: Any) -> Any:
     return (_the_shell, ()) if obj is _the_shell() else NotImplemented
 
 
-def _array_from(buffer: Any, dtype: Any, shape: tuple[int, ...], order: str, writeable: bool = True) -> Any:
-    """Rebuild an array directly on its buffer, so views of it keep it as their base; read-only if it was,
-    whichever memory the restore gives it."""
+def _array_from(
+    buffer: Any, dtype: Any, shape: tuple[int, ...], order: str, writeable: bool = True, kind: type | None = None
+) -> Any:
+    """Rebuild an array directly on its buffer, so views of it keep it as their base; of class ``kind`` (a
+    ``recarray``) if given; read-only if it was, whichever memory the restore gives it."""
     numpy = sys.modules.get("numpy") or importlib.import_module("numpy")
-    array = numpy.ndarray(shape, dtype, buffer=buffer, order=order)
+    array = numpy.ndarray.__new__(kind or numpy.ndarray, shape, dtype, buffer=buffer, order=order)
     if not writeable:
         array.flags.writeable = False
     return array
@@ -808,7 +811,10 @@ def _reduce_array(obj: Any) -> Any:
     if mapped and root is obj:
         return _reduce_memmap(obj)
     contiguous = root.flags.c_contiguous or root.flags.f_contiguous
-    if not mapped and (type(root) is not numpy.ndarray or root.dtype.hasobject or not contiguous):
+    # A root of a subclass without state of its own (a ``recarray``, whose ``r.a`` is a view of it) is rebuilt
+    # on its buffer as a plain array is, so that its views share its memory again.
+    plain = type(root) is numpy.ndarray or (_plain_array_class(type(root), numpy) and not vars(root))
+    if not mapped and (not plain or root.dtype.hasobject or not contiguous):
         return NotImplemented
     kind = type(obj) if type(obj) is not numpy.ndarray else None
     if mapped:  # a slice of a file's read-only map: a view of the map, which a restore maps again
@@ -816,7 +822,7 @@ def _reduce_array(obj: Any) -> Any:
     if kind is not None and vars(obj) and not kind.__module__.startswith("numpy"):
         # Attributes (a unit, a tag), which numpy's pickling drops: numpy's own subclasses keep what they need.
         return _with_attributes, (obj.view(numpy.ndarray), kind, dict(vars(obj)))
-    if kind is not None and (root is obj or vars(obj)):  # a subclass with state of its own: numpy's pickling
+    if kind is not None and vars(obj):  # a subclass with state of its own: numpy's pickling
         return NotImplemented
     memory: _Memory | None = getattr(_PICKLING, "memory", None)
     if root is obj and memory is not None and obj.dtype.kind not in "mM":
@@ -831,6 +837,8 @@ def _reduce_array(obj: Any) -> Any:
         if obj.dtype.kind in "mM":
             data = data.reshape(-1).view(numpy.int64)  # datetimes refuse the buffer protocol; their integers do not
         array = (pickle.PickleBuffer(data), obj.dtype, obj.shape, order)
+        if kind is not None:
+            return _array_from, (*array, obj.flags.writeable, kind)
         return _array_from, array if obj.flags.writeable else (*array, False)
     return _view_on(obj, root, kind)
 
@@ -901,9 +909,10 @@ def _plain_array_class(t: type, numpy: Any) -> bool:
 
 
 def _reduce_memoryview(obj: memoryview) -> Any:
-    """A memoryview of a whole object as a memoryview of that object (``memoryview(data)``, sharing it); one of
-    part of an object as a memoryview of a copy of its bytes, with its format, shape and writability (dill
-    refuses a memoryview; cloudpickle saves its bytes)."""
+    """A memoryview of an object as a memoryview of that object (``memoryview(data)``, sharing it), cut to the
+    part it views and cast to its format and shape (``memoryview(data)[2:4]``, ``.cast("H")``); a strided one as a
+    memoryview of a copy of its bytes, with its format, shape and writability (dill refuses a memoryview;
+    cloudpickle saves its bytes)."""
     base = obj.obj
     with contextlib.suppress(TypeError, ValueError):  # a base that exports no buffer any more
         whole = memoryview(base)
@@ -914,11 +923,76 @@ def _reduce_memoryview(obj: memoryview) -> Any:
             obj.readonly,
         ):
             return memoryview, (base,)
-    try:
-        _memoryview_of(bytes(obj.itemsize), obj.format, (1,), True)  # a format cast takes: "d", not "<d"
-    except (TypeError, ValueError):
+        if obj.c_contiguous and whole.c_contiguous and _castable(obj):
+            offset = _address(obj) - _address(whole)
+            if 0 <= offset <= whole.nbytes - obj.nbytes:
+                return _memoryview_part, (base, offset, obj.nbytes, obj.format, obj.shape, obj.readonly)
+    if not _castable(obj):
         return NotImplemented
     return _memoryview_of, (obj.tobytes(), obj.format, obj.shape, obj.readonly)
+
+
+def _reduce_masked(obj: Any) -> Any:
+    """A masked array as numpy pickles it, with whether its mask is hard, which numpy's pickling drops: a write
+    to a masked element must leave it masked again."""
+    rebuild, args, state = obj.__reduce__()
+    return rebuild, args, (state, obj.hardmask), None, None, _set_masked_state
+
+
+def _set_masked_state(obj: Any, state: tuple[Any, bool]) -> None:
+    numpy_state, hard = state
+    obj.__setstate__(numpy_state)
+    if hard:
+        obj.harden_mask()
+
+
+def _castable(view: memoryview) -> bool:
+    """Whether bytes can be cast to ``view``'s format (a cast takes "d", not "<d")."""
+    try:
+        _memoryview_of(bytes(view.itemsize), view.format, (1,), True)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+class _Buffer(ctypes.Structure):
+    """CPython's ``Py_buffer``, for the one field Python does not show: where a memoryview's bytes are."""
+
+    _fields_ = (
+        ("buf", ctypes.c_void_p),
+        ("obj", ctypes.c_void_p),
+        ("len", ctypes.c_ssize_t),
+        ("itemsize", ctypes.c_ssize_t),
+        ("readonly", ctypes.c_int),
+        ("ndim", ctypes.c_int),
+        ("format", ctypes.c_char_p),
+        ("shape", ctypes.c_void_p),
+        ("strides", ctypes.c_void_p),
+        ("suboffsets", ctypes.c_void_p),
+        ("internal", ctypes.c_void_p),
+    )
+
+
+_FULL_READ_ONLY = 0x11C  # PyBUF_FULL_RO: any buffer, strided or read-only
+
+
+def _address(view: memoryview) -> int:
+    """The address of the first byte a memoryview shows."""
+    buffer = _Buffer()
+    ctypes.pythonapi.PyObject_GetBuffer(ctypes.py_object(view), ctypes.byref(buffer), _FULL_READ_ONLY)
+    try:
+        return int(buffer.buf or 0)
+    finally:
+        ctypes.pythonapi.PyBuffer_Release(ctypes.byref(buffer))
+
+
+def _memoryview_part(
+    base: Any, offset: int, nbytes: int, item_format: str, shape: tuple[int, ...], readonly: bool
+) -> memoryview:
+    """A memoryview of ``nbytes`` of ``base`` from ``offset``, cast to its format and shape, read-only if it was."""
+    octets: Any = memoryview(base).cast("B")[offset : offset + nbytes]
+    part: memoryview = octets.cast(item_format, shape)
+    return part.toreadonly() if readonly and not part.readonly else part
 
 
 def _memoryview_of(data: bytes, item_format: str, shape: tuple[int, ...], readonly: bool) -> Any:
@@ -1337,7 +1411,8 @@ _SHELL_NAMESPACE = ("__module__", "__qualname__", "__slots__", "__orig_bases__")
 def _reduce_notebook_class(cls: type) -> Any:
     """A notebook class as a shell and its attributes, set once it exists.
 
-    For a class whose metaclass is the notebook's, or whose notebook base defines ``__init_subclass__``: their
+    For a class whose metaclass is the notebook's, whose notebook base defines ``__init_subclass__``, or that
+    holds a descriptor with ``__set_name__`` (a field that adds itself to the class's list of fields): their
     hooks must not run again (``_class_shell``); the registry they filled is restored as it was. dill and
     cloudpickle make a class by calling its metaclass, which runs them: in a fresh kernel the hook's global
     registry was not there yet (NameError), and where it was, it got a class more. For a class with
@@ -1347,7 +1422,11 @@ def _reduce_notebook_class(cls: type) -> Any:
     """
     meta: type = type(cls)
     own = vars(cls)
-    hooked = meta.__module__ == "__main__" or any(_hooks_subclasses(c) for c in cls.__mro__[1:])
+    hooked = (
+        meta.__module__ == "__main__"
+        or any(_hooks_subclasses(c) for c in cls.__mro__[1:])
+        or any(hasattr(type(v), "__set_name__") for v in own.values())
+    )
     if not (hooked or "__slots__" in own) or not all(
         m in _SHELL_MAKERS or m.__module__ == "__main__"
         for m in meta.__mro__[:-1]  # all but object
@@ -1395,10 +1474,15 @@ def _reduce_namedtuple(cls: type) -> Any:
 
 
 def _reduce_class(cls: type) -> Any:
-    """A namedtuple class that is not importable (``_reduce_namedtuple``), a notebook class whose hooks must
-    not run again or that has slots (``_reduce_notebook_class``); any other class is left to the pickler."""
+    """A namedtuple class that is not importable (``_reduce_namedtuple``), a pydantic generic model's class for
+    its arguments, a notebook class whose hooks must not run again or that has slots
+    (``_reduce_notebook_class``); any other class is left to the pickler."""
     if cls.__bases__ == (tuple,) and hasattr(cls, "_fields") and hasattr(cls, "_make"):
         return NotImplemented if _located(cls) else _reduce_namedtuple(cls)
+    generic = vars(cls).get("__pydantic_generic_metadata__")
+    if generic and generic["origin"] is not None:
+        # ``Box[int]`` of a pydantic generic model: asked of ``Box`` again, which gives the class it keeps for it.
+        return operator.getitem, (generic["origin"], generic["args"])
     return _reduce_notebook_class(cls) if cls.__module__ == "__main__" else NotImplemented
 
 
@@ -1472,6 +1556,9 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_array
     if t is memoryview:
         return _reduce_memoryview
+    masked = sys.modules.get("numpy.ma")
+    if masked is not None and t is masked.MaskedArray:
+        return _reduce_masked
     if t is types.MethodType:
         return _reduce_method
     if _shell_class(t):

@@ -546,6 +546,20 @@ PATTERNS = [
         "(globals().__setitem__('Emg_SCALE', 7), emg_red.scaled())[1] == 7 and emg_red is EmgColor.RED",
     ),
     _p(
+        "annotation_objects",
+        "plain",
+        "class AoRange:\n    def __init__(self, lo, hi):\n        self.lo, self.hi = lo, hi\nao_pct = AoRange(0, 100)\n"
+        "def ao_clip(x: ao_pct) -> ao_pct:\n    return x",
+        "ao_clip.__annotations__['x'] is ao_pct and ao_clip.__annotations__['return'] is ao_pct",
+    ),
+    _p(
+        "set_name_fields",
+        "plain",
+        "class SnField:\n    def __set_name__(self, owner, name):\n        self.name = name\n"
+        "        owner.fields = getattr(owner, 'fields', ()) + (name,)\nclass SnRow:\n    a = SnField()\n    b = SnField()",
+        "SnRow.fields == ('a', 'b') and SnRow.__dict__['b'].name == 'b'",
+    ),
+    _p(
         "enum_member_attributes",
         "stdlib",
         "import enum\nclass EmPlanet(enum.Enum):\n    MERCURY = (3.303e23, 2.4397e6)\n    EARTH = (5.976e24, 6.37814e6)\n"
@@ -711,6 +725,25 @@ PATTERNS = [
         "type(mv_whole) is memoryview and mv_whole.obj is mv_data and bytes(mv_part) == b'cd' and not mv_part.readonly",
     ),
     _p(
+        "memoryview_parts",
+        "plain",
+        "mp_data = bytearray(8)\nmp_shorts = memoryview(mp_data).cast('H')\nmp_tail = memoryview(mp_data)[6:]",
+        "mp_shorts.obj is mp_data and mp_tail.obj is mp_data and mp_shorts.format == 'H'"
+        " and (mp_shorts.__setitem__(0, 257), mp_tail.__setitem__(1, 9), bytes(mp_data))[2] == b'\\x01\\x01' + bytes(5) + b'\\t'",
+    ),
+    _p(
+        "record_field",
+        "numpy",
+        "import numpy as np\nrf_r = np.rec.array([(1, 2.0), (3, 4.0)], names='a,b')\nrf_a = rf_r.a",
+        "type(rf_r) is np.recarray and np.shares_memory(rf_r, rf_a) and (rf_a.__setitem__(1, 7), int(rf_r.a[1]))[1] == 7",
+    ),
+    _p(
+        "masked_hard",
+        "numpy",
+        "import numpy as np\nmh_a = np.ma.array([1, 2, 3], mask=[0, 1, 0], hard_mask=True)",
+        "mh_a.hardmask and (mh_a.__setitem__(1, 9), bool(mh_a.mask[1]))[1]",
+    ),
+    _p(
         "masked",
         "numpy",
         "import numpy as np\nma_a = np.ma.masked_array([1, 2, 3], mask=[0, 1, 0])",
@@ -821,6 +854,13 @@ PATTERNS = [
         "scipy",
         "import scipy.stats\nfrom scipy.stats import norm as fisc_norm",
         "fisc_norm is scipy.stats.norm and round(fisc_norm.cdf(0), 2) == 0.5",
+    ),
+    _p(
+        "pydantic_generic",
+        "pydantic",
+        "from typing import Generic, TypeVar\nfrom pydantic import BaseModel\nPgT = TypeVar('PgT')\n"
+        "class PgBox(BaseModel, Generic[PgT]):\n    item: PgT\npg_box = PgBox[int](item=1)",
+        "isinstance(pg_box, PgBox[int]) and type(pg_box) is PgBox[int] and pg_box.item == 1",
     ),
     # -- attrs -----------------------------------------------------------------------------------------
     _p(

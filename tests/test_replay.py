@@ -234,6 +234,36 @@ def test_replay_in_a_real_kernel_runs_each_cell_on_the_values_it_read_then(kerne
     assert fresh.value("(list(evens), db.execute('select v from t').fetchall(), n, total)") == ([2, 4], [(5,)], 10, 6)
 
 
+@pytest.mark.parametrize("how", ["--replay", "then %checkpoint replay"])
+def test_a_replayed_cell_that_seeds_or_sets_an_option_leaves_the_restored_streams_and_settings(
+    kernels: Any, how: str
+) -> None:
+    """The cell that made the generator also seeded the streams and set an option; the restore set them as the
+    checkpoint kept them, and replaying that cell for the generator must not set them back."""
+    k = kernels("seeded.ipynb")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto off")
+    k.ok(
+        "import random\nimport numpy as np\nimport pandas as pd\nrandom.seed(1)\nnp.random.seed(1)\n"
+        "pd.set_option('display.max_rows', 7)\nsquares = (i * i for i in range(4))"
+    )
+    k.ok(
+        "random.seed(11)\nnp.random.seed(11)\npd.set_option('display.max_rows', 12)\n"
+        "expected = (random.random(), np.random.rand())\nrandom.seed(11)\nnp.random.seed(11)"
+    )
+    k.ok("%checkpoint save")
+    k.close()
+    fresh = kernels("seeded.ipynb")
+    fresh.ok("%load_ext jupyter_ckpt")
+    if how == "--replay":
+        out = fresh.ok("%checkpoint restore latest --replay")
+    else:
+        fresh.ok("%checkpoint restore latest")
+        out = fresh.ok("%checkpoint replay")
+    assert "squares" in out
+    assert fresh.value("((random.random(), np.random.rand()) == expected, list(squares))") == (True, [0, 1, 4, 9])
+    assert fresh.value("pd.get_option('display.max_rows')") == 12
+
+
 def test_a_module_made_in_a_cell_is_skipped_and_rebuilt_by_replay_not_imported_by_its_name(
     kernels: Any, tmp_path: Any
 ) -> None:

@@ -227,26 +227,37 @@ def test_numpy_values_a_library_holds_as_constants_are_saved_as_values(tmp_path:
     )
 
 
-def test_memoryviews_and_record_views_come_back_as_what_they_were_and_share_what_they_shared(tmp_path: Path) -> None:
+def test_memoryviews_record_views_and_their_parts_come_back_as_what_they_were_and_share_what_they_shared(
+    tmp_path: Path,
+) -> None:
     module = notebook(
         """
         import numpy as np
-        data = bytearray(b"abcdef")
-        whole, part, frozen = memoryview(data), memoryview(data)[2:4], memoryview(b"xyz")
+        data, text = bytearray(b"abcdef"), b"xyz"
+        whole, part, frozen = memoryview(data), memoryview(data)[2:4], memoryview(text)
+        shorts, locked, tail = memoryview(data).cast("H"), memoryview(data)[1:3].toreadonly(), frozen[1:]
+        every_other = memoryview(data)[::2]  # strided: a copy of its bytes
         floats = memoryview(np.arange(6.0)).cast("B").cast("d", (2, 3))
         table = np.array([(1, 2.5), (3, 4.5)], dtype=[("i", "i4"), ("f", "f8")])
         rows = table.view(np.recarray)
+        records = np.rec.array([(1, 2.0)], names="a,b")
+        column = records.a
         """
     )
-    names = ("data", "whole", "part", "frozen", "floats", "table", "rows")
+    names = ("data", "text", "whole", "part", "frozen", "shorts", "locked", "tail", "every_other")
+    names += ("floats", "table", "rows", "records", "column")
     packed = serialize.dumps({n: getattr(module, n) for n in names}, module)
     expression = (
         "type(whole).__name__, whole.obj is data, bytes(part), part.readonly, frozen.readonly, floats.shape,"
         " floats.format, floats[1, 2], type(rows).__name__, rows.base is table, float(rows.f[1]),"
-        " data.__setitem__(0, 90) or bytes(whole[:1]), rows.__setitem__(0, (7, 0.5)) or int(table['i'][0])"
+        " data.__setitem__(0, 90) or bytes(whole[:1]), rows.__setitem__(0, (7, 0.5)) or int(table['i'][0]),"
+        " part.obj is data, shorts.obj is data, shorts.format, locked.obj is data, locked.readonly, tail.obj is text,"
+        " bytes(tail), bytes(every_other), part.__setitem__(0, 67) or shorts.__setitem__(2, 0x4645) or bytes(data),"
+        " bytes(locked), type(records).__name__, column.__setitem__(0, 5) or int(records.a[0])"
     )
     assert read_back(tmp_path, packed, expression) == (
-        "('memoryview', True, b'cd', False, True, (2, 3), 'd', 5.0, 'recarray', True, 4.5, b'Z', 7)"
+        "('memoryview', True, b'cd', False, True, (2, 3), 'd', 5.0, 'recarray', True, 4.5, b'Z', 7,"
+        " True, True, 'H', True, True, True, b'yz', b'ace', b'ZbCdEF', b'bC', 'recarray', 5)"
     )
 
 
