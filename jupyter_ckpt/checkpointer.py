@@ -758,14 +758,12 @@ class Checkpointer:
         self._committed(cid, entry, capture.Capture({}, {}, ids))
 
     def _offer_replay(self, report: RestoreReport, manifest: Manifest, mode: str) -> None:
-        """Plan how to rebuild the skipped variables the restore left absent, and replay now or offer it. (An
-        attribute of a module that could not be saved is not absent: it keeps the value its module has.)"""
+        """Plan how to rebuild the variables the restore left absent, skipped or not loaded (a ``__reduce__``
+        calling a function whose globals lack a class not bound yet), and replay now or offer it. (An attribute
+        of a module that could not be saved is not absent: it keeps the value its module has.)"""
         assigned = manifest.get("attributes", {})
-        missing = [
-            n
-            for n in report.not_restored
-            if n in manifest["skipped"] and n not in self.module.__dict__ and n not in assigned
-        ]
+        kept = manifest["skipped"].keys() | manifest["variables"].keys()
+        missing = [n for n in report.not_restored if n in kept and n not in self.module.__dict__ and n not in assigned]
         self._pending = None
         if not missing or mode == "never":
             return

@@ -234,6 +234,28 @@ def test_replay_in_a_real_kernel_runs_each_cell_on_the_values_it_read_then(kerne
     assert fresh.value("(list(evens), db.execute('select v from t').fetchall(), n, total)") == ([2, 4], [(5,)], 10, 6)
 
 
+def test_variables_that_could_not_be_loaded_are_offered_to_replay(kernels: Any) -> None:
+    """``Unit.__reduce__`` calls a notebook function that builds a ``Unit``: loading the instance calls it before
+    its group has bound ``Unit`` in the namespace (dill fails the same way). Both are left out, named, and
+    their cells offered."""
+    k = kernels("factory.ipynb")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto off")
+    k.ok("def make(v):\n    return Unit(v)")
+    k.ok(
+        "class Unit:\n    def __init__(self, v):\n        self.v = v\n    def __reduce__(self):\n"
+        "        return (make, (self.v,))"
+    )
+    k.ok("u = Unit(4)\nkept = 1")
+    k.ok("%checkpoint save")
+    k.close()
+    fresh = kernels("factory.ipynb")
+    fresh.ok("%load_ext jupyter_ckpt")
+    out = fresh.ok("%checkpoint restore latest")
+    assert "not restored: u (could not be loaded (NameError" in out and "%checkpoint replay" in out
+    fresh.ok("%checkpoint replay")
+    assert fresh.value("(type(u) is Unit, u.v, kept)") == (True, 4, 1)
+
+
 @pytest.mark.parametrize("how", ["--replay", "then %checkpoint replay"])
 def test_a_replayed_cell_that_seeds_or_sets_an_option_leaves_the_restored_streams_and_settings(
     kernels: Any, how: str
