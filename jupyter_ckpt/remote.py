@@ -458,16 +458,16 @@ def _uid(path: str) -> str:
 
 
 def _parents_first(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Records ordered so that each comes after its parent when the parent is among them."""
-    pending = sorted(records, key=lambda r: r["uid"])
-    uids = {r["uid"] for r in pending}
-    done: set[str] = set()
+    """Records in the order they were made (a uid begins with its time), each after its parent when the parent
+    is among them: the ids they get here, and so ``latest`` and the timeline's order, follow that order."""
+    by_uid = {r["uid"]: r for r in records}
     ordered: list[dict[str, Any]] = []
-    while pending:
-        ready = [r for r in pending if r["parent"] not in uids or r["parent"] in done]
-        if not ready:  # a cycle cannot be made by this version; take the rest as they are
-            ready = pending
-        ordered.extend(ready)
-        done.update(r["uid"] for r in ready)
-        pending = [r for r in pending if r["uid"] not in done]
+    done: set[str] = set()
+    for uid in sorted(by_uid):
+        chain = []
+        while uid in by_uid and uid not in done:  # its parents not imported yet, newest first
+            done.add(uid)
+            chain.append(by_uid[uid])
+            uid = by_uid[uid]["parent"]
+        ordered.extend(reversed(chain))
     return ordered

@@ -200,6 +200,28 @@ def test_two_machines_write_one_prefix_without_colliding(s3: S3, jupyter_dirs: P
     assert xs >= {0, 1, 2} and ys >= {0, -1, -2}
 
 
+def test_another_machine_takes_the_checkpoints_in_the_order_they_were_made(s3: S3, jupyter_dirs: Path) -> None:
+    """A second kernel on the notebook that did not restore starts a root of its own, newer than the first
+    kernel's chain: another machine must list it last and take it for ``latest``, not the chain's end."""
+    a, up = machine(jupyter_dirs / "a", s3)
+    first = notebook(a)
+    for x in (1, 2, 3):
+        first.module.x = x
+        first.save()
+        time.sleep(0.002)  # uids hold milliseconds
+    second = notebook(a)
+    second.module.x = 100
+    second.save()
+    up.push()
+    c, down = machine(jupyter_dirs / "c", s3)
+    down.pull()
+    records = c.checkpoints("nb.ipynb")
+    assert [r.time for r in records] == sorted(r.time for r in records)
+    fresh = Checkpointer(c, "nb.ipynb", types.ModuleType("__main__"), replica=down)
+    fresh.restore("latest")
+    assert fresh.module.x == 100
+
+
 def test_gc_keeps_the_blobs_of_a_writer_still_uploading_and_collects_a_dead_ones(s3: S3, jupyter_dirs: Path) -> None:
     a, up = machine(jupyter_dirs / "a", s3)
     nb = notebook(a)  # pushed by hand below, not by a replica's thread
