@@ -94,7 +94,12 @@ class WriteLimit:
 
     room: int | None = None  # None: no budget
     keep_free: int = 0
-    budget: str = ""  # the budget, as the user set it, for the message
+    full: str = "the checkpoint store is at its size budget"  # why a write past ``room`` is refused
+
+
+def nearly_full(root: Path, floor: int) -> str:
+    """Why a write that would take the disk under ``root`` below its floor of free space is refused."""
+    return f"the disk under {root} is nearly full: jupyter-ckpt always leaves {human_bytes(floor)} free there"
 
 
 @dataclass(frozen=True)
@@ -423,9 +428,7 @@ class LocalBlobs:
         with self._room_lock:
             room = self.limit.room
             if room is not None and nbytes > room:
-                raise StoreFullError(
-                    f"the checkpoint store is at its size budget ({self.limit.budget}); the checkpoint was not written"
-                )
+                raise StoreFullError(f"{self.limit.full}; the checkpoint was not written")
             if room is not None:
                 self.limit.room = room - nbytes
         self._keep_free(nbytes, "written")
@@ -437,10 +440,7 @@ class LocalBlobs:
         st = os.statvfs(self.root)
         spare = min(_IN_FLIGHT, self.limit.keep_free)
         if st.f_bavail * st.f_frsize - nbytes - spare < self.limit.keep_free:
-            raise StoreFullError(
-                f"the disk under {self.root} is nearly full: jupyter-ckpt always leaves "
-                f"{human_bytes(self.limit.keep_free)} free there; the checkpoint was not {what}"
-            )
+            raise StoreFullError(f"{nearly_full(self.root, self.limit.keep_free)}; the checkpoint was not {what}")
 
     def hold(self, since: float) -> None:
         """Tell every gc that this process has saves in progress, the oldest begun at ``since`` (seconds since

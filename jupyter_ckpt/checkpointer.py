@@ -164,6 +164,9 @@ class Checkpointer:
         # The last cell boundary whose state no checkpoint holds yet, whether the policy owes it or skipped it:
         # what ``settle`` makes durable.
         self._unsaved: tuple[str, str, int | None] | None = None
+        # The newest state taken, whose save failed for want of room: ``wait`` tries it again, or says why not.
+        self._full: tuple[str, str, int | None] | None = None
+        self._pull_waited = False  # a look at the timeline has waited for the remote one to be pulled
         self._fork_refused: str | None = None
         self._writer_stopped = Notice(self._notify)  # why a writer was last stopped for memory in this kernel
         self._failing = Notice(self._notify)  # why automatic checkpoints fail, said once until one succeeds
@@ -484,6 +487,8 @@ class Checkpointer:
         except Exception as e:
             full = isinstance(e, StoreFullError) or str(e).startswith(StoreFullError.__name__)  # here, or in a writer
             retry = (lambda: self._owe(meta.trigger, meta.status, meta.cell)) if full else None
+            if full and meta.at == self._last_time:  # no newer state was taken since
+                self._full = (meta.trigger, meta.status, meta.cell)
             self.retention.failed(self._needed(cap) if full else 0, retry)
             if raise_errors:
                 raise e if isinstance(e, CheckpointError) else CheckpointError(f"checkpoint failed: {e}") from e
@@ -546,6 +551,7 @@ class Checkpointer:
         """A checkpoint is on the timeline: it is the head, and a failure said before is over."""
         if self._failing.clear() or failed_before:
             self._notify(f"jupyter-ckpt: checkpoints are written again (checkpoint {cid})")
+        self._full = None
         self.head = cid
         self._head_manifest = manifest
         self._held = cap.ids
@@ -573,15 +579,22 @@ class Checkpointer:
             return None
         return self.save(trigger="loop")
 
-    def wait(self) -> None:
-        """Block until every checkpoint already requested is durable, and the remote timeline is pulled."""
-        if self.replica is not None:
+    def wait(self, *, retry_full: bool = True) -> None:
+        """Block until every checkpoint already requested is durable, and the remote timeline is pulled.
+
+        The newest state, if its save found the store full, is saved again (``retry_full``): its error is
+        raised if there is still no room. A look at the timeline (``_catch_up``) does not try it again.
+        """
+        if self.replica is not None and not self._pull_waited:
+            # Once: a store that does not answer holds up one look at the timeline, not every one.
             self.replica.pulled.wait(PULL_WAIT)
+            self._pull_waited = True
         with self._lock:
             if self._fork is not None:
                 self._fork.poll(block=True)
-            if self._owed is not None:
-                trigger, status, cell = self._owed
+            newest = self._owed or (self._full if retry_full else None)
+            if newest is not None:
+                trigger, status, cell = newest
                 self.save(trigger=trigger, status=status, cell=cell, wait=True)
             self._recover_head()
 
@@ -829,7 +842,7 @@ class Checkpointer:
         """Put the checkpoints already requested on the timeline before a look at it. A look always answers:
         a save that fails here is reported beside the answer (``notify``), never instead of it."""
         try:
-            self.wait()
+            self.wait(retry_full=False)
         except CheckpointError as e:
             self._notify(f"jupyter-ckpt: the newest state is not on the timeline: {e}")
 
@@ -916,6 +929,7 @@ class Checkpointer:
             self.adopt_orphans()
             if self.replica is not None:
                 self.replica.follow(session)
+                self._pull_waited = False
 
     def set_policy(self, **changes: Any) -> Policy:
         policy = Policy(**{**asdict(self.policy), **changes}).validate()

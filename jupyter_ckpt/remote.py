@@ -30,6 +30,7 @@ import errno
 import hashlib
 import hmac
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -72,17 +73,23 @@ def _first_line(e: BaseException) -> str:
 # blob and record here carries its own signature, checked on every read, so a checksum is asked for only where
 # S3 requires one.
 S3_CHECKSUMS = {"request_checksum_calculation": "when_required", "response_checksum_validation": "when_required"}
+# An endpoint that takes connections and never answers (a hung proxy, a dropped route) must fail a request in
+# seconds, not in botocore's minutes (60 s per read, five attempts, each retried five times by s3fs): the
+# kernel's uploads wait on it, and ``wait()`` with them. A read times out after 10 s without a byte.
+S3_TIMEOUTS = {"connect_timeout": 5, "read_timeout": 10, "retries": {"max_attempts": 1, "mode": "standard"}}
+S3_RETRIES = 2  # s3fs's own attempts at each request
+_S3 = re.compile(r"s3a?://")
 
 
 def _options(url: str) -> dict[str, Any]:
     """The filesystem options this tier adds to those the user configured for fsspec (which win)."""
     import fsspec.config
 
-    protocol = url.split("://", 1)[0]
-    if protocol not in ("s3", "s3a"):
+    if not _S3.match(url):
         return {}
+    protocol = url.split("://", 1)[0]
     configured = fsspec.config.conf.get(protocol, {}).get("config_kwargs", {})
-    return {"config_kwargs": {**S3_CHECKSUMS, **configured}}
+    return {"config_kwargs": {**S3_CHECKSUMS, **S3_TIMEOUTS, **configured}}
 
 
 class Remote:
@@ -103,6 +110,8 @@ class Remote:
         except ValueError as e:
             raise RemoteError(f"{url!r} is not a store URL this version can use: {e}") from None
         self.root = str(root).rstrip("/")
+        if _S3.match(self.url):
+            self.fs.retries = S3_RETRIES
         self.blobs: BlobStorage = RemoteBlobs(self)  # the local store's blob files, kept in the object store
 
     def _call(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
@@ -198,7 +207,9 @@ class Replica:
         self._done = threading.Condition()
         self._begun = self._finished = 0
         self._busy = threading.Lock()  # one push or pull at a time
-        self._trouble = Notice(notify)  # why the remote store cannot be used now, said once until it can
+        self._trouble = Notice(notify)  # that the remote store cannot be used now, said once until it can
+        self._why = ""  # why, as the last failure put it
+        self._refused = Notice(notify)  # the records a pull refused for their signature, said once each
         # The pull of the session followed is over (or failed): its timeline is as full as it gets.
         self.pulled = threading.Event()
         self._pulling: str | None = None  # the session to pull in the next round (``follow``)
@@ -208,7 +219,7 @@ class Replica:
     @property
     def error(self) -> str | None:
         """Why the remote store cannot be used now, or None."""
-        return self._trouble.current
+        return self._why if self._trouble.current is not None else None
 
     @property
     def url(self) -> str:
@@ -333,6 +344,23 @@ class Replica:
             self.store.blobs.drop_fetched()
             self._notify(f"jupyter-ckpt: checkpoint {checkpoint_id} was fetched but not kept here: {e}")
 
+    def verify_remote(self, checkpoint_ids: Iterable[int]) -> list[str]:
+        """Download the blobs of checkpoints only the remote store holds and check each (its header and its
+        signature), keeping none: a problem for each that fails, naming its checkpoint."""
+        owners: dict[str, list[int]] = {}
+        for checkpoint_id in sorted(checkpoint_ids):
+            for key in self.catalog.missing_blobs(checkpoint_id):
+                owners.setdefault(key, []).append(checkpoint_id)
+
+        def check(key: str) -> str | None:
+            try:
+                self.store.blobs.check_file(key, self.remote.blobs.read_file(key))
+            except (IntegrityError, RemoteError) as e:
+                return f"checkpoint(s) {', '.join(map(str, owners[key]))}: {e}"
+            return None
+
+        return [problem for problem in self._pool.map(check, owners) if problem is not None]
+
     def wait_fetched(self) -> None:
         """Block until the blobs of the last fetch are written to the local tier (or failed to be)."""
         if self._keeping is not None:
@@ -394,7 +422,7 @@ class Replica:
                 session = self._pulling
             try:
                 if session is not None:
-                    self.pull(session)
+                    self._pull_round(session)
                 self.push()
             except Exception as e:
                 self._failed(e)
@@ -412,13 +440,21 @@ class Replica:
             self._wake.wait(delay or None)
             self._wake.clear()
 
+    def _pull_round(self, session: str) -> None:
+        """Pull a session; a record that fails its signature is said once and left out: the store is reachable,
+        the other records are in, and the uploads go on."""
+        try:
+            self.pull(session)
+        except IntegrityError as e:
+            self._refused.tell(f"jupyter-ckpt: {e}", reason=str(e))
+
     def _failed(self, e: BaseException) -> None:
-        message = str(e) if isinstance(e, RemoteError | IntegrityError) else f"upload failed: {_reason(e)}"
+        message = self._why = str(e) if isinstance(e, RemoteError) else f"upload failed: {_reason(e)}"
         behind, _ = self.catalog.behind()
-        self._trouble.tell(  # once, not at every retry
+        self._trouble.tell(  # once, not at every retry, nor again for another request failing the same way
             f"jupyter-ckpt: {message}. Checkpoints go on locally ({behind} not uploaded yet) and are "
             "uploaded when it can be reached.",
-            reason=message,
+            reason="unusable",
         )
 
     def _recovered(self) -> None:

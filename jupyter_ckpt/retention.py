@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .blobs import WriteLimit
+from .blobs import WriteLimit, nearly_full
 from .errors import CheckpointError
 from .notice import Notice
 from .store import Store
@@ -120,7 +120,11 @@ class Retention:
     def limit(self) -> WriteLimit:
         """What a save may write: the room under the budget, and the floor of free space."""
         u = self.usage()
-        return WriteLimit(max(0, u.allowed - u.size), u.floor, f"{human_bytes(u.budget)}, {u.why}")
+        if u.size + u.free - u.floor < u.budget:  # the floor of free space is what binds
+            full = nearly_full(self.store.root, u.floor)
+        else:
+            full = f"the checkpoint store is at its size budget ({human_bytes(u.budget)}, {u.why})"
+        return WriteLimit(max(0, u.allowed - u.size), u.floor, full)
 
     def committed(self, new_bytes: int) -> bool:
         """A checkpoint took ``new_bytes``: thin in the background unless another of its size still fits.
@@ -179,14 +183,16 @@ class Retention:
         # Saves in progress keep what was written since they began: collect it once they are done (``idle``).
         held = self.store.blobs.oldest_lease() is not None
         while True:  # the kernel may commit meanwhile: thin again until it fits, or nothing is left to thin
+            self.store.gc()  # what no checkpoint references goes, and the catalog's log is truncated
             now = usage(self.store, self.limits)
             target = max(0, now.allowed - need)
             fits = now.size <= target
             if fits:
-                self.store.gc()
                 break
             sessions = [s["key"] for s in self.store.sessions()]
-            if not self.timeline.thin(sessions, target=target, protect=self._protect()).checkpoints:
+            # Thinning counts the blobs checkpoints reference; the catalog takes its share of the store too.
+            blobs_target = max(0, target - self.store.catalog_size())
+            if not self.timeline.thin(sessions, target=blobs_target, protect=self._protect()).checkpoints:
                 break
         after = usage(self.store, self.limits)
         with self._lock:
@@ -198,7 +204,7 @@ class Retention:
                 self._too_big.clear()  # said again if it happens again
             if retry is not None:
                 retry()
-        else:
+        elif retry is not None:  # a save did fail for want of room (not a guess after a commit that still fitted)
             message = (
                 f"jupyter-ckpt: the newest checkpoint needs about {human_bytes(need)}, but the store can take only "
                 f"{human_bytes(max(0, after.allowed - after.size))} more: {after.describe()}. Everything it may "

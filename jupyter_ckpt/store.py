@@ -770,8 +770,11 @@ class Store:
     def size(self) -> int:
         """Bytes of blob files the catalog knows, referenced or not yet collected, and of the catalog itself."""
         rows = self._query("SELECT COALESCE(SUM(stored), 0) AS n FROM blobs")
-        catalog = sum(p.stat().st_size for p in self.root.glob("catalog.sqlite*") if p.is_file())
-        return int(rows[0]["n"]) + catalog
+        return int(rows[0]["n"]) + self.catalog_size()
+
+    def catalog_size(self) -> int:
+        """Bytes of the catalog's files (its write-ahead log included)."""
+        return sum(p.stat().st_size for p in self.root.glob("catalog.sqlite*") if p.is_file())
 
     def referenced_size(self) -> int:
         """Bytes of the blob files some checkpoint references: the store's size once ``gc`` has run."""
@@ -791,6 +794,10 @@ class Store:
         with self._transaction() as db:
             db.execute("DELETE FROM blobs WHERE key NOT IN (SELECT blob FROM refs)")
             referenced = {r[0] for r in db.execute("SELECT DISTINCT blob FROM refs")}
+        with self._lock, contextlib.suppress(sqlite3.OperationalError):  # busy: the log is truncated another time
+            # The write-ahead log keeps the pages of every deletion until it is checkpointed: it counts in the
+            # store's size, and after thinning it can hold more than the checkpoints it made room for.
+            self._connect().execute("PRAGMA wal_checkpoint(TRUNCATE)")
         # Files go only after COMMIT, so a crash here leaves orphans, never dangling rows.
         count, freed = self.blobs.clean_tmp()
         for key, stat in self.blobs.listing().items():

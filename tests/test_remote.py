@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import shutil
+import threading
 import time
 import types
 from pathlib import Path
@@ -15,6 +18,7 @@ from conftest import cli
 from objectstore import NOTEBOOK, S3, machine, notebook, objects
 from oracle import digest
 
+from jupyter_ckpt import remote as remote_module
 from jupyter_ckpt.capture import blob_keys
 from jupyter_ckpt.checkpointer import Checkpointer
 from jupyter_ckpt.errors import IntegrityError, RemoteError
@@ -89,6 +93,55 @@ def test_an_unusable_store_gets_one_clear_error(s3: S3, jupyter_dirs: Path) -> N
         no_bucket.push()
     with pytest.raises(RemoteError, match=r"is not a store URL|needs a client"):
         Remote("nosuchscheme://bucket/x")
+
+
+def test_a_store_that_takes_connections_and_never_answers_is_said_once_and_holds_nothing_up(
+    jupyter_dirs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hung proxy: every request is read until it times out. botocore's defaults (60 s a read, retried) made a
+    pull take many minutes, and each look at the timeline waited a minute for it. Here a read times out after
+    1 s (10 s by default) so that the test is short."""
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):  # closed at the end
+            while True:
+                held.append(listener.accept()[0])  # and never answered
+
+    accepting = threading.Thread(target=accept, daemon=True)
+    accepting.start()
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "a",
+        "AWS_SECRET_ACCESS_KEY": "b",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{listener.getsockname()[1]}",
+    }.items():
+        monkeypatch.setenv(name, value)
+    assert remote_module.S3_TIMEOUTS["read_timeout"] == 10
+    monkeypatch.setitem(remote_module.S3_TIMEOUTS, "read_timeout", 1)
+    said: list[str] = []
+    store = Store(jupyter_dirs / "a", load_secret(jupyter_dirs / "shared-secret"))
+    replica = Replica(store, Remote("s3://hung/x"), notify=said.append)
+    ckpt = notebook(store, replica)
+    ckpt.save()
+    started = time.monotonic()
+    assert ckpt.checkpoints() and time.monotonic() - started < 30  # waited for the pull to fail, once
+    with pytest.raises(RemoteError, match="Read timeout"):
+        replica.flush()
+    assert time.monotonic() - started < 60
+    ckpt.module.y = 2
+    ckpt.save()
+    again = time.monotonic()
+    assert len(ckpt.checkpoints()) == 2 and time.monotonic() - again < 1  # the next look does not wait again
+    assert sum("cannot be used" in line for line in said) == 1, said  # the pull's and the uploads' failures: once
+    replica.stop()
+    listener.close()
+    accepting.join()
+    for connection in held:
+        connection.close()
 
 
 def test_wrong_credentials_are_refused_with_a_clear_error(jupyter_dirs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -276,6 +329,33 @@ def test_the_cli_lists_and_exports_from_the_bucket_on_an_empty_machine(s3: S3, j
     assert verified.returncode == 0 and "1 checkpoint(s) in 1 session(s), 0 problem(s)" in verified.stdout
     collected = cli("gc", "--grace", "0", env=env)
     assert collected.returncode == 0 and f"{s3.url}: removed 0 unreferenced object(s)" in collected.stdout
+
+
+def test_the_cli_checks_the_blobs_in_the_bucket_and_works_past_a_refused_record(s3: S3, jupyter_dirs: Path) -> None:
+    a, up = machine(jupyter_dirs / "a", s3)
+    nb = notebook(a, up)
+    nb.save(tag="good")
+    nb.module.extra = list(range(10))
+    nb.save(tag="kept")
+    up.push()
+
+    def on_empty_machine(*args: str) -> Any:
+        return cli(*args, env=dict(os.environ, JUPYTER_CKPT_DIR=str(jupyter_dirs / f"empty-{time.monotonic_ns()}")))
+
+    assert on_empty_machine("verify").returncode == 0
+    client = s3.client()
+    key, data = max(objects(s3, "users/alice/blobs/").items(), key=lambda item: len(item[1]))
+    client.put_object(Bucket=s3.bucket, Key=key, Body=data[:-1] + bytes([data[-1] ^ 1]))
+    checked = on_empty_machine("verify")  # the blobs only the bucket holds are downloaded and checked
+    assert checked.returncode == 3 and "fails its signature check" in checked.stdout, checked.stdout
+    client.put_object(Bucket=s3.bucket, Key=key, Body=data)
+
+    path, body = next((k, v) for k, v in objects(s3, "users/alice/sessions/").items() if b"good" in v)
+    client.put_object(Bucket=s3.bucket, Key=path, Body=body.replace(b"good", b"evil"))
+    listed = on_empty_machine("list", "nb.ipynb")  # said, and the intact checkpoints are there
+    assert listed.returncode == 0 and "kept" in listed.stdout and "fails its signature check" in listed.stderr
+    verified = on_empty_machine("verify")
+    assert verified.returncode == 3 and "it was not pulled" in verified.stdout
 
 
 def test_a_machine_killed_while_uploading_leaves_only_whole_checkpoints_in_the_bucket(

@@ -17,7 +17,7 @@ from test_store import manifest
 from jupyter_ckpt.blobs import WriteLimit
 from jupyter_ckpt.checkpointer import Checkpointer
 from jupyter_ckpt.errors import StoreFullError
-from jupyter_ckpt.retention import Limits, usage
+from jupyter_ckpt.retention import Limits, Retention, usage
 from jupyter_ckpt.store import Store
 from jupyter_ckpt.timeline import Timeline, never_thinned
 
@@ -53,8 +53,8 @@ def test_thinning_to_a_size_keeps_tags_and_the_newest_good_states(store: Store) 
 
 
 def test_a_write_past_the_budget_or_the_floor_is_refused_and_writes_nothing(store: Store) -> None:
-    store.blobs.limit = WriteLimit(room=10_000, budget="10 KiB")
-    with pytest.raises(StoreFullError, match="size budget \\(10 KiB\\)"):
+    store.blobs.limit = WriteLimit(room=10_000, full="the checkpoint store is at its size budget (10 KiB)")
+    with pytest.raises(StoreFullError, match="size budget \\(10 KiB\\); the checkpoint was not written"):
         store.blobs.put(os.urandom(20_000))
     store.blobs.put(os.urandom(5_000))  # within the room
     free = os.statvfs(store.root).f_bavail * os.statvfs(store.root).f_frsize
@@ -63,6 +63,34 @@ def test_a_write_past_the_budget_or_the_floor_is_refused_and_writes_nothing(stor
         store.blobs.put(os.urandom(1_000))
     assert len(store.blobs.listing()) == 1
     assert list(store.blobs.tmp.iterdir()) == []
+
+
+def test_a_pass_that_must_make_room_counts_the_catalog_and_says_nothing_when_no_save_failed(store: Store) -> None:
+    """The store's size holds its catalog (and its write-ahead log) beside the blobs: thinning until the blobs
+    alone fit left it over, and the failed save was never tried again. A pass after a commit that fitted, in
+    case the next does not, tells nothing: no save failed."""
+    for _ in range(12):
+        commit_with_blob(store, "nb.ipynb", 100_000)
+    said: list[str] = []
+    catalog = sum(p.stat().st_size for p in store.root.glob("catalog.sqlite*"))
+    assert catalog > 100_000  # more than one checkpoint's blob: the blobs alone fitting is not enough
+    retention = Retention(store, Limits(max_store_size=catalog + 500_000), set, said.append)
+    retention.committed(100_000)  # the next one of its size would not fit: thinned ahead
+    retention.settle()
+    assert said == []
+    retried: list[int] = []
+    retention.failed(100_000, lambda: retried.append(1))
+    retention.settle()
+    u = usage(store, retention.limits)
+    assert retried == [1] and u.size <= u.budget - 100_000 and said == []
+
+
+def test_a_save_refused_by_the_floor_of_free_space_names_the_floor_not_the_budget(store: Store) -> None:
+    free = os.statvfs(store.root).f_bavail * os.statvfs(store.root).f_frsize
+    limits = Limits(max_store_size=None, max_store_share=1.0, min_free_share=1.0, min_free=free - 10_000)
+    store.blobs.limit = Retention(store, limits, set, print).limit()
+    with pytest.raises(StoreFullError, match=r"is nearly full: jupyter-ckpt always leaves .* free there"):
+        store.blobs.put(os.urandom(50_000), compress=False)
 
 
 def test_gc_keeps_what_a_save_in_progress_wrote_or_reused(store: Store) -> None:
@@ -179,6 +207,28 @@ def test_looking_at_the_timeline_answers_when_the_save_before_it_fails(kernels: 
         assert r.error is None, f"%checkpoint {command}: {r.error}"
     assert "1.0 KiB budget (max_store_size)" in k.ok("%checkpoint status")
     assert "no kernel checkpoints yet" in k.ok("%checkpoint list")
+
+
+def test_wait_says_the_newest_state_found_no_room_instead_of_returning(kernels: Any, jupyter_dirs: Path) -> None:
+    """Guarantee 7: ``wait`` makes the state the cells left durable, or says it could not. Its save failed in the
+    background for want of room (said once); ``wait`` tries it again and raises, until a state fits again."""
+    profile = jupyter_dirs / "ipython" / "profile_default"
+    profile.mkdir(parents=True)
+    (profile / "ipython_config.py").write_text('c.Checkpoints.max_store_size = "3M"\n')
+    k = kernels("room.ipynb")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto on\nimport numpy as np\nimport jupyter_ckpt")
+    k.ok("x = np.random.default_rng(0).random(250_000)\n%checkpoint save -t base")
+    said = k.run("y = np.random.default_rng(1).random(250_000)").stderr
+    time.sleep(2)  # idle: the checkpoint of y fails, and thinning cannot make room (the tag stays)
+    said += k.run("z = 1").stderr
+    assert said.count("store can take only") == 1
+    for command in ("%checkpoint wait", "jupyter_ckpt.wait()"):
+        r = k.run(command)
+        assert "size budget (3.0 MiB, max_store_size)" in (r.error or r.stderr), command
+    before = k.value("len(jupyter_ckpt.list())")
+    k.ok("y = None\n%checkpoint wait")  # a state that fits: durable again
+    assert k.value("len(jupyter_ckpt.list())") > before
+    assert k.value("jupyter_ckpt.list()[-1].cell") == k.value("len(In) - 3")  # that cell's state
 
 
 def test_a_look_at_the_timeline_reports_the_failed_save_beside_its_answer(store: Store) -> None:
