@@ -606,6 +606,13 @@ class Checkpointer:
         self._catch_up()
         return self.timeline.resolve(self.session, ref, head=self.head, mine=self._mine)
 
+    def nothing_done(self) -> bool:
+        """Whether this kernel has done nothing a restore would undo: no cell ran, or none left a variable
+        (``%load_ext`` in one cell, ``%checkpoint session NAME`` in the next)."""
+        hidden = self._hidden()
+        namespace = self.module.__dict__
+        return self.last_cell is None or not any(capture.is_user_variable(n, v, hidden) for n, v in namespace.items())
+
     def resume_offer(self) -> dict[str, Any] | None:
         """What this kernel offers to bring back (``Timeline.resume_offer``), until it restores something."""
         return None if self.restored else self.timeline.resume_offer(self.session, self._mine)

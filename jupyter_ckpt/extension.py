@@ -178,9 +178,9 @@ class CellHooks:
 
     def arrive(self) -> None:
         """The kernel is in its notebook's session: restore the last good state the notebook's earlier kernels
-        left if ``restore_on_start`` asks for it and this kernel has run no cell yet, else say at the next cell
+        left if ``restore_on_start`` asks for it and this kernel has done nothing yet, else say at the next cell
         boundary what they left."""
-        if self.config.restore_on_start and self.ckpt.last_cell is None and self.ckpt.checkpoints():
+        if self.config.restore_on_start and self.ckpt.nothing_done() and self.ckpt.checkpoints():
             try:
                 notify("jupyter-ckpt: " + self.ckpt.restore("last-good").summary())
             except CheckpointError as e:

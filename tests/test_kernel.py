@@ -274,6 +274,33 @@ def test_enabled_kernels_resume_the_notebook_where_it_was(kernels: Any, jupyter_
     assert [r.trigger for r in store_at(jupyter_dirs).checkpoints("resume.ipynb")][-1] == "restore"
 
 
+def test_a_session_named_after_the_extension_loaded_resumes_unless_the_kernel_made_something(
+    kernels: Any, jupyter_dirs: Path
+) -> None:
+    """A terminal or batch run: ``%load_ext`` in one cell, ``%checkpoint session NAME`` in the next. Nothing was
+    made in between, so ``restore_on_start`` resumes the session; a kernel that made a variable first is only
+    told what the session holds (a restore would remove it)."""
+    profile = jupyter_dirs / "ipython" / "profile_default"
+    profile.mkdir(parents=True)
+    (profile / "ipython_config.py").write_text("c.Checkpoints.restore_on_start = True\n")
+    first = kernels(None)
+    first.ok("%load_ext jupyter_ckpt\n%checkpoint session job9")
+    first.ok("x = 41")
+    first.ok("%checkpoint wait")
+    first.close()
+    second = kernels(None)
+    second.ok("%load_ext jupyter_ckpt")
+    said = second.run("%checkpoint session job9")
+    assert "restored kernel checkpoint" in said.stdout + said.stderr
+    assert second.value("x") == 41
+    third = kernels(None)
+    third.ok("%load_ext jupyter_ckpt\nmine = 1")
+    said = third.run("%checkpoint session job9")
+    said.stderr += third.run("pass").stderr
+    assert "%checkpoint restore previous" in said.stdout + said.stderr
+    assert third.value("(mine, 'x' in dir())") == (1, False)
+
+
 def test_periodic_checkpoints_are_taken_while_the_kernel_is_idle(kernels: Any, store: Store) -> None:
     k = kernels("periodic.ipynb")
     k.ok("%load_ext jupyter_ckpt")
