@@ -215,6 +215,7 @@ class Replica:
         self._pulling: str | None = None  # the session to pull in the next round (``follow``)
         self._thread: threading.Thread | None = None
         self._keeping: threading.Thread | None = None  # writes the last fetch's blobs to the local tier
+        self.kept: Callable[[], None] = lambda: None  # told once a fetched checkpoint's blobs are written here
 
     @property
     def error(self) -> str | None:
@@ -343,6 +344,8 @@ class Replica:
         except Exception as e:
             self.store.blobs.drop_fetched()
             self._notify(f"jupyter-ckpt: checkpoint {checkpoint_id} was fetched but not kept here: {e}")
+            return
+        self.kept()
 
     def verify_remote(self, checkpoint_ids: Iterable[int]) -> list[str]:
         """Download the blobs of checkpoints only the remote store holds and check each (its header and its

@@ -153,8 +153,9 @@ class RemoteCatalog:
         (``LocalBlobs.hold_fetched``), to the local tier, together."""
         sizes = self.store.blobs.write_fetched(keys)
         with self.store._transaction() as db:
-            db.executemany(
-                "INSERT OR IGNORE INTO blobs (key, size, stored) VALUES (?, ?, ?)",
+            db.executemany(  # a restore's checkpoint may have named them while they were held in memory, as 0 bytes
+                "INSERT INTO blobs (key, size, stored) VALUES (?, ?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET size = excluded.size, stored = excluded.stored",
                 [(key, size, stored) for key, (size, stored) in sizes.items()],
             )
 

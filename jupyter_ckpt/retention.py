@@ -138,6 +138,15 @@ class Retention:
             self._start()
         return told
 
+    def grew(self) -> None:
+        """Blob files came from elsewhere (a checkpoint fetched from the remote store): the store is measured
+        again, and thinned in the background if it is past what it may hold."""
+        u = usage(self.store, self.limits)
+        with self._lock:
+            self._size = u.size
+        if u.size > u.allowed:
+            self._start()
+
     def failed(self, needed: int, retry: Callable[[], None] | None) -> None:
         """A save failed, leaving blobs no checkpoint references: collect them in the background. If it ran
         out of room (``retry`` given), make room for about ``needed`` bytes too, then ``retry`` it if it fits

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import fsspec.config
+import numpy as np
 import pytest
 from conftest import cli
 from objectstore import NOTEBOOK, S3, machine, notebook, objects
@@ -25,6 +26,7 @@ from jupyter_ckpt.errors import IntegrityError, RemoteError
 from jupyter_ckpt.remote import Remote, Replica
 from jupyter_ckpt.remote_catalog import RemoteCatalog
 from jupyter_ckpt.restore import restore_namespace
+from jupyter_ckpt.retention import Limits
 from jupyter_ckpt.store import Store, load_secret
 
 
@@ -413,6 +415,32 @@ def test_a_restore_reads_the_downloaded_bytes_and_a_full_disk_here_loses_nothing
     module = types.ModuleType("__main__")
     restore_namespace(b.blobs, module, cid, b.manifest(cid))
     assert digest(module.__dict__) == want
+
+
+def on_disk(root: Path) -> int:
+    return sum(f.stat().st_size for f in root.rglob("*") if f.is_file())
+
+
+def test_a_fetched_checkpoint_counts_against_the_budget_here(s3: S3, jupyter_dirs: Path) -> None:
+    """The bytes a restore fetched are the local tier's too: the size the budget is kept by (and ``status``
+    shows) is the store's. The blobs were counted as 0 bytes: the restore's own checkpoint named them while
+    they were held in memory, before they were written."""
+    a, up = machine(jupyter_dirs / "a", s3)
+    source = notebook(a, up)
+    for seed in (1, 2):
+        source.module.big = np.random.default_rng(seed).random(500_000)  # 4 MB each
+        source.save()
+    up.push()
+    b, down = machine(jupyter_dirs / "b", s3)
+    here = Checkpointer(
+        b, "nb.ipynb", types.ModuleType("__main__"), replica=down, limits=Limits(max_store_size=6 << 20)
+    )
+    for ref in ("1", "2"):
+        here.restore(ref)
+        down.wait_fetched()
+        here.retention.settle()
+        assert here.retention.usage().size == b.size() >= on_disk(b.root) - (1 << 20)  # the catalog aside
+    assert here.module.big[0] == source.module.big[0]
 
 
 def test_a_restore_from_a_changed_object_is_refused_and_changes_nothing(s3: S3, jupyter_dirs: Path) -> None:
