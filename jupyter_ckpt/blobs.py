@@ -372,6 +372,26 @@ class LocalBlobs:
     def delete(self, key: str) -> None:
         self.path(key).unlink(missing_ok=True)
 
+    def collect(self, key: str, cutoff: float) -> int | None:
+        """Delete an unreferenced blob file unless it was used since ``cutoff``; returns its size if deleted.
+
+        A save that reuses a blob touches it (``put``), maybe after a gc listed it as old: the file is moved
+        aside first, so that a touch after that fails and the save writes it again, and its time is read
+        there, so that a touch before it keeps it.
+        """
+        path = self.path(key)
+        aside = self.tmp / f"gc.{os.getpid()}.{key}"
+        try:
+            os.rename(path, aside)
+        except FileNotFoundError:
+            return None
+        stat = aside.stat()
+        if stat.st_mtime >= cutoff:
+            os.rename(aside, path)  # used again: back (the same bytes as any copy written meanwhile)
+            return None
+        aside.unlink()
+        return stat.st_size
+
     def listing(self) -> dict[str, BlobStat]:
         found = {}
         for sub in self.root.iterdir():

@@ -113,7 +113,7 @@ def _cmd_gc(store: Store, args: argparse.Namespace) -> None:
     sessions = [args.session] if args.session else [s["key"] for s in timeline.sessions()]
     thinned = timeline.gc(sessions, args.keep_last, max_size)
     print(f"thinned {len(sessions)} session(s): {', '.join(sessions) or 'none'}")
-    print(format_thinned(thinned))
+    print(format_thinned(thinned, store.size(), max_size, args.keep_last))
     if args.replica is not None:
         args.replica.push()  # the deleted checkpoints' records go, and anything not uploaded yet is
         objects, size = args.replica.gc(args.grace)

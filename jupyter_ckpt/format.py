@@ -78,12 +78,19 @@ def describe_usage(usage: dict[str, Any]) -> str:
     return Usage(**usage).describe()
 
 
-def format_thinned(thinned: Thinned) -> str:
-    """What a gc did: ``removed 6 checkpoint(s) of a.ipynb (6) and 9 file(s), freed 1.2 GiB``."""
+def format_thinned(thinned: Thinned, size: int, max_size: int | None, keep_last: int) -> str:
+    """What a gc did: ``removed 6 checkpoint(s) of a.ipynb (6) and 9 file(s), freed 1.2 GiB``, and why the store
+    is still over ``max_size`` if it is (``size``)."""
     where = ", ".join(f"{key} ({n})" for key, n in sorted(thinned.sessions.items()))
-    return (
+    done = (
         f"removed {thinned.checkpoints} checkpoint(s){f' of {where}' if where else ''} and {thinned.files} file(s), "
         f"freed {human_bytes(thinned.freed)}"
+    )
+    if max_size is None or size <= max_size:
+        return done
+    return (
+        f"{done}; the store is still {human_bytes(size)}, over --max-size {human_bytes(max_size)}: the newest "
+        f"{keep_last} of each notebook (--keep-last), tagged checkpoints and the newest good states stay"
     )
 
 

@@ -183,7 +183,7 @@ class CheckpointMagics(Magics):
         self._no_args(opts)
         max_size = parse_size(opts.max_size) if opts.max_size else None
         thinned = self.ckpt.gc(keep_last=opts.keep_last, max_size=max_size, everywhere=opts.all)
-        print(format_thinned(thinned))
+        print(format_thinned(thinned, self.ckpt.store.size(), max_size, opts.keep_last))
 
     def _wait(self, opts: argparse.Namespace) -> None:
         self._no_args(opts)

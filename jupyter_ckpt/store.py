@@ -801,10 +801,9 @@ class Store:
         # Files go only after COMMIT, so a crash here leaves orphans, never dangling rows.
         count, freed = self.blobs.clean_tmp()
         for key, stat in self.blobs.listing().items():
-            if key not in referenced and stat.modified < cutoff:
-                self.blobs.delete(key)
+            if key not in referenced and stat.modified < cutoff and (size := self.blobs.collect(key, cutoff)):
                 count += 1
-                freed += stat.size
+                freed += size
         return count, freed
 
     def verify(self, remote_only: Collection[int] = ()) -> list[str]:

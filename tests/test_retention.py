@@ -109,6 +109,22 @@ def test_gc_keeps_what_a_save_in_progress_wrote_or_reused(store: Store) -> None:
     assert store.blobs.has(written.key) and not store.blobs.has(old.key)
 
 
+def test_a_blob_reused_after_a_gc_listed_it_as_old_stays(store: Store) -> None:
+    """The race a gc beside a starting save ran: it listed an unreferenced blob as old, the save reused it
+    (touching it, so as not to write it again), and the gc deleted it: the save's commit was refused for a
+    missing blob. The gc reads the file's time again once it has moved it aside."""
+    old = store.blobs.put(b"old unreferenced" * 100)
+    os.utime(store.blobs.path(old.key), (time.time() - 60, time.time() - 60))
+    cutoff = time.time() - 0.1
+    assert store.blobs.listing()[old.key].modified < cutoff  # what the gc listed
+    again = store.blobs.put(b"old unreferenced" * 100)  # a save starts and reuses it
+    assert not again.new
+    assert store.blobs.collect(old.key, cutoff) is None and store.blobs.has(old.key)
+    os.utime(store.blobs.path(old.key), (time.time() - 60, time.time() - 60))
+    assert store.blobs.collect(old.key, cutoff) == again.stored and not store.blobs.has(old.key)
+    assert list(store.blobs.tmp.iterdir()) == []
+
+
 def test_the_budget_is_the_smaller_of_the_share_and_the_cap(store: Store) -> None:
     st = os.statvfs(store.root)
     disk = st.f_blocks * st.f_frsize
@@ -186,6 +202,8 @@ def test_maintenance_typed_in_one_notebook_stays_in_it(kernels: Any, store: Stor
     assert after["a.ipynb"] < counts["a.ipynb"]
     assert after["b.ipynb"] == counts["b.ipynb"]  # the other notebook keeps every checkpoint
     assert b.value("x") == 7 and b.ok("%checkpoint undo") and b.value("x") == 6  # B's timeline is whole
+    out = a.ok("%checkpoint gc --max-size 1K")  # the newest 20 stay: the target cannot be met, and it says why
+    assert "over --max-size 1.0 KiB: the newest 20 of each notebook (--keep-last)" in out
     out = a.ok("%checkpoint gc --keep-last 2 --all")
     assert "b.ipynb" in out
     assert {s["key"]: s["checkpoints"] for s in store.sessions()}["b.ipynb"] < counts["b.ipynb"]
