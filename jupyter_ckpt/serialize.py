@@ -59,7 +59,6 @@ import bisect
 import collections
 import contextlib
 import copyreg
-import ctypes
 import errno
 import functools
 import gc
@@ -88,6 +87,8 @@ from typing import Any
 
 import cloudpickle
 import dill
+
+from . import memory
 
 # Buffers smaller than this stay inside the pickle stream: a separate file would cost more than it saves.
 OUT_OF_BAND_MIN = 64 * 1024
@@ -924,7 +925,7 @@ def _reduce_memoryview(obj: memoryview) -> Any:
         ):
             return memoryview, (base,)
         if obj.c_contiguous and whole.c_contiguous and _castable(obj):
-            offset = _address(obj) - _address(whole)
+            offset = memory.span(obj)[0] - memory.span(whole)[0]
             if 0 <= offset <= whole.nbytes - obj.nbytes:
                 return _memoryview_part, (base, offset, obj.nbytes, obj.format, obj.shape, obj.readonly)
     if not _castable(obj):
@@ -953,37 +954,6 @@ def _castable(view: memoryview) -> bool:
     except (TypeError, ValueError):
         return False
     return True
-
-
-class _Buffer(ctypes.Structure):
-    """CPython's ``Py_buffer``, for the one field Python does not show: where a memoryview's bytes are."""
-
-    _fields_ = (
-        ("buf", ctypes.c_void_p),
-        ("obj", ctypes.c_void_p),
-        ("len", ctypes.c_ssize_t),
-        ("itemsize", ctypes.c_ssize_t),
-        ("readonly", ctypes.c_int),
-        ("ndim", ctypes.c_int),
-        ("format", ctypes.c_char_p),
-        ("shape", ctypes.c_void_p),
-        ("strides", ctypes.c_void_p),
-        ("suboffsets", ctypes.c_void_p),
-        ("internal", ctypes.c_void_p),
-    )
-
-
-_FULL_READ_ONLY = 0x11C  # PyBUF_FULL_RO: any buffer, strided or read-only
-
-
-def _address(view: memoryview) -> int:
-    """The address of the first byte a memoryview shows."""
-    buffer = _Buffer()
-    ctypes.pythonapi.PyObject_GetBuffer(ctypes.py_object(view), ctypes.byref(buffer), _FULL_READ_ONLY)
-    try:
-        return int(buffer.buf or 0)
-    finally:
-        ctypes.pythonapi.PyBuffer_Release(ctypes.byref(buffer))
 
 
 def _memoryview_part(
