@@ -191,8 +191,8 @@ class Retention:
             self._dirty = False
         # Saves in progress keep what was written since they began: collect it once they are done (``idle``).
         held = self.store.blobs.oldest_lease() is not None
+        self.store.gc()  # what no checkpoint references goes, and the catalog's log is truncated (thin does after)
         while True:  # the kernel may commit meanwhile: thin again until it fits, or nothing is left to thin
-            self.store.gc()  # what no checkpoint references goes, and the catalog's log is truncated
             now = usage(self.store, self.limits)
             target = max(0, now.allowed - need)
             fits = now.size <= target

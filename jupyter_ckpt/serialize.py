@@ -915,6 +915,7 @@ def _reduce_memoryview(obj: memoryview) -> Any:
     memoryview of a copy of its bytes, with its format, shape and writability (dill refuses a memoryview;
     cloudpickle saves its bytes)."""
     base = obj.obj
+    castable = _castable(obj)
     with contextlib.suppress(TypeError, ValueError):  # a base that exports no buffer any more
         whole = memoryview(base)
         if (whole.nbytes, whole.format, whole.shape, whole.readonly) == (
@@ -924,11 +925,11 @@ def _reduce_memoryview(obj: memoryview) -> Any:
             obj.readonly,
         ):
             return memoryview, (base,)
-        if obj.c_contiguous and whole.c_contiguous and _castable(obj):
+        if castable and obj.c_contiguous and whole.c_contiguous:
             offset = memory.span(obj)[0] - memory.span(whole)[0]
             if 0 <= offset <= whole.nbytes - obj.nbytes:
                 return _memoryview_part, (base, offset, obj.nbytes, obj.format, obj.shape, obj.readonly)
-    if not _castable(obj):
+    if not castable:
         return NotImplemented
     return _memoryview_of, (obj.tobytes(), obj.format, obj.shape, obj.readonly)
 
@@ -965,9 +966,9 @@ def _memoryview_part(
     return part.toreadonly() if readonly and not part.readonly else part
 
 
-def _memoryview_of(data: bytes, item_format: str, shape: tuple[int, ...], readonly: bool) -> Any:
-    octets: Any = memoryview(data if readonly else bytearray(data)).cast("B")
-    return octets.cast(item_format, shape)
+def _memoryview_of(data: bytes, item_format: str, shape: tuple[int, ...], readonly: bool) -> memoryview:
+    """A memoryview of its own copy of ``data``, cast to its format and shape, read-only if it was."""
+    return _memoryview_part(data if readonly else bytearray(data), 0, len(data), item_format, shape, readonly)
 
 
 def _reopen(path: str, mode: str, position: int | None, encoding: str | None, errors: str | None) -> Any:
