@@ -439,7 +439,10 @@ def test_a_fetched_checkpoint_counts_against_the_budget_here(s3: S3, jupyter_dir
         here.restore(ref)
         down.wait_fetched()
         here.retention.settle()
-        assert here.retention.usage().size == b.size() >= on_disk(b.root) - (1 << 20)  # the catalog aside
+        # The catalog's log may take a page between the pass's measure and this one (the remote tier records
+        # what it pulled and pushed); the blobs, 4 MB each, were what went uncounted.
+        assert abs(here.retention.usage().size - b.size()) < 64 << 10
+        assert b.size() >= on_disk(b.root) - (1 << 20)  # the catalog aside
     assert here.module.big[0] == source.module.big[0]
 
 
