@@ -72,6 +72,7 @@ class Status(TypedDict):
     usage: dict[str, int | str]  # retention.Usage: size against the budget, free space against the floor
     retention_error: str | None
     writer_stopped: str | None  # why a writer was last stopped for memory
+    no_room: str | None  # the newest state taken, whose save found the store full, and the store's error
 
 
 @dataclass
@@ -166,6 +167,7 @@ class Checkpointer:
         self._unsaved: tuple[str, str, int | None] | None = None
         # The newest state taken, whose save failed for want of room: ``wait`` tries it again, or says why not.
         self._full: tuple[str, str, int | None] | None = None
+        self._full_error = ""  # what the store said of it
         self._pull_waited = False  # a look at the timeline has waited for the remote one to be pulled
         self._fork_refused: str | None = None
         self._writer_stopped = Notice(self._notify)  # why a writer was last stopped for memory in this kernel
@@ -489,7 +491,7 @@ class Checkpointer:
             full = isinstance(e, StoreFullError) or str(e).startswith(StoreFullError.__name__)  # here, or in a writer
             retry = (lambda: self._owe(meta.trigger, meta.status, meta.cell)) if full else None
             if full and meta.at == self._last_time:  # no newer state was taken since
-                self._full = (meta.trigger, meta.status, meta.cell)
+                self._full, self._full_error = (meta.trigger, meta.status, meta.cell), str(e)
             self.retention.failed(self._needed(cap) if full else 0, retry)
             if raise_errors:
                 raise e if isinstance(e, CheckpointError) else CheckpointError(f"checkpoint failed: {e}") from e
@@ -908,6 +910,7 @@ class Checkpointer:
             "usage": usage(self.store, self.retention.limits).as_dict(),
             "retention_error": self.retention.error,
             "writer_stopped": self._writer_stopped.current,
+            "no_room": None if self._full is None else f"the state after cell {self._full[2]}: {self._full_error}",
         }
 
     # -- changing the policy and the timeline ------------------------------------

@@ -146,6 +146,8 @@ class CheckpointMagics(Magics):
                 f"writer stopped for memory: {s['writer_stopped']}; since then, while the kernel's memory "
                 "could not be copied beside a writer, checkpoints are written in the kernel when it is idle"
             )
+        if s["no_room"]:
+            lines.append(f"not stored for want of room: {s['no_room']}; %checkpoint wait tries it again")
         if s["retention_error"]:
             lines.append(f"thinning failed: {s['retention_error']}")
         if s["policy"]["exclude"]:

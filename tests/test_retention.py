@@ -240,6 +240,8 @@ def test_wait_says_the_newest_state_found_no_room_instead_of_returning(kernels: 
     time.sleep(2)  # idle: the checkpoint of y fails, and thinning cannot make room (the tag stays)
     said += k.run("z = 1").stderr
     assert said.count("store can take only") == 1
+    status = k.run("%checkpoint status").stdout
+    assert "not stored for want of room: the state after cell " in status and "size budget" in status
     for command in ("%checkpoint wait", "jupyter_ckpt.wait()"):
         r = k.run(command)
         assert "size budget (3.0 MiB, max_store_size)" in (r.error or r.stderr), command
@@ -247,6 +249,7 @@ def test_wait_says_the_newest_state_found_no_room_instead_of_returning(kernels: 
     k.ok("y = None\n%checkpoint wait")  # a state that fits: durable again
     assert k.value("len(jupyter_ckpt.list())") > before
     assert k.value("jupyter_ckpt.list()[-1].cell") == k.value("len(In) - 3")  # that cell's state
+    assert "want of room" not in k.run("%checkpoint status").stdout
 
 
 def test_a_look_at_the_timeline_reports_the_failed_save_beside_its_answer(store: Store) -> None:
