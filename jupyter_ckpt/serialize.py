@@ -981,23 +981,46 @@ def _reopen(path: str, mode: str, position: int | None, encoding: str | None, er
     return f
 
 
+def _open_devnull(path: Any, flags: int) -> int:
+    """An ``opener`` that opens the null device whatever ``path`` and ``flags`` ask (``x`` on a file that exists)."""
+    return os.open(os.devnull, os.O_RDWR)
+
+
+def _closed_file(name: Any, mode: str, unbuffered: bool, encoding: str | None, errors: str | None) -> Any:
+    """A closed file of the type, ``name`` and ``mode`` ``_reduce_file`` saved, made on the null device: the
+    file at ``name`` is not opened at all."""
+    f: Any = open(os.devnull, mode, 0 if unbuffered else -1, encoding, errors, opener=_open_devnull)  # noqa: SIM115
+    raw = f.buffer.raw if isinstance(f, io.TextIOWrapper) else getattr(f, "raw", f)
+    raw.name = name
+    f.close()
+    return f
+
+
 def _reduce_file(f: Any) -> Any:
     """An open file is saved as its path, mode and position, and reopened there on restore.
 
     One opened for writing is reopened for appending (``w``, ``x`` and ``r+``
     become ``a`` or ``a+``): a restore never truncates a file. Its position is
     not asked for: ``tell`` flushes the buffer, and a forked writer would write
-    the cell's pending data to the file a second time.
+    the cell's pending data to the file a second time. A closed one (the ``f``
+    that ``with open(p, "w") as f:`` leaves) comes back closed, with its name and
+    mode, and its path untouched: dill's reduction opened it again with its mode,
+    which truncated the file the cell had written.
     """
     name, mode = getattr(f, "name", None), getattr(f, "mode", None)
-    if not isinstance(name, str) or not isinstance(mode, str) or f.closed:
+    if not isinstance(mode, str):
+        return NotImplemented
+    text = isinstance(f, io.TextIOWrapper)
+    if f.closed:
+        encoding, errors = (f.encoding, f.errors) if text else (None, None)
+        return _closed_file, (name, mode, isinstance(f, io.FileIO), encoding, errors)
+    if not isinstance(name, str):
         return NotImplemented
     binary = "b" in mode
     if f.writable():
         mode, position = "a" + ("+" if "+" in mode else "") + ("b" if binary else ""), None
     else:
         position = f.tell()
-    text = isinstance(f, io.TextIOWrapper)
     return _reopen, (os.path.abspath(name), mode, position, f.encoding if text else None, f.errors if text else None)
 
 

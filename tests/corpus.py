@@ -660,6 +660,17 @@ PATTERNS = [
         "pl_p.suffix == '.csv' and pl_p.parent.name == 'x'",
     ),
     _p(
+        "closed_files",
+        "stdlib",
+        "import io, os\ncf_x = '/tmp/jupyter-ckpt-corpus-closed.bin'\nif os.path.exists(cf_x):\n    os.remove(cf_x)\n"
+        "with open('/tmp/jupyter-ckpt-corpus-closed.csv', 'w') as cf_w:\n    cf_w.write('a,b\\n1,2\\n')\n"
+        "with open('/tmp/jupyter-ckpt-corpus-closed.txt', 'w+') as cf_p:\n    cf_p.write('1234')\n"
+        "with open(cf_x, 'xb') as cf_xb:\n    cf_xb.write(b'12')",
+        "[os.path.getsize(f.name) for f in (cf_w, cf_p, cf_xb)] == [8, 4, 2] and all(f.closed for f in (cf_w, cf_p, cf_xb))"
+        " and [f.mode for f in (cf_w, cf_p, cf_xb)] == ['w', 'w+', 'xb'] and type(cf_xb) is io.BufferedWriter"
+        " and cf_xb.name == cf_x",
+    ),
+    _p(
         "zoneinfo",
         "stdlib",
         "import datetime, zoneinfo\nzi_t = datetime.datetime(2024, 3, 31, 2, 30, tzinfo=zoneinfo.ZoneInfo('UTC'))",

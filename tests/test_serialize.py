@@ -625,3 +625,19 @@ def test_records_of_a_notebook_class_take_the_c_pickler_unless_a_class_holds_wha
     )
     assert shown == "(True, True, 4, 10, ['a'], 2)"  # convert reads the global ``rate`` of the notebook it is in
     assert read_back(tmp_path, shared, "(configs[0].params is Config.defaults is configs[1].params,)") == "(True,)"
+
+
+def test_a_closed_file_comes_back_closed_with_its_name_and_mode_and_its_file_untouched(tmp_path: Path) -> None:
+    """``with open(p, "w") as f:`` leaves a closed ``f``: dill's reduction opened it again with its mode, which
+    emptied the file (``w``) or failed (``x``)."""
+    made = {"w": (tmp_path / "w.csv", "w"), "x": (tmp_path / "x.bin", "xb"), "raw": (tmp_path / "raw.bin", "wb")}
+    handles = {}
+    for name, (path, mode) in made.items():
+        with open(path, mode, buffering=0 if name == "raw" else -1) as f:
+            f.write(b"1234" if "b" in mode else "1234")
+        handles[name] = f
+    back = serialize.loads(serialize.dumps(handles, types.ModuleType("__main__")), types.ModuleType("__main__"))
+    assert {n: (type(f), f.name, f.mode, f.closed) for n, f in back.items()} == {
+        n: (type(f), f.name, f.mode, True) for n, f in handles.items()
+    }
+    assert [path.read_bytes() for path, _ in made.values()] == [b"1234"] * 3
