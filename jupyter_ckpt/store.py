@@ -267,6 +267,11 @@ def check_catalog(root: Path, *, create: bool) -> Path:
     return path
 
 
+def _differ(manifest: Manifest, identity: dict[str, Any]) -> list[str]:
+    """The identity fields a manifest names otherwise than its checkpoint's row."""
+    return [k for k in IDENTITY if manifest.get(k) != identity[k]]
+
+
 class Store:
     """Owner of one store directory: every blob write and catalog transaction goes through here.
 
@@ -385,19 +390,28 @@ class Store:
 
     def _check_version(self) -> None:
         """Open the catalog (which refuses a newer format), record this version's format in a new one, and sign
-        what a store written before cells and identities were signed holds (once: ``meta`` notes it)."""
+        what a store written before cells and identities were signed holds (once: ``meta`` notes it).
+
+        The note is not signed, so the signing must not trust it: anyone who can write the catalog can delete it.
+        Only what that older format left unsigned is signed: the cells of a catalog whose cells had no signature
+        column, and manifests that name no identity (each verified first). A cell planted beside signed ones, or a
+        signed manifest whose row was moved to another checkpoint, stays refused.
+        """
         with self._transaction() as db:
             db.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (str(FORMAT_VERSION),))
             if db.execute("SELECT 1 FROM meta WHERE key='bound'").fetchone():
                 return
             if "mac" not in {row[1] for row in db.execute("PRAGMA table_info(cells)")}:
                 db.execute("ALTER TABLE cells ADD COLUMN mac TEXT")
-            db.row_factory = sqlite3.Row
-            for cell in db.execute("SELECT * FROM cells WHERE mac IS NULL ORDER BY id").fetchall():
-                mac = self._cell_mac(self._mac_of(db, cell["prev"]), cell)
-                db.execute("UPDATE cells SET mac=? WHERE id=?", (mac, cell["id"]))
-            for (cid,) in db.execute("SELECT id FROM checkpoints ORDER BY id").fetchall():
-                self._bind(db, cid)
+                db.row_factory = sqlite3.Row
+                for cell in db.execute("SELECT * FROM cells ORDER BY id").fetchall():
+                    mac = self._cell_mac(self._mac_of(db, cell["prev"]), cell)
+                    db.execute("UPDATE cells SET mac=? WHERE id=?", (mac, cell["id"]))
+            for cid, text in db.execute("SELECT id, manifest FROM checkpoints ORDER BY id").fetchall():
+                with contextlib.suppress(ValueError):  # not a manifest: refused when read
+                    manifest = json.loads(text)
+                    if isinstance(manifest, dict) and "uid" not in manifest:  # from before identities were signed
+                        self._bind(db, cid)  # which verifies it first
             db.execute("INSERT INTO meta VALUES ('bound', '1')")
 
     def _cell_mac(self, prev_mac: str | None, cell: Any) -> str:
@@ -434,6 +448,15 @@ class Store:
         db.execute(
             "UPDATE checkpoints SET manifest=?, mac=?, changed=? WHERE id=?", (text, self.sign(text), changed, cid)
         )
+
+    def _names_its_row(self, db: sqlite3.Connection, cid: int) -> bool:
+        """Whether checkpoint ``cid``'s manifest verifies and names the identity its row has: the store may then
+        sign it again after changing that row itself."""
+        text, mac = db.execute("SELECT manifest, mac FROM checkpoints WHERE id=?", (cid,)).fetchone()
+        try:
+            return not _differ(self.manifest_text(text, mac, cid), self._identity(db, cid))
+        except (IntegrityError, ValueError):
+            return False
 
     @staticmethod
     def _identity(db: sqlite3.Connection, cid: int) -> dict[str, Any]:
@@ -493,6 +516,14 @@ class Store:
             ).fetchone()
             if clash is not None:
                 raise BadArgument(f"tag {clash[0]!r} is used in both {old!r} and {new!r}; nothing was moved")
+            # Their manifests name their session and uid, and their children's name their uid: all signed again,
+            # but those that did not name their own row before (moved there by hand), which stay refused.
+            moved = db.execute(
+                "SELECT id FROM checkpoints WHERE session_id=? OR parent IN (SELECT id FROM checkpoints "
+                "WHERE session_id=?)",
+                (source, source),
+            ).fetchall()
+            trusted = [cid for (cid,) in moved if self._names_its_row(db, cid)]
             uids = db.execute(
                 "SELECT uid FROM uids WHERE checkpoint_id IN (SELECT id FROM checkpoints WHERE session_id=?) "
                 "ORDER BY checkpoint_id",
@@ -500,17 +531,11 @@ class Store:
             ).fetchall()
             db.executemany("INSERT OR IGNORE INTO tombstones (uid) VALUES (?)", uids)
             db.executemany("UPDATE uids SET uid=?, uploaded=0 WHERE uid=?", [(new_uid(), uid) for (uid,) in uids])
-            # Their manifests name their session and uid, and their children's name their uid: all signed again.
-            moved = db.execute(
-                "SELECT id FROM checkpoints WHERE session_id=? OR parent IN (SELECT id FROM checkpoints "
-                "WHERE session_id=?)",
-                (source, source),
-            ).fetchall()
             db.execute("UPDATE checkpoints SET session_id=? WHERE session_id=?", (target, source))
             db.execute("UPDATE cells SET session_id=? WHERE session_id=?", (target, source))
             db.execute("UPDATE sessions SET policy=COALESCE(policy, ?) WHERE id=?", (policy, target))
             db.execute("DELETE FROM sessions WHERE id=?", (source,))
-            for (cid,) in moved:
+            for cid in trusted:
                 self._bind(db, cid)
 
     def add_cell(
@@ -658,7 +683,7 @@ class Store:
                 raise UnknownCheckpoint(f"no checkpoint {checkpoint_id}")
             identity = self._identity(db, checkpoint_id)
         manifest = self.manifest_text(row[0], row[1], checkpoint_id)
-        wrong = [k for k in IDENTITY if manifest.get(k) != identity[k]]
+        wrong = _differ(manifest, identity)
         if wrong:
             raise IntegrityError(
                 f"checkpoint {checkpoint_id}: its manifest was signed for another checkpoint (its {', '.join(wrong)} "
@@ -743,6 +768,7 @@ class Store:
             # every checkpoint deleted between them. A child that changed nothing held the deleted one's state,
             # not its new parent's (``timeline.state_of``).
             inherited: dict[int, set[str]] = {}
+            trusted: dict[int, bool] = {}  # whether a child named its own row before this changed its parent
             for cid in checkpoint_ids:
                 row = db.execute("SELECT parent, changed FROM checkpoints WHERE id=?", (cid,)).fetchone()
                 if row is None:
@@ -751,6 +777,8 @@ class Store:
                 changed = set(json.loads(row[1])) | inherited.pop(cid, set())
                 for (child,) in db.execute("SELECT id FROM checkpoints WHERE parent=?", (cid,)).fetchall():
                     inherited.setdefault(child, set()).update(changed)
+                    if child not in trusted:
+                        trusted[child] = self._names_its_row(db, child)
                 db.execute("UPDATE checkpoints SET parent=? WHERE parent=?", (row[0], cid))
                 db.execute("DELETE FROM checkpoints WHERE id=?", (cid,))
                 db.execute("DELETE FROM refs WHERE checkpoint_id=?", (cid,))
@@ -761,7 +789,8 @@ class Store:
                     db.execute("DELETE FROM uids WHERE checkpoint_id=?", (cid,))
             # Signed again once, with the parent they have at the end: not once per deleted ancestor.
             for child, changed in sorted(inherited.items()):
-                self._bind(db, child, changed)
+                if trusted[child]:  # one moved to this row by hand stays refused
+                    self._bind(db, child, changed)
 
     def _has_remote_tables(self) -> bool:
         """Whether the catalog has the remote tier's tables (a store the CLI opened read-only may predate them)."""

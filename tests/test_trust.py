@@ -17,7 +17,9 @@ from typing import Any
 import pytest
 from conftest import cli
 
+from jupyter_ckpt.errors import IntegrityError
 from jupyter_ckpt.restore import LAZY_MIN
+from jupyter_ckpt.store import Store, load_secret
 
 pytest_plugins = ("pytest_jupyter.jupyter_server", "conftest_server")
 
@@ -179,3 +181,51 @@ def test_a_store_or_secret_others_can_touch_is_refused_in_one_line(kernels: Any,
         assert path.stat().st_mode & 0o777 == mode  # left as the user set it
         path.chmod(before)
     assert cli("list").returncode == 0
+
+
+def test_the_one_time_signing_of_an_older_store_signs_nothing_planted(kernels: Any, jupyter_dirs: Path) -> None:
+    """A store written before cells and identities were signed is signed once, when a kernel opens it; a note in
+    the catalog says it was. Anyone who can write the catalog can delete that note: the signing that runs again
+    must not sign a planted cell, nor a signed manifest moved to another checkpoint's row."""
+    marker = jupyter_dirs / "ran"
+    k = kernels("first.ipynb")
+    # Saved in the notebook's first cell: no cell was recorded yet, so its manifest names no history.
+    k.ok("%load_ext jupyter_ckpt\na = 1\ng = (i for i in range(3))\n%checkpoint save -t first")
+    k.ok("b = 2\n%checkpoint save -t second\n%checkpoint wait")
+    k.close()
+    other = kernels("other.ipynb")
+    other.ok("%load_ext jupyter_ckpt\nmine = 'base'\n%checkpoint save -t base")
+    other.ok("mine = 'other notebook'\n%checkpoint save -t theirs\n%checkpoint wait")
+    other.close()
+    with _catalog(Path(os.environ["JUPYTER_CKPT_DIR"])) as db:
+        (sid,) = db.execute("SELECT id FROM sessions WHERE key LIKE '%first.ipynb'").fetchone()
+        planted = f"open({str(marker)!r}, 'w')\ng = (i for i in range(3))"
+        cell = db.execute(
+            "INSERT INTO cells (session_id, prev, count, source, status, duration, time, mac) "
+            "VALUES (?, NULL, 1, ?, 'ok', 0.1, 0, NULL)",
+            (sid, planted),
+        ).lastrowid
+        db.execute("UPDATE checkpoints SET last_cell=? WHERE tag='first'", (cell,))
+        db.execute("UPDATE checkpoints SET session_id=? WHERE tag='theirs'", (sid,))  # another notebook's state
+        db.execute("DELETE FROM meta WHERE key='bound'")
+
+    fresh = kernels("first.ipynb")
+    fresh.ok("%load_ext jupyter_ckpt")
+    for tag, differ in (("first", "last_cell"), ("theirs", "session")):
+        r = fresh.run(f"%checkpoint restore {tag}")
+        assert "signed for another checkpoint" in r.stderr and f"its {differ} differ" in r.stderr, r
+    assert "nothing to replay" in fresh.run("%checkpoint replay").stderr
+    assert fresh.value("'mine' in globals()") is False
+    r = cli("verify")
+    assert r.returncode == 3 and r.stdout.count("signed for another checkpoint") == 2, r
+    assert not marker.exists()
+    fresh.ok("%checkpoint restore second")  # what was signed as it is still restores
+    assert fresh.value("(a, b)") == (1, 2)
+    fresh.close()
+    # Nor does a deletion that gives the moved checkpoint another parent sign it with its new row.
+    store = Store(Path(os.environ["JUPYTER_CKPT_DIR"]), load_secret(jupyter_dirs / "data" / "ckpt" / "secret"))
+    session = next(s["key"] for s in store.sessions() if s["key"].endswith("first.ipynb"))
+    theirs = next(r for r in store.checkpoints(session) if r.tag == "theirs")
+    store.delete([theirs.parent])
+    with pytest.raises(IntegrityError, match="signed for another checkpoint"):
+        store.manifest(theirs.id)
