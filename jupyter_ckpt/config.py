@@ -15,10 +15,10 @@ from jupyter_core.paths import jupyter_data_dir
 from traitlets import Bool, Enum, Float, Int, Unicode, default
 from traitlets.config import Configurable
 
-from .errors import BadArgument
+from .errors import BadArgument, IntegrityError
 from .remote import Remote, Replica, is_remote
 from .retention import Limits
-from .store import Store, check_catalog, load_secret
+from .store import Store, check_catalog, holds_blobs, load_secret
 from .units import parse_size
 
 
@@ -45,6 +45,12 @@ def open_store(store_url: str = "", secret_file: str = "", *, create: bool = Tru
     )
     if not create:
         check_catalog(root, create=False)  # "no store here" before "no secret"
+    if not secret.exists() and holds_blobs(root):  # a new secret would make every checkpoint read as tampered
+        raise IntegrityError(
+            f"the checkpoint secret {secret} is missing, but the store {root} holds checkpoints signed with it; "
+            "nothing was changed. Put the secret back (or name it: c.Checkpoints.secret_file, "
+            "$JUPYTER_CKPT_SECRET_FILE), or move the store away to start afresh."
+        )
     return Store(root, load_secret(secret, create=create), create=create, secret_path=secret)
 
 

@@ -108,8 +108,20 @@ class CellHooks:
         # Whether to say, at the first cell boundary once a remote store's timeline is pulled, what the
         # notebook's earlier kernels left: format.previous_session_line.
         self.greet = False
+        # Variables a restore at start-up made: IPython hides whatever the namespace holds once its extensions
+        # are loaded (``init_code``), so they are shown again, and checkpointed meanwhile, as the user's.
+        self._restored: set[str] = set()
+
+    def hidden(self) -> set[str]:
+        """The names no checkpoint holds: IPython's own (``user_ns_hidden``), not those a restore made."""
+        return self.shell.user_ns_hidden.keys() - self._restored
 
     def pre_run_cell(self, info: Any) -> None:
+        if self._restored:  # restored at start-up: said, and the user's from the first cell (``%who``)
+            for name in self._restored:
+                self.shell.user_ns_hidden.pop(name, None)
+            self._restored = set()
+            self.flush_notices()
         with self.ckpt._lock:  # an idle checkpoint in progress finishes before the cell starts
             try:
                 self.follow_notebook()
@@ -181,10 +193,13 @@ class CellHooks:
         left if ``restore_on_start`` asks for it and this kernel has done nothing yet, else say at the next cell
         boundary what they left."""
         if self.config.restore_on_start and self.ckpt.nothing_done() and self.ckpt.checkpoints():
+            before = set(self.shell.user_ns)
+            # Said at the next cell boundary: at start-up nothing shows what is printed now.
             try:
-                notify("jupyter-ckpt: " + self.ckpt.restore("last-good").summary())
+                self.notice("jupyter-ckpt: " + self.ckpt.restore("last-good").summary())
             except CheckpointError as e:
-                notify(f"jupyter-ckpt: could not restore the last good checkpoint: {e}")
+                self.notice(f"jupyter-ckpt: could not restore the last good checkpoint: {e}")
+            self._restored = set(self.shell.user_ns) - before
         else:
             # Loaded by the server, the extension prints nowhere a user looks: the line waits for the first cell.
             self.greet = True
@@ -282,7 +297,7 @@ def load(shell: InteractiveShell) -> None:
         store,
         session.key,
         shell.user_module,
-        hidden=lambda: shell.user_ns_hidden,
+        hidden=lambda: cell_hooks.hidden(),
         notify=notices.append,
         policy=default,
         background=config.background,

@@ -250,14 +250,19 @@ def load_secret(path: Path, *, create: bool = True) -> bytes:
     return key
 
 
+def holds_blobs(root: Path) -> bool:
+    """Whether the store at ``root`` holds checkpoint data: blob files, each signed with its secret."""
+    blobs = root / "blobs"
+    return blobs.is_dir() and any(sub.name != "tmp" and sub.is_dir() and any(sub.iterdir()) for sub in blobs.iterdir())
+
+
 def check_catalog(root: Path, *, create: bool) -> Path:
     """The catalog's path; raise if it is missing or empty where a new one must not be made (``create``
     false, or beside blobs: a new catalog would reference none of them, and the next gc would delete them)."""
     path = root / "catalog.sqlite"
     if path.is_file() and path.stat().st_size > 0:
         return path
-    blobs = root / "blobs"
-    if blobs.is_dir() and any(sub.name != "tmp" and sub.is_dir() and any(sub.iterdir()) for sub in blobs.iterdir()):
+    if holds_blobs(root):
         raise IntegrityError(
             f"the catalog {path} is missing or empty, but the store holds checkpoint data; nothing was changed. "
             "Put the catalog back from a backup, or move the store away to start afresh."

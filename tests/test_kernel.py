@@ -270,8 +270,16 @@ def test_enabled_kernels_resume_the_notebook_where_it_was(kernels: Any, jupyter_
     first.ok("%checkpoint wait")
     first.kill()
     second = kernels("resume.ipynb")  # no magic typed: the profile loads the extension, which restores
+    first_cell = second.run("%who")
+    assert "jupyter-ckpt: restored kernel checkpoint" in first_cell.stderr  # said where the user looks
+    assert "hours_of_work" in first_cell.stdout  # the user's, though IPython hides what start-up made
     assert second.value("hours_of_work") == {"fitted": [1, 2, 3]}
     assert [r.trigger for r in store_at(jupyter_dirs).checkpoints("resume.ipynb")][-1] == "restore"
+    # Checkpoints go on holding it: a second crash loses nothing.
+    second.ok("more_work = 4\n%checkpoint wait")
+    second.kill()
+    third = kernels("resume.ipynb")
+    assert third.value("(hours_of_work, more_work)") == ({"fitted": [1, 2, 3]}, 4)
 
 
 def test_a_session_named_after_the_extension_loaded_resumes_unless_the_kernel_made_something(

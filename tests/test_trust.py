@@ -229,3 +229,27 @@ def test_the_one_time_signing_of_an_older_store_signs_nothing_planted(kernels: A
     store.delete([theirs.parent])
     with pytest.raises(IntegrityError, match="signed for another checkpoint"):
         store.manifest(theirs.id)
+
+
+def test_a_missing_secret_beside_a_store_that_holds_checkpoints_is_not_made_again(
+    kernels: Any, jupyter_dirs: Path
+) -> None:
+    """A new secret would make every checkpoint read as tampered, and the store would hold checkpoints signed with
+    two secrets: a kernel and the CLI say the secret is missing and change nothing until it is back."""
+    k = kernels("lost.ipynb")
+    k.ok("%load_ext jupyter_ckpt\nx = 1\n%checkpoint save -t kept\n%checkpoint wait")
+    k.close()
+    secret = jupyter_dirs / "data" / "ckpt" / "secret"
+    aside = secret.with_name("secret.aside")
+    secret.rename(aside)
+    r = cli("list")
+    assert r.returncode == 3 and r.stderr.count("\n") == 1, r
+    assert f"the checkpoint secret {secret} is missing, but the store" in r.stderr
+    fresh = kernels("lost.ipynb")
+    loaded = fresh.run("%load_ext jupyter_ckpt")
+    assert loaded.error is not None and f"the checkpoint secret {secret} is missing" in loaded.error
+    assert loaded.traceback == [loaded.error]
+    assert not secret.exists()
+    aside.rename(secret)
+    fresh.ok("%load_ext jupyter_ckpt\n%checkpoint restore kept")
+    assert fresh.value("x") == 1
