@@ -111,6 +111,7 @@ class CellHooks:
         # Variables a restore at start-up made: IPython hides whatever the namespace holds once its extensions
         # are loaded (``init_code``), so they are shown again, and checkpointed meanwhile, as the user's.
         self._restored: set[str] = set()
+        self._shut = False
 
     def hidden(self) -> set[str]:
         """The names no checkpoint holds: IPython's own (``user_ns_hidden``), not those a restore made."""
@@ -255,6 +256,18 @@ class CellHooks:
             else:
                 self._idle_failing.clear()
 
+    def shut_down(self) -> None:
+        """The kernel or the terminal exits: make what the cells left durable while the namespace still holds
+        it, once, and take no checkpoint after (the shell empties the namespace next)."""
+        if self._shut:
+            return
+        self._shut = True
+        self._stop.set()
+        try:
+            self.ckpt.wait()
+        except Exception as e:  # at exit: said, never raised into the shell's own clean-up
+            notify(f"jupyter-ckpt: the last cells' state could not be made durable: {e}")
+
     def close(self) -> None:
         self._stop.set()
         self.shell.events.unregister("pre_run_cell", self.pre_run_cell)
@@ -320,7 +333,15 @@ def load(shell: InteractiveShell) -> None:
     shell.events.register("pre_run_cell", cell_hooks.pre_run_cell)
     shell.events.register("post_run_cell", cell_hooks.post_run_cell)
     cell_hooks.start_idle_timer()  # owed checkpoints are taken when idle, whatever the writer
-    atexit.register(ckpt.wait)  # a clean shutdown commits the write in flight
+    atexit.register(cell_hooks.shut_down)  # a clean shutdown commits the write in flight
+    # The terminal's loop empties the namespace as it ends, before ``atexit`` runs (``_atexit_once``, once).
+    empty_namespace = shell._atexit_once
+
+    def settle_then_empty() -> None:
+        cell_hooks.shut_down()
+        empty_namespace()  # type: ignore[no-untyped-call]  # IPython is unannotated
+
+    shell._atexit_once = settle_then_empty  # type: ignore[method-assign]
     cell_hooks.arrive()
 
 
@@ -348,6 +369,7 @@ def unload(shell: InteractiveShell) -> None:
         if cell_hooks.ckpt.replica is not None:
             cell_hooks.ckpt.replica.stop()  # what is not uploaded yet goes with the next kernel on this store
         delattr(shell, _ON_SHELL)
+        vars(shell).pop("_atexit_once", None)  # the shell's own again
         for name in ("checkpoint", "ckpt"):  # the magics hold the hooks: they go with them
             shell.magics_manager.magics["line"].pop(name, None)
         shell.configurables.remove(cell_hooks.config)  # type: ignore[arg-type]  # as in load

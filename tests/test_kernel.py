@@ -5,8 +5,11 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -280,6 +283,25 @@ def test_enabled_kernels_resume_the_notebook_where_it_was(kernels: Any, jupyter_
     second.kill()
     third = kernels("resume.ipynb")
     assert third.value("(hours_of_work, more_work)") == ({"fitted": [1, 2, 3]}, 4)
+
+
+def test_a_terminal_that_exits_leaves_the_state_of_its_last_cells(kernels: Any, jupyter_dirs: Path) -> None:
+    """Terminal IPython empties the namespace as its loop ends, before Python's ``atexit``: the cells piped back
+    to back are checkpointed before that, not the emptied namespace after it."""
+    cells = "%load_ext jupyter_ckpt\nx = 1\ny = [x, 2]\nexit\n"
+    ran = subprocess.run(
+        [sys.executable, "-m", "IPython", "--simple-prompt", "--no-banner", "--HistoryManager.enabled=False"],
+        input=cells,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "JUPYTER_CKPT_SESSION": "terminal-job"},
+        cwd=jupyter_dirs,
+        timeout=120,
+    )
+    assert ran.returncode == 0, ran.stderr
+    k = kernels(None, JUPYTER_CKPT_SESSION="terminal-job")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint restore previous")
+    assert k.value("(x, y)") == (1, [1, 2])
 
 
 def test_a_session_named_after_the_extension_loaded_resumes_unless_the_kernel_made_something(
