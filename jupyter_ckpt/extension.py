@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import secrets
 import sys
 import threading
 import time
@@ -38,13 +39,20 @@ _ON_SHELL = "jupyter_ckpt_hooks"
 
 
 def kernel_key() -> str:
-    """A key for this kernel alone: the session of a kernel whose notebook nobody names."""
+    """A key for this kernel alone: the session of a kernel whose notebook nobody names.
+
+    Its connection file's name where that is unique (a server names it by a UUID); a process id is not, alone
+    (``jupyter console`` and ipykernel name the file after it, and a container's first process is always 1),
+    so it gets a random part.
+    """
     try:
         from ipykernel.connect import get_connection_file
 
-        return "kernel-" + Path(get_connection_file()).stem.removeprefix("kernel-")
-    except Exception:  # not an ipykernel (terminal IPython): fall back to the process
-        return f"ipython-{os.getpid()}"
+        name = Path(get_connection_file()).stem.removeprefix("kernel-")
+        prefix = "kernel"
+    except Exception:  # not an ipykernel (terminal IPython): the process
+        name, prefix = str(os.getpid()), "ipython"
+    return f"{prefix}-{name}-{secrets.token_hex(4)}" if name.isdigit() else f"{prefix}-{name}"
 
 
 class ProgressLine:

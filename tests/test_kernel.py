@@ -285,23 +285,41 @@ def test_enabled_kernels_resume_the_notebook_where_it_was(kernels: Any, jupyter_
     assert third.value("(hours_of_work, more_work)") == ({"fitted": [1, 2, 3]}, 4)
 
 
-def test_a_terminal_that_exits_leaves_the_state_of_its_last_cells(kernels: Any, jupyter_dirs: Path) -> None:
-    """Terminal IPython empties the namespace as its loop ends, before Python's ``atexit``: the cells piped back
-    to back are checkpointed before that, not the emptied namespace after it."""
-    cells = "%load_ext jupyter_ckpt\nx = 1\ny = [x, 2]\nexit\n"
+def terminal(cells: str, cwd: Path, *command: str, **env: str) -> str:
+    """What terminal IPython prints running ``cells`` piped in, then ``exit``, run by ``command`` if given."""
     ran = subprocess.run(
-        [sys.executable, "-m", "IPython", "--simple-prompt", "--no-banner", "--HistoryManager.enabled=False"],
-        input=cells,
+        [*command, sys.executable, "-m", "IPython", "--simple-prompt", "--no-banner", "--HistoryManager.enabled=False"],
+        input=cells + "\nexit\n",
         capture_output=True,
         text=True,
-        env={**os.environ, "JUPYTER_CKPT_SESSION": "terminal-job"},
-        cwd=jupyter_dirs,
+        env={**os.environ, **env},
+        cwd=cwd,
         timeout=120,
     )
     assert ran.returncode == 0, ran.stderr
+    return ran.stdout + ran.stderr
+
+
+def test_a_terminal_that_exits_leaves_the_state_of_its_last_cells(kernels: Any, jupyter_dirs: Path) -> None:
+    """Terminal IPython empties the namespace as its loop ends, before Python's ``atexit``: the cells piped back
+    to back are checkpointed before that, not the emptied namespace after it."""
+    terminal("%load_ext jupyter_ckpt\nx = 1\ny = [x, 2]", jupyter_dirs, JUPYTER_CKPT_SESSION="terminal-job")
     k = kernels(None, JUPYTER_CKPT_SESSION="terminal-job")
     k.ok("%load_ext jupyter_ckpt\n%checkpoint restore previous")
     assert k.value("(x, y)") == (1, [1, 2])
+
+
+def test_terminals_nothing_names_never_share_a_session_even_with_one_process_id(store: Store, tmp_path: Path) -> None:
+    """In a container every first process is number 1: a session keyed by the process alone made another
+    project's terminal offer (or, with ``restore_on_start``, restore) this one's state."""
+    for project in ("a", "b"):
+        (tmp_path / project).mkdir()
+        said = terminal(
+            f"%load_ext jupyter_ckpt\nfrom_{project} = 1", tmp_path / project, "unshare", "-pf", "--mount-proc"
+        )
+        assert "from earlier kernels" not in said
+    keys = [s["key"] for s in store.sessions()]
+    assert len(keys) == 2 and all(re.fullmatch(r"ipython-1-[0-9a-f]{8}", key) for key in keys), keys
 
 
 def test_a_session_named_after_the_extension_loaded_resumes_unless_the_kernel_made_something(
