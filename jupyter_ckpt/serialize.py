@@ -42,7 +42,9 @@ what the notebook added. dill keeps a function's qualified name (one that
 A ``TypeVar`` or ``NewType`` made in the notebook is saved as the call that made
 it, not as a name the loading kernel has not bound yet, and an instance whose
 ``__new__`` requires arguments pickle does not know is made by its builtin base's.
-Arrays and views saved read-only come back read-only.
+Arrays and views saved read-only come back read-only. pandas frames, series and
+indexes that shared values keep sharing them, and pandas' Copy-on-Write tracking
+of that sharing (``_SharedValues``).
 
 Notebook functions wrapped in ``functools.lru_cache`` / ``cache`` are saved as
 the function and the cache's parameters; their cached results are not kept.
@@ -948,6 +950,89 @@ def _set_masked_state(obj: Any, state: tuple[Any, bool]) -> None:
         obj.harden_mask()
 
 
+class _SharedValues:
+    """The Copy-on-Write tracking (a ``BlockValuesRefs``) that pandas blocks and indexes shared before a save
+    (``clean = raw.rename(...)``, ``s = raw["a"]``, ``raw.set_index("b")``), shared again once loaded.
+
+    pandas' pickling leaves that tracking out: the blocks came back on shared memory (``_reduce_array``), each
+    tracked alone, so a write to one frame changed the others and the index ``set_index`` had made. Each
+    ``BlockValuesRefs`` the pickler meets is saved as a new one of these (``_reduce_block_values_refs``), which
+    the pickler's memo makes one for all that shared it; the first member loaded lends it its fresh tracking,
+    and the others join that.
+    """
+
+    def __init__(self) -> None:
+        self.refs: Any = None
+
+    def join_block(self, block: Any) -> None:
+        if self.refs is None:
+            self.refs = block.refs
+        else:
+            block.refs = self.refs
+            self.refs.add_reference(block)
+
+    def join_index(self, index: Any) -> None:
+        if self.refs is None:
+            self.refs = index._references
+        else:
+            index._references = self.refs
+            self.refs.add_index_reference(index)
+
+
+def _reduce_block_values_refs(refs: Any) -> Any:
+    return _SharedValues, ()
+
+
+def _block_manager(make: Callable[..., Any], args: tuple[Any, ...], state: Any, shared: list[_SharedValues]) -> Any:
+    manager = make(*args)
+    if state is not None:
+        manager.__setstate__(state)
+    for block, values in zip(manager.blocks, shared, strict=True):
+        values.join_block(block)
+    return manager
+
+
+def _reduce_block_manager(manager: Any) -> Any:
+    """A frame's or series' block manager as pandas pickles it, with what each block shares its values with."""
+    if not any(block.refs.has_reference() for block in manager.blocks):
+        return NotImplemented
+    make, args, *rest = manager.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
+    if any(part is not None for part in rest[1:]):
+        return NotImplemented
+    return _block_manager, (make, args, rest[0] if rest else None, [block.refs for block in manager.blocks])
+
+
+def _joined_index(make: Callable[..., Any], args: tuple[Any, ...], shared: _SharedValues) -> Any:
+    index = make(*args)
+    shared.join_index(index)
+    return index
+
+
+def _reduce_index(index: Any) -> Any:
+    """An index as pandas pickles it, with what it shares its values with (a frame's column it was set from)."""
+    refs = index._references
+    if refs is None or not refs.has_reference():
+        return NotImplemented
+    make, args, *state = index.__reduce__()
+    return NotImplemented if any(part is not None for part in state) else (_joined_index, (make, args, refs))
+
+
+def _pandas_reducer(t: type) -> Callable[[Any], Any] | None:
+    """The reduction of a pandas object that Copy-on-Write may track (``_SharedValues``), where pandas tracks it."""
+    internals = sys.modules.get("pandas._libs.internals")
+    refs = getattr(internals, "BlockValuesRefs", None)
+    if refs is None or not hasattr(refs, "add_index_reference"):  # pandas < 2 tracks nothing
+        return None
+    if t is refs:
+        return _reduce_block_values_refs
+    managers = sys.modules.get("pandas.core.internals.managers")
+    if managers is not None and issubclass(t, managers.BaseBlockManager):
+        return _reduce_block_manager
+    pandas: Any = sys.modules.get("pandas")
+    # A RangeIndex holds no values a write could change (and computes its references).
+    return _reduce_index if issubclass(t, pandas.Index) and not issubclass(t, pandas.RangeIndex) else None
+
+
 def _castable(view: memoryview) -> bool:
     """Whether bytes can be cast to ``view``'s format (a cast takes "d", not "<d")."""
     try:
@@ -1555,6 +1640,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_masked
     if t is types.MethodType:
         return _reduce_method
+    if "pandas" in sys.modules and (pandas := _pandas_reducer(t)) is not None:
+        return pandas
     if _shell_class(t):
         return _reduce_shell
     if _widget_class(t):

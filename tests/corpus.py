@@ -816,6 +816,18 @@ PATTERNS = [
         "fc_df.equals(pd.DataFrame({'a': [1, 2], 'b': ['x', 'y']})) and fc_s.tolist() == ['x', 'y']",
     ),
     _p(
+        "pandas_copy_on_write",
+        "pandas",
+        "import pandas as pd\npc_raw = pd.DataFrame({'a': [1.0, -2.0, 3.0], 'b': [4.0, 5.0, -6.0]})\n"
+        "pc_clean = pc_raw.rename(columns={'a': 'A'})\npc_s = pc_raw['a']\npc_idx = pc_raw.set_index('b')\n"
+        "pc_sub = pc_raw[['a']]",
+        "(pc_s.iloc.__setitem__(0, 99.0), pc_clean.iloc.__setitem__((1, 0), 0.0), pc_raw.iloc.__setitem__((1, 1), 50.0),"
+        " pc_sub.iloc.__setitem__((2, 0), 7.0))"
+        " and pc_raw['a'].tolist() == [1.0, -2.0, 3.0] and pc_idx.index.tolist() == [4.0, 5.0, -6.0]"
+        " and pc_s.tolist() == [99.0, -2.0, 3.0] and pc_clean['A'].tolist() == [1.0, 0.0, 3.0]"
+        " and pc_sub['a'].tolist() == [1.0, -2.0, 7.0] and pc_raw['b'].tolist() == [4.0, 50.0, -6.0]",
+    ),
+    _p(
         "categorical",
         "pandas",
         "import pandas as pd\nca_s = pd.Series(['a', 'b', 'a'], dtype='category')",

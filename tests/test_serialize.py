@@ -641,3 +641,21 @@ def test_a_closed_file_comes_back_closed_with_its_name_and_mode_and_its_file_unt
         n: (type(f), f.name, f.mode, True) for n, f in handles.items()
     }
     assert [path.read_bytes() for path, _ in made.values()] == [b"1234"] * 3
+
+
+def test_pandas_objects_sharing_values_come_back_sharing_them_and_copy_on_write_still_keeps_them_apart() -> None:
+    """pandas' pickling leaves out its Copy-on-Write references: the blocks came back on shared memory with
+    references of their own, so a write to one frame changed the frames, series and index made from it."""
+    import pandas as pd
+
+    raw = pd.DataFrame({"a": [1.0, -2.0, 3.0], "b": [4.0, 5.0, -6.0], "t": pd.date_range("2024", periods=3)})
+    kept = {"raw": raw, "clean": raw.rename(columns={"a": "A"}), "s": raw["a"], "by_b": raw.set_index("b")}
+    back = serialize.loads(serialize.dumps(kept, types.ModuleType("__main__")), types.ModuleType("__main__"))
+    assert np.shares_memory(back["s"].to_numpy(), back["raw"]["a"].to_numpy())  # as they were: no copy
+    back["s"].iloc[0] = 99.0
+    back["clean"].loc[1, "A"] = 0.0
+    back["raw"].loc[1, "b"] = 50.0
+    back["raw"].loc[2, "t"] = pd.Timestamp("1999")
+    assert back["raw"]["a"].tolist() == [1.0, -2.0, 3.0]
+    assert (back["s"].tolist(), back["clean"]["A"].tolist()) == ([99.0, -2.0, 3.0], [1.0, 0.0, 3.0])
+    assert (back["by_b"].index.tolist(), back["clean"]["t"].dt.year.tolist()) == ([4.0, 5.0, -6.0], [2024] * 3)
