@@ -87,9 +87,15 @@ def here() -> int | None:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    from .extension import load
+    from .errors import CheckpointError
+    from .extension import load, refused_at_start, starting_up
 
-    load(ipython)
+    try:
+        load(ipython)
+    except CheckpointError as e:
+        if not starting_up():  # ``%load_ext`` in a cell: its one-line error
+            raise
+        refused_at_start(ipython, e)
 
 
 def unload_ipython_extension(ipython: Any) -> None:

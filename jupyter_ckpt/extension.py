@@ -16,6 +16,7 @@ import secrets
 import sys
 import threading
 import time
+import types
 from pathlib import Path
 from typing import Any
 
@@ -351,6 +352,36 @@ def load(shell: InteractiveShell) -> None:
 
     shell._atexit_once = settle_then_empty  # type: ignore[method-assign]
     cell_hooks.arrive()
+
+
+def starting_up() -> bool:
+    """Whether IPython is loading the extensions its configuration names (the kernel starting, from the profile
+    ``jupyter ckpt enable`` wrote), not running ``%load_ext`` in a cell."""
+    frame: types.FrameType | None = sys._getframe()
+    while frame is not None and frame.f_code.co_name != "init_extensions":
+        frame = frame.f_back
+    return frame is not None
+
+
+def refused_at_start(shell: InteractiveShell, error: CheckpointError) -> None:
+    """The extension cannot load as the kernel starts (a damaged or unsafe store, a missing secret). IPython would
+    print a traceback to the kernel's log, where nobody looks: the reason is said in one line there and in the
+    first cell instead, ``%checkpoint`` says it too, and ``%load_ext jupyter_ckpt`` tries again once it is fixed."""
+    from IPython.core.error import UsageError
+
+    line = f"jupyter-ckpt is not loaded: {error}"
+    notify(line)
+
+    def first_cell(info: Any) -> None:
+        shell.events.unregister("pre_run_cell", first_cell)
+        shell.extension_manager.loaded.discard("jupyter_ckpt")  # type: ignore[union-attr]  # added once this returned
+        notify(line)
+
+    def checkpoint(arguments: str) -> None:
+        raise UsageError(f"{line.rstrip('.')}; once that is fixed: %load_ext jupyter_ckpt")
+
+    shell.events.register("pre_run_cell", first_cell)
+    shell.register_magic_function(checkpoint, "line", "checkpoint")  # type: ignore[arg-type]  # IPython's decorator hides its signature
 
 
 def follow_options(config: Checkpoints, ckpt: Checkpointer) -> None:

@@ -249,7 +249,16 @@ def test_a_missing_secret_beside_a_store_that_holds_checkpoints_is_not_made_agai
     loaded = fresh.run("%load_ext jupyter_ckpt")
     assert loaded.error is not None and f"the checkpoint secret {secret} is missing" in loaded.error
     assert loaded.traceback == [loaded.error]
+    # Loaded from the profile as the kernel starts: said in the first cell, and by %checkpoint, in one line.
+    assert cli("enable").returncode == 0
+    enabled = kernels("lost.ipynb")
+    first = enabled.run("y = 2")
+    assert first.error is None and first.stderr.count("\n") == 1, first
+    assert first.stderr.startswith(f"jupyter-ckpt is not loaded: the checkpoint secret {secret} is missing")
+    magic = enabled.run("%checkpoint list").stderr
+    assert magic.startswith("UsageError: jupyter-ckpt is not loaded: the checkpoint secret")
+    assert magic.endswith("start afresh; once that is fixed: %load_ext jupyter_ckpt\n")
     assert not secret.exists()
     aside.rename(secret)
-    fresh.ok("%load_ext jupyter_ckpt\n%checkpoint restore kept")
-    assert fresh.value("x") == 1
+    enabled.ok("%load_ext jupyter_ckpt\n%checkpoint restore kept")  # tried again, once the secret is back
+    assert enabled.value("x") == 1
