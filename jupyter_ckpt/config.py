@@ -8,6 +8,7 @@ the CLI and the server read options without loading a shell.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,6 +27,9 @@ def default_store_dir() -> Path:
     return Path(os.environ.get("JUPYTER_CKPT_DIR") or Path(jupyter_data_dir()) / "ckpt")
 
 
+_ONE_SLASH = re.compile(r"[a-z][a-z0-9+.-]+:/(?!/)")
+
+
 def store_location(store_url: str = "") -> tuple[Path, str | None]:
     """The local directory and the remote URL (None: local only) that ``store_url`` or the environment names.
 
@@ -34,6 +38,8 @@ def store_location(store_url: str = "") -> tuple[Path, str | None]:
     url = store_url or os.environ.get("JUPYTER_CKPT_URL", "")
     if is_remote(url):
         return default_store_dir(), url
+    if _ONE_SLASH.match(url):  # a local directory named "s3:" is not what anyone means
+        raise BadArgument(f"{url!r} is a URL with one slash after its scheme: write {url.replace(':/', '://', 1)!r}")
     return (Path(url.removeprefix("file://")) if url else default_store_dir()), None
 
 

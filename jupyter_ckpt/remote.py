@@ -96,6 +96,8 @@ class Remote:
     """One object-store prefix, reached through fsspec; every failure is a RemoteError naming the URL."""
 
     def __init__(self, url: str) -> None:
+        if not url.partition("://")[2].strip("/"):
+            raise RemoteError(f"{url!r} names no bucket: give one, as in s3://bucket/prefix")
         self.url = url.rstrip("/")
         try:
             import fsspec
@@ -109,6 +111,8 @@ class Remote:
             ) from None
         except ValueError as e:
             raise RemoteError(f"{url!r} is not a store URL this version can use: {e}") from None
+        except Exception as e:  # a client that connects as it is made (ftp, sftp) and cannot
+            raise RemoteError(f"the checkpoint store {url} cannot be used: {_reason(e)}") from None
         self.root = str(root).rstrip("/")
         if _S3.match(self.url):
             self.fs.retries = S3_RETRIES

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import types
 from pathlib import Path
+from typing import Any
 
 import dill
 import pytest
@@ -102,3 +105,41 @@ def test_a_lost_catalog_is_reported_and_no_command_deletes_the_blobs(written: tu
     assert gc.returncode == 3 and "missing or empty" in gc.stderr
     assert sorted(p for p in (store.root / "blobs").rglob("*") if p.is_file()) == blobs  # not one deleted
     assert (store.root / "catalog.sqlite").stat().st_size == 0  # and no new catalog in its place
+
+
+@pytest.mark.parametrize(
+    ("url", "said", "code"),
+    [
+        ("ftp://127.0.0.1:1/x", "the checkpoint store ftp://127.0.0.1:1/x cannot be used: ", 6),
+        ("s3://", "'s3://' names no bucket: give one, as in s3://bucket/prefix", 6),
+        (
+            "s3:/bucket/prefix",
+            "'s3:/bucket/prefix' is a URL with one slash after its scheme: write 's3://bucket/prefix'",
+            1,
+        ),
+    ],
+)
+def test_a_store_url_that_names_no_store_is_one_line_and_creates_nothing(
+    jupyter_dirs: Path, url: str, said: str, code: int
+) -> None:
+    """A client that connects as it is made and cannot, a bucket left out, a slash left out (which made a local
+    directory named ``s3:`` where the command ran)."""
+    r = subprocess.run(
+        [sys.executable, "-m", "jupyter_ckpt.cli", "--store", url, "list"],
+        capture_output=True,
+        text=True,
+        cwd=jupyter_dirs,
+        timeout=120,
+    )
+    assert r.returncode == code and r.stderr.startswith(f"jupyter ckpt: error: {said}"), r
+    assert r.stderr.count("\n") == 1
+    assert not (jupyter_dirs / "s3:").exists()
+
+
+def test_a_kernel_whose_store_url_cannot_be_used_checkpoints_locally(kernels: Any) -> None:
+    k = kernels("ftp.ipynb", JUPYTER_CKPT_URL="ftp://127.0.0.1:1/x")
+    loaded = k.run("%load_ext jupyter_ckpt\nx = 1")
+    assert loaded.error is None
+    assert "cannot be used: " in loaded.stderr and "checkpoints are kept locally only" in loaded.stderr
+    k.ok("%checkpoint save -t here\nx = 2\n%checkpoint restore here")
+    assert k.value("x") == 1
