@@ -296,7 +296,10 @@ class CheckpointMagics(Magics):
             %checkpoint session              # which session this kernel checkpoints into, and why
             %checkpoint session nightly      # go on in session "nightly" (a later kernel resumes it so)
         """
-        opts = parse_argstring(self.checkpoint, line)
+        try:
+            opts = parse_argstring(self.checkpoint, line)
+        except ValueError as e:  # the shell-like splitting: an unbalanced quote
+            raise UsageError(f"%checkpoint {line.strip()}: {e}") from None
         for name, value in vars(opts).items():  # ``-t "my tag"``: IPython's splitting keeps the quotes
             setattr(opts, name, unquoted(value) if isinstance(value, str) else value)
         opts.args = [unquoted(a) for a in opts.args]

@@ -149,6 +149,7 @@ ROWS = [
     Bad("a number that is not finite", magic=("%checkpoint auto on --interval nan", "--interval must be a positive")),
     Bad("an option its command ignores", magic=("%checkpoint auto off --every 3", "go with %checkpoint auto on")),
     Bad("a quoted empty tag", magic=('%checkpoint save -t ""', "a tag needs at least one character")),
+    Bad("an unbalanced quote", magic=('%checkpoint restore "unterminated', "No closing quotation")),
     Bad("a variable the checkpoint does not hold", magic=("%checkpoint restore {a} --only nothere", "no variable")),
     Bad("a session name that is a directory", magic=("%checkpoint session {dir}", "is a directory, not a notebook")),
     Bad("two session names", magic=("%checkpoint session a b", "%checkpoint session takes one NAME")),
