@@ -352,7 +352,9 @@ class Checkpointer:
             if self._verifier is not None and self._verifier.is_alive():  # what it reports is not checkpointed
                 self._owed = (trigger, status, cell)
                 return None
-            writer = self._writer_for(wait)
+            # A checkpoint the user's policy asks for at every N cells is taken whatever it costs (the spec).
+            forced = trigger in ("cell", "interval") and not self.policy.budgeted
+            writer = self._writer_for(wait, forced)
             if writer is None:
                 self._owed = (trigger, status, cell)
                 return None
@@ -438,8 +440,9 @@ class Checkpointer:
             self.store.blobs.release()
             self.retention.idle()
 
-    def _writer_for(self, wait: bool) -> SyncWriter | ForkWriter | None:
-        """The fork writer when it is safe, else the inline one; None to wait for the writes in progress.
+    def _writer_for(self, wait: bool, forced: bool) -> SyncWriter | ForkWriter | None:
+        """The fork writer when it is safe, else the inline one; None to wait for the writes in progress, unless
+        the checkpoint is ``forced`` (``--every``, ``--interval``): then the cell waits for them.
 
         Once a writer was stopped for memory, the inline one also while the kernel's
         private memory, copied beside a child, would not fit the headroom: an inline
@@ -457,6 +460,8 @@ class Checkpointer:
         self._fork_refused = reason
         if reason is None and self._fork.copies_fit():
             return self._fork
+        if forced:
+            self._fork.poll(block=True)
         return None if self._fork.busy else self._sync
 
     def _finish(

@@ -154,3 +154,20 @@ def test_the_wait_for_a_child_ends_with_it_when_a_process_it_forked_holds_its_pi
     writer.submit(job, lambda outcome, error: outcomes.append(error or outcome), lambda d, t: None)
     writer.poll(block=True)
     assert outcomes == ["written"] and time.monotonic() - started < 4
+
+
+def test_every_cell_is_checkpointed_under_every_1_when_no_writer_can_be_forked_beside_one(
+    kernels: Any, store: Store, tmp_path: Path
+) -> None:
+    """``--every 1`` checkpoints every cell whatever it costs. A kernel that cannot fork (here: memory mapped
+    shared and writable) while a writer still works wrote nothing for the cells meanwhile, and checkpointed the
+    next state only once that writer was done: the cell waits for it instead."""
+    k = kernels("every.ipynb")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto on --every 1")
+    k.ok(BIG)  # its writer is still at work when the next cells end
+    k.ok(f"shared = np.memmap({str(tmp_path / 'shared.bin')!r}, dtype='u1', mode='w+', shape=(4096,))")
+    for step in range(4):
+        k.ok(f"step = {step}")
+    k.ok("%checkpoint wait")
+    cells = [r.cell for r in store.checkpoints("every.ipynb")]
+    assert cells[-6:] == [2, 3, 4, 5, 6, 7], cells
