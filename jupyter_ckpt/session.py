@@ -90,6 +90,11 @@ def notebook_path(path: str) -> str:
     return os.path.realpath(os.path.expanduser(path))
 
 
+def _unsaved(name: str) -> bool:
+    """Whether a frontend names a notebook by a bare name, with no folder: one not saved yet (VS Code's untitled)."""
+    return not name.startswith("file://") and not os.path.dirname(os.path.expanduser(name))
+
+
 def session_key(namespace: Mapping[str, object], name: str, own: str) -> SessionKey:
     """The session a kernel checkpoints into, from its environment and its ``namespace`` (see the module's
     docstring); ``name`` is the session option (empty: none), ``own`` the kernel's own key.
@@ -101,7 +106,8 @@ def session_key(namespace: Mapping[str, object], name: str, own: str) -> Session
         return SessionKey(server, SERVER)
     for variable, who in NAMESPACE:
         value = namespace.get(variable)
-        if isinstance(value, str) and value.strip() and not _CONTROL.search(value):
+        # A bare name ("Untitled-1.ipynb") is a notebook not saved yet: every folder has one of that name.
+        if isinstance(value, str) and value.strip() and not _CONTROL.search(value) and not _unsaved(value):
             return SessionKey(notebook_path(value), f"{variable}, {who}")
     if name:
         return SessionKey(session_name(name), OPTION)

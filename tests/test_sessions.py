@@ -32,6 +32,20 @@ def vs_code(kernels: Any, notebook: Path, **env: str) -> Kernel:
     return k
 
 
+def test_untitled_vs_code_notebooks_get_sessions_of_their_own(kernels: Any, jupyter_dirs: Path, store: Store) -> None:
+    """An untitled notebook is named by a bare name: every folder and every day has an "Untitled-1.ipynb", and
+    one resumed by another would bring back an unrelated notebook's state."""
+    assert cli("enable").returncode == 0
+    for n in range(2):
+        k = vs_code(kernels, Path("Untitled-1.ipynb"))
+        said = k.run(f"made_{n} = {n}").stderr
+        assert "from earlier kernels" not in said
+        assert "(this kernel's own" in k.ok("%checkpoint session")
+        k.ok("%checkpoint wait")
+        k.close()
+    assert len(store.sessions()) == 2
+
+
 def test_a_vs_code_notebook_resumes_in_the_next_kernel(kernels: Any, jupyter_dirs: Path, store: Store) -> None:
     assert cli("enable").returncode == 0  # VS Code starts the kernel: the profile loads the extension
     notebook = jupyter_dirs / "project" / "model.ipynb"
