@@ -337,8 +337,18 @@ class Store:
         if self._conn is None or self._pid != os.getpid():
             path = check_catalog(self.root, create=self._create)
             try:
-                conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
-                self._refuse_newer(conn)  # before anything is written: a newer store is left as it is
+                try:
+                    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+                    self._refuse_newer(conn)  # before anything is written: a newer store is left as it is
+                except sqlite3.OperationalError:
+                    if self._create or os.access(self.root, os.W_OK) or Path(f"{path}-wal").exists():
+                        raise
+                    # Read-only media (an archive, a snapshot): SQLite cannot make the write-ahead log's index
+                    # there. No log is left to read, so the catalog is read as the file it is.
+                    conn = sqlite3.connect(
+                        f"{path.as_uri()}?immutable=1", uri=True, isolation_level=None, check_same_thread=False
+                    )
+                    self._refuse_newer(conn)
                 if self._create:
                     conn.execute("PRAGMA journal_mode=WAL")
                     conn.executescript(_SCHEMA)

@@ -113,6 +113,29 @@ def test_a_store_gone_read_only_is_said_once_and_checkpoints_resume(
     assert cli("verify").returncode == 0
 
 
+def test_the_command_line_reads_a_store_on_a_read_only_disk(kernels: Any, small_disk: Path) -> None:
+    """An archived store, a snapshot, a disk mounted read-only: SQLite cannot make the files its write-ahead log
+    needs there, and the command line said the catalog was unreadable."""
+    root = small_disk / "store"
+    k = kernels("archived.ipynb", JUPYTER_CKPT_DIR=str(root))
+    k.ok("%load_ext jupyter_ckpt\nkept = [1]\n%checkpoint save -t archived\n%checkpoint wait")
+    k.close()
+    env = {**os.environ, "JUPYTER_CKPT_DIR": str(root)}
+    assert cli("list", env=env).returncode == 0  # the last to close the catalog: its log is folded in and removed
+    before = sorted(p.name for p in root.iterdir())
+    assert "catalog.sqlite-shm" not in before, before
+    subprocess.run(["mount", "--bind", str(small_disk), str(small_disk)], check=True)
+    subprocess.run(["mount", "-o", "remount,ro,bind", str(small_disk)], check=True)
+    try:
+        listed = cli("list", "archived.ipynb", env=env)
+        assert listed.returncode == 0 and "archived" in listed.stdout, listed
+        assert cli("verify", env=env).returncode == 0
+        assert "kept" in cli("show", "archived", "--session", "archived.ipynb", env=env).stdout
+    finally:
+        subprocess.run(["umount", str(small_disk)], check=True)
+    assert sorted(p.name for p in root.iterdir()) == before
+
+
 def test_two_kernels_on_one_notebook_keep_every_checkpoint_whole(kernels: Any, store: Store) -> None:
     pick = random.Random(3)
     pair = [kernels("both.ipynb", PYTHONPATH=str(HERE)) for _ in range(2)]
