@@ -131,7 +131,8 @@ class CheckpointMagics(Magics):
             f"last checkpoint: {'never' if age is None else f'{age:.0f} s ago'}",
             f"writing: {'yes' if s['writing'] else 'no'}",
             f"newest checkpoint behind by: {s['schedule']['behind_s']:.1f} s of execution",
-            f"checkpoint overhead: {s['schedule']['overhead']:.1%} of execution time",
+            f"checkpoint overhead: {s['schedule']['spent_s']:.2f} s over {s['schedule']['executed_s']:.2f} s of "
+            f"execution ({s['schedule']['overhead']:.1%})",
         ]
         for reason, count in sorted(s["schedule"]["skipped"].items()):
             lines.append(f"cells not checkpointed: {count} ({reason})")

@@ -129,5 +129,7 @@ class Scheduler:
         return {
             "behind_s": round(self.lag, 3),
             "overhead": round(self.spent / self.executed, 4) if self.executed else 0.0,
+            "spent_s": round(self.spent, 3),
+            "executed_s": round(self.executed, 3),
             "skipped": dict(self.skipped),
         }

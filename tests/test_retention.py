@@ -4,6 +4,7 @@ and maintenance typed in one notebook stays in that notebook."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 import types
@@ -242,6 +243,7 @@ def test_wait_says_the_newest_state_found_no_room_instead_of_returning(kernels: 
     assert said.count("store can take only") == 1
     status = k.run("%checkpoint status").stdout
     assert "not stored for want of room: the state after cell " in status and "size budget" in status
+    assert re.search(r"checkpoint overhead: \d+\.\d\d s over \d+\.\d\d s of execution \(\d+\.\d%\)", status)
     for command in ("%checkpoint wait", "jupyter_ckpt.wait()"):
         r = k.run(command)
         assert "size budget (3.0 MiB, max_store_size)" in (r.error or r.stderr), command
