@@ -19,6 +19,7 @@ from traitlets.config import Configurable
 from .errors import BadArgument, IntegrityError
 from .remote import Remote, Replica, is_remote
 from .retention import Limits
+from .session import names_a_path
 from .store import Store, check_catalog, holds_blobs, load_secret
 from .units import parse_size
 
@@ -136,7 +137,8 @@ class Checkpoints(StoreOptions):
     session = Unicode(
         help="The session (a notebook's lineage of checkpoints) when no frontend names the notebook: the terminal, "
         "papermill or nbclient jobs. A kernel that starts with the same name resumes it. A notebook's path (with "
-        "a / or ending in .ipynb) is made absolute, with links resolved; another name is kept as it is. The "
+        "a / or ending in .ipynb) is made absolute, with links resolved (a relative one in $JUPYTER_CKPT_SESSION from "
+        "the folder of the shell that set it, $PWD); another name is kept as it is. The "
         "notebook a frontend names comes first (JPY_SESSION_NAME, __vsc_ipynb_file__, __session__), and "
         "%checkpoint session NAME before everything. Default: $JUPYTER_CKPT_SESSION, else a key of the kernel's own.",
     ).tag(config=True)
@@ -199,4 +201,11 @@ class Checkpoints(StoreOptions):
 
     @default("session")
     def _session_from_environment(self) -> str:
-        return os.environ.get("JUPYTER_CKPT_SESSION", "")
+        """``$JUPYTER_CKPT_SESSION``. A relative notebook path in it is taken from the folder of the shell that set
+        it (``$PWD``): the kernel may run elsewhere (nbconvert and nbclient start it in the notebook's folder)."""
+        name = os.environ.get("JUPYTER_CKPT_SESSION", "")
+        shell = os.environ.get("PWD", "")
+        relative = names_a_path(name) and not name.startswith("file://") and not os.path.isabs(os.path.expanduser(name))
+        if relative and os.path.isabs(shell):
+            return os.path.join(shell, name)
+        return name

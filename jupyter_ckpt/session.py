@@ -75,12 +75,17 @@ def session_name(name: str) -> str:
         name.encode("utf-8")
     except UnicodeEncodeError:
         raise BadArgument("a session name must be valid text (it holds a lone surrogate)") from None
-    if "/" not in name and os.sep not in name and not name.lower().endswith(".ipynb"):
+    if not names_a_path(name):
         return name
     path = notebook_path(name)
     if os.path.isdir(path):
         raise BadArgument(f"{name!r} cannot be a session name: it is a directory, not a notebook")
     return path
+
+
+def names_a_path(name: str) -> bool:
+    """Whether a session name is a notebook's path (with a folder, or ending in .ipynb) rather than a name."""
+    return "/" in name or os.sep in name or name.lower().endswith(".ipynb")
 
 
 def notebook_path(path: str) -> str:

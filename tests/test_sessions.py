@@ -32,6 +32,16 @@ def vs_code(kernels: Any, notebook: Path, **env: str) -> Kernel:
     return k
 
 
+def test_a_relative_notebook_path_in_the_environment_is_the_shell_s(kernels: Any, jupyter_dirs: Path) -> None:
+    """``JUPYTER_CKPT_SESSION=nb/run.ipynb jupyter nbconvert --execute nb/run.ipynb``: nbconvert starts the kernel in
+    the notebook's folder, where the path was taken as ``nb/nb/run.ipynb``, not the notebook VS Code or the
+    terminal names."""
+    (jupyter_dirs / "nb").mkdir()
+    k = kernels(None, cwd=str(jupyter_dirs / "nb"), JUPYTER_CKPT_SESSION="nb/run.ipynb", PWD=str(jupyter_dirs))
+    said = k.ok("%load_ext jupyter_ckpt\n%checkpoint session")
+    assert said.startswith(f"session: {os.path.realpath(jupyter_dirs / 'nb' / 'run.ipynb')} (")
+
+
 def test_untitled_vs_code_notebooks_get_sessions_of_their_own(kernels: Any, jupyter_dirs: Path, store: Store) -> None:
     """An untitled notebook is named by a bare name: every folder and every day has an "Untitled-1.ipynb", and
     one resumed by another would bring back an unrelated notebook's state."""
