@@ -145,7 +145,8 @@ def collect(
     for name, value in list(namespace.items()):
         if not is_user_variable(name, value, hidden):
             continue
-        if isinstance(value, types.ModuleType) and serialize.importable(value):
+        # Its type, not ``isinstance``: that asks a weak proxy for its object's class, which a dead one raises.
+        if issubclass(type(value), types.ModuleType) and serialize.importable(value):
             modules[name] = value.__name__  # imported again; one made in the notebook is skipped (serialize)
         else:
             variables[name] = value
@@ -243,6 +244,8 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int, spans: _Span
         elif t is dict:
             stack.extend(o.values())
             stack.extend(o.keys())  # an object may be a key, and another variable's value
+        elif t in serialize.WEAK_PROXIES:  # pickled as a proxy of its object (serialize._reduce_weak_proxy)
+            stack.append(serialize.proxied(o))  # before any ``isinstance``, which a dead proxy raises
         elif numpy is not None and isinstance(o, numpy.ndarray):
             base = serialize.array_root(o, numpy)
             _claim(owner, id(base), name, met)
@@ -256,7 +259,8 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int, spans: _Span
             # Tensors on one storage (``x[2:5]``, ``x.T``, a model's weight) are pickled on it
             # (serialize._reduce_tensor): one group. A storage is known by its address, which no object has.
             if o.layout is torch.strided and o.device.type == "cpu" and not o.is_nested:
-                with contextlib.suppress(RuntimeError, NotImplementedError):  # a tensor kind that has none
+                # A tensor kind that has none; ValueError: a lazy module's parameter, not made yet.
+                with contextlib.suppress(RuntimeError, NotImplementedError, ValueError):
                     storage = o.untyped_storage()
                     if storage.nbytes():
                         _claim(owner, storage.data_ptr(), name, met)
@@ -431,8 +435,9 @@ def group(
     for name in sorted(variables):
         try:
             met = _reach(variables[name], name, owner, budget, spans)
-        except _Overflow:
-            # Too big to trace: keep all such variables together, which is always correct.
+        except Exception:  # _Overflow, or what no walk expected of an object: one variable never stops a checkpoint
+            # Too big to trace, or holding an object the walk could not read: keep all such variables together,
+            # which is always correct.
             if oversized is not None:
                 partition.join(name, oversized)
             oversized = name
@@ -744,6 +749,9 @@ def prepare(
         random_key, random_buffers = _put_group(batch.put, packed_random, written, tally, waiting)
         _put_waiting(batch.put, waiting, written, tally)
     tally.finish()
+    # What the readers below look for is never a weak proxy, whose ``isinstance`` asks its object (ReferenceError
+    # once that is gone, which failed every checkpoint).
+    readable = {n: v for n, v in capture.variables.items() if type(v) not in serialize.WEAK_PROXIES}
     manifest: Manifest = {
         "format": FORMAT_VERSION,
         "session": meta.session,
@@ -761,14 +769,14 @@ def prepare(
         "random": {"key": random_key, "buffers": random_buffers},
         "streams": streams_digest(capture.random),
         "settings": settings.fingerprints(capture.random.get("settings", {})),
-        "registrations": registrations.read(capture.variables, module.__name__),
+        "registrations": registrations.read(readable, module.__name__),
         "paths": capture.paths,
         "environment": capture.environment,
         "configuration": capture.configuration,
         "attributes": capture.attributes,
-        "aliases": attributes.aliases(capture.variables),
+        "aliases": attributes.aliases(readable),
         "warnings": capture.warnings,
-        "logging": loggers.read(capture.starts.loggers, capture.variables) if capture.starts is not None else {},
+        "logging": loggers.read(capture.starts.loggers, readable) if capture.starts is not None else {},
         "versions": versions(),
     }
     return manifest, written

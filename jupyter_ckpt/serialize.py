@@ -61,6 +61,7 @@ import bisect
 import collections
 import contextlib
 import copyreg
+import ctypes
 import errno
 import functools
 import gc
@@ -104,6 +105,10 @@ _SAMPLE = 1000
 _LRU_WRAPPER = type(functools.lru_cache(maxsize=None)(len))
 _KEY_WRAPPER = type(functools.cmp_to_key(operator.sub))  # functools' C type, which pickle refuses
 WEAK_TYPES = frozenset({weakref.WeakSet, weakref.WeakValueDictionary, weakref.WeakKeyDictionary})
+WEAK_PROXIES = frozenset({weakref.ProxyType, weakref.CallableProxyType})
+# CPython's stable ABI (kept when deprecated): a borrowed reference, so taken as an address and read by ``cast``.
+_WEAKREF_OBJECT = ctypes.pythonapi.PyWeakref_GetObject
+_WEAKREF_OBJECT.argtypes, _WEAKREF_OBJECT.restype = (ctypes.py_object,), ctypes.c_void_p
 HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement, not by C
 _FILE_TYPES = frozenset({io.TextIOWrapper, io.BufferedReader, io.BufferedWriter, io.BufferedRandom, io.FileIO})
 
@@ -1379,6 +1384,23 @@ def _reduce_weak(obj: Any) -> Any:
     return type(obj), (list(obj) if isinstance(obj, weakref.WeakSet) else dict(obj.items()),)
 
 
+def proxied(proxy: Any) -> Any:
+    """The object a ``weakref.proxy`` refers to, None once it is dead, read in C: a proxy hands every attribute
+    lookup (``__class__`` too, so ``isinstance``) to its object, and raises ReferenceError once that is gone."""
+    return ctypes.cast(_WEAKREF_OBJECT(ctypes.py_object(proxy)), ctypes.py_object).value
+
+
+def _reduce_weak_proxy(proxy: Any) -> Any:
+    """A ``weakref.proxy`` as a proxy of its object, which the pickler saves once with every other name for it:
+    pickle asked the object itself (a proxy forwards ``__reduce_ex__``) and saved a copy of it in the proxy's
+    place. One whose object is gone is refused, with that reason: pickle raised ReferenceError, and so did
+    every ``isinstance`` on the proxy (``type`` is asked instead), which failed every checkpoint."""
+    referent = proxied(proxy)
+    if referent is None:
+        raise pickle.PicklingError("a weak proxy whose object is gone")
+    return weakref.proxy, (referent,)
+
+
 # What a Python exception class may define to pickle its instances its own way; then it is left to do so.
 _OWN_PICKLING = ("__new__", *_PICKLE_ARGUMENTS)
 
@@ -1610,6 +1632,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_rlock
     if t in WEAK_TYPES:
         return _reduce_weak
+    if t in WEAK_PROXIES:
+        return _reduce_weak_proxy
     if t in DICT_VIEWS:
         return _reduce_dict_view
     if t is types.ModuleType:
@@ -2091,7 +2115,7 @@ def dumps(objs: dict[str, Any], module: types.ModuleType) -> Packed:
     """Serialize a group of variables with the first pickler that can; raise NotSerializable if none can."""
     reasons: dict[str, str] = {}
     for obj in objs.values():
-        cls = obj if isinstance(obj, type) else type(obj)
+        cls = obj if issubclass(type(obj), type) else type(obj)  # a dead weak proxy raises in ``isinstance``
         if cls.__module__ == "__main__":
             # copyreg caches __slotnames__ on a class the first time it pickles an instance,
             # which would make the first checkpoint's bytes differ from every later one.

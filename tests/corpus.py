@@ -148,6 +148,14 @@ PATTERNS = [
         "wr_ref() is wr_node",
     ),
     _p(
+        "weak_proxy",
+        "plain",
+        "import weakref\nclass WpNode:\n    pass\nwp_node = WpNode()\nwp_node.v = 3\nwp_live = weakref.proxy(wp_node)\n"
+        "def wp_f():\n    return 4\nwp_call = weakref.proxy(wp_f)",
+        "type(wp_live) is weakref.ProxyType and wp_live.v == 3 and (setattr(wp_node, 'v', 5), wp_live.v)[1] == 5"
+        " and type(wp_call) is weakref.CallableProxyType and wp_call() == 4",
+    ),
+    _p(
         "dict_view",
         "plain",
         "import types\ndv_d = {'a': 1, 'b': 2}\ndv_keys = dv_d.keys()\ndv_items = dv_d.items()\n"
@@ -948,6 +956,13 @@ PATTERNS = [
         "tt_m(tt_x).sum().backward()\ntt_opt.step()\ntt_sched.step()\ntt_w = tt_m.lin.weight.detach().clone()",
         "torch.equal(tt_m.lin.weight.detach(), tt_w) and tt_opt.param_groups[0]['params'][0] is tt_m.lin.weight"
         " and isinstance(tt_m, TtNet) and tt_sched.optimizer is tt_opt",
+    ),
+    _p(
+        "lazy_module",
+        "torch",
+        "import torch\nlm_m = torch.nn.LazyLinear(3)",
+        "type(lm_m.weight).__name__ == 'UninitializedParameter' and lm_m.has_uninitialized_params()"
+        " and lm_m.out_features == 3",
     ),
     _p(
         "tensor_views",

@@ -529,6 +529,41 @@ def test_skipping_a_variable_keeps_identity_among_the_others() -> None:
     assert [g["names"] for g in groups] == [["alias", "data"]]
 
 
+def test_a_dead_weak_proxy_and_a_lazy_module_never_stop_a_checkpoint() -> None:
+    """A dead ``weakref.proxy`` raised ReferenceError at ``isinstance``, and a lazy module's parameter ValueError
+    from ``untyped_storage``: either failed every checkpoint of the session."""
+    torch = pytest.importorskip("torch")
+    module = notebook(
+        """
+        import weakref
+        class Node:
+            pass
+        node = Node()
+        live = weakref.proxy(node)
+        gone = Node()
+        dead = weakref.proxy(gone)
+        del gone
+        """
+    )
+    module.lazy = torch.nn.LazyLinear(3)
+    cap = collect(module.__dict__, (), ())
+    groups, _, skipped, _ = pack(module, cap, hash_only)
+    assert skipped == {"dead": {"reason": "PicklingError: a weak proxy whose object is gone", "type": "ProxyType"}}
+    assert sorted(g["names"] for g in groups) == [["Node", "live", "node"], ["lazy"]]
+
+
+def test_a_variable_whose_walk_raises_joins_the_oversized_group_and_the_others_are_grouped() -> None:
+    class Odd:
+        @property
+        def __dict__(self) -> Any:  # type: ignore[override]
+            raise RuntimeError("no attributes today")
+
+    big = [[j] for j in range(50)]
+    shared = [1]
+    groups = group({"odd": Odd(), "big": big, "a": shared, "b": {"s": shared}}, budget=10)
+    assert sorted(groups) == [["a", "b"], ["big", "odd"]]
+
+
 def test_variables_an_unserializable_one_joined_are_grouped_again_by_what_they_share_without_it() -> None:
     module = notebook(
         """
