@@ -12,6 +12,7 @@ costs a hash and no write.
 from __future__ import annotations
 
 import abc
+import builtins
 import collections
 import contextlib
 import gc
@@ -427,9 +428,13 @@ def group(
     variables: dict[str, Any], budget: int = REACH_BUDGET, namespace: dict[str, Any] | None = None
 ) -> list[list[str]]:
     """Partition variable names so that variables sharing any object are in one group. The walk does not enter
-    the ``namespace`` itself (``g = globals()``), which is saved as a reference to the namespace (dill)."""
+    the ``namespace`` itself (``g = globals()``), which is saved as a reference to the namespace (dill), nor the
+    builtins' dict, which ``exec(source, ns)`` puts in ``ns``: it holds what IPython put there, and joined every
+    such ``ns`` with the variables sharing any of that, into a group that could not be pickled whole."""
     partition = Partition(variables)
-    owner: dict[int, str] = {} if namespace is None else {id(namespace): _NAMESPACE}
+    owner: dict[int, str] = {id(vars(builtins)): _NAMESPACE}
+    if namespace is not None:
+        owner[id(namespace)] = _NAMESPACE
     oversized: str | None = None
     spans = _Spans() if "torch" in sys.modules else None
     for name in sorted(variables):

@@ -174,7 +174,19 @@ _FUNCTION_TYPES = (types.FunctionType, _LRU_WRAPPER)
 
 
 def _in_notebook(obj: Any) -> bool:
-    return isinstance(obj, (*_FUNCTION_TYPES, type)) and getattr(obj, "__module__", None) == "__main__"
+    return isinstance(obj, (*_FUNCTION_TYPES, type)) and _notebook_module(obj)
+
+
+def _notebook_module(obj: Any) -> bool:
+    """Whether a class or function is the notebook's: its module is ``__main__``, or it has none (a function that
+    ``exec(source, namespace)`` made) and the notebook holds it under its name. pickle looked for the latter by
+    name in every module, found it among the notebook's variables, and saved it as that name, which a restore
+    could not load: the restore is making it."""
+    module = getattr(obj, "__module__", None)
+    if module is None:
+        main = sys.modules.get("__main__")
+        return main is not None and vars(main).get(getattr(obj, "__qualname__", "")) is obj
+    return bool(module == "__main__")
 
 
 def _located(obj: Any) -> bool:
@@ -1756,7 +1768,7 @@ class _HybridPickler(pickle.Pickler):
     def reducer_override(self, obj: Any) -> Any:
         if isinstance(obj, types.ModuleType):
             raise _DefinedInNotebook
-        if not (isinstance(obj, type) or type(obj) is types.FunctionType) or obj.__module__ != "__main__":
+        if not (isinstance(obj, type) or type(obj) is types.FunctionType) or not _notebook_module(obj):
             return _reduce(obj)
         index = self._indexes.get(id(obj))
         if index is None:

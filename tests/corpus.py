@@ -50,6 +50,12 @@ PATTERNS = [
     ),
     _p("function", "plain", "def fn_sq(x):\n    return x * x", "fn_sq(7) == 49"),
     _p(
+        "exec_function",
+        "plain",
+        "ef_ns = {}\nexec('def ef_f():\\n    return x * 2', ef_ns)\nef_ns['x'] = 5\nef_f = ef_ns['ef_f']",
+        "ef_f() == 10 and ef_f.__module__ is None and ef_ns['ef_f'] is ef_f",
+    ),
+    _p(
         "global_used",
         "plain",
         "gu_factor = 3\ndef gu_scale(x):\n    return x * gu_factor",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import collections
 import functools
 import random
@@ -527,6 +528,16 @@ def test_skipping_a_variable_keeps_identity_among_the_others() -> None:
     groups, _, skipped, _ = packed({"data": data, "alias": data, "holder": holder})
     assert list(skipped) == ["holder"]
     assert [g["names"] for g in groups] == [["alias", "data"]]
+
+
+def test_a_namespace_exec_filled_is_not_grouped_with_what_the_builtins_it_holds_hold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    shown = [1]
+    monkeypatch.setattr(builtins, "shown", shown, raising=False)  # as IPython puts its own there
+    namespace: dict[str, Any] = {}
+    exec("def f():\n    return 1", namespace)
+    assert group({"namespace": namespace, "shown": shown}) == [["namespace"], ["shown"]]
 
 
 def test_a_dead_weak_proxy_and_a_lazy_module_never_stop_a_checkpoint() -> None:

@@ -659,3 +659,18 @@ def test_pandas_objects_sharing_values_come_back_sharing_them_and_copy_on_write_
     assert back["raw"]["a"].tolist() == [1.0, -2.0, 3.0]
     assert (back["s"].tolist(), back["clean"]["A"].tolist()) == ([99.0, -2.0, 3.0], [1.0, 0.0, 3.0])
     assert (back["by_b"].index.tolist(), back["clean"]["t"].dt.year.tolist()) == ([4.0, 5.0, -6.0], [2024] * 3)
+
+
+def test_a_function_exec_made_is_saved_by_value_not_as_the_notebook_variable_it_is(tmp_path: Path) -> None:
+    """Its ``__module__`` is None: pickle found it by name in the notebook and saved that name, which a restore,
+    making that very variable, could not load."""
+    module = notebook(
+        """
+        ns = {}
+        exec('def f():\\n    return x * 2', ns)
+        ns['x'] = 5
+        f = ns['f']
+        """
+    )
+    packed = serialize.dumps({"f": module.f, "ns": module.ns}, module)
+    assert read_back(tmp_path, packed, "(f(), f.__module__, ns['f'] is f)") == "(10, None, True)"
