@@ -1966,11 +1966,17 @@ def _with_members(reduced: tuple[Any, ...], cls: Any) -> tuple[Any, ...]:
 
     cloudpickle makes each member again from its value alone, before the class has its methods: the
     attributes an Enum's ``__init__`` sets (the documentation's ``Planet``: ``self.mass = mass``), or a cell
-    set on a member later, were gone. They are set once the class is made.
+    set on a member later, were gone. They are set once the class is made. Its members are made under every
+    name they had.
     """
-    make, args, state = reduced[:3]
-    members = {m.name: {k: v for k, v in vars(m).items() if k not in _MEMBER_OWN} for m in cls}
-    return make, args, (state, members), None, None, _set_enum_state
+    make, args, (own, slots) = reduced[:3]
+    # Every name the class gave a member: iterating it, as cloudpickle does, leaves out aliases (``CRIMSON = 1``
+    # beside ``RED = 1``) and a Flag's named combinations (``RW = 3``), which were lost, or failed the class.
+    named = {name: member.value for name, member in cls._member_map_.items()}
+    args = (*args[:3], named, *args[4:])
+    own = {k: v for k, v in own.items() if k not in named}
+    members = {m.name: {k: v for k, v in vars(m).items() if k not in _MEMBER_OWN} for m in cls._member_map_.values()}
+    return make, args, ((own, slots), members), None, None, _set_enum_state
 
 
 def _set_enum_state(cls: Any, state: tuple[Any, dict[str, dict[str, Any]]]) -> Any:

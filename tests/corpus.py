@@ -596,6 +596,14 @@ PATTERNS = [
         "FlPerm.R in fl_p and fl_p == FlPerm.R | FlPerm.W",
     ),
     _p(
+        "enum_aliases",
+        "stdlib",
+        "import enum\nclass EaColor(enum.Enum):\n    RED = 1\n    CRIMSON = 1\nclass EaPerm(enum.Flag):\n    R = 1\n"
+        "    W = 2\n    RW = 3\nea_p = EaPerm.RW\nea_c = EaColor.CRIMSON",
+        "EaColor['CRIMSON'] is EaColor.RED is ea_c and list(EaColor.__members__) == ['RED', 'CRIMSON']"
+        " and repr(ea_p) == '<EaPerm.RW: 3>' and ea_p is EaPerm.R | EaPerm.W and list(EaPerm.__members__) == ['R', 'W', 'RW']",
+    ),
+    _p(
         "dataclass",
         "stdlib",
         "import dataclasses\n@dataclasses.dataclass\nclass DcItem:\n    name: str\n    tags: list = dataclasses.field(default_factory=list)\n"
