@@ -117,11 +117,15 @@ def _read_only(mapping: Any) -> types.MappingProxyType[Any, Any]:
     return types.MappingProxyType(mapping)
 
 
-# A view of a dict (``d.keys()``, ``types.MappingProxyType(d)``), by type, and what makes it from the dict.
+# A view of a dict (``d.keys()``, an OrderedDict's, ``types.MappingProxyType(d)``), by type, and what makes it
+# from the dict.
 DICT_VIEWS: dict[type, Callable[[Any], Any]] = {
     type({}.keys()): dict.keys,
     type({}.values()): dict.values,
     type({}.items()): dict.items,
+    type(collections.OrderedDict().keys()): collections.OrderedDict.keys,
+    type(collections.OrderedDict().values()): collections.OrderedDict.values,
+    type(collections.OrderedDict().items()): collections.OrderedDict.items,
     types.MappingProxyType: _read_only,
 }
 

@@ -535,6 +535,13 @@ PATTERNS = [
         "list(od_d) == ['b', 'a']",
     ),
     _p(
+        "ordereddict_view",
+        "stdlib",
+        "import collections\nov_d = collections.OrderedDict(a=1)\nov_keys = ov_d.keys()\nov_items = ov_d.items()",
+        "(ov_d.__setitem__('z', 2), ov_d.move_to_end('a'), list(ov_keys))[2] == ['z', 'a'] and ('a', 1) in ov_items"
+        " and type(ov_keys).__name__ == 'odict_keys'",
+    ),
+    _p(
         "deque",
         "stdlib",
         "import collections\ndq_q = collections.deque(range(5), maxlen=3)",
