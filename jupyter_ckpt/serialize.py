@@ -1468,7 +1468,9 @@ def _chain(obj: BaseException) -> dict[str, Any]:
 
 
 # Seen by mypy as the function it is: it would check every call as a class definition with literal arguments.
-_namedtuple: Callable[..., type] = collections.namedtuple
+# ``rename``: the names ``namedtuple(..., rename=True)`` gave fields it refused (``_1``) are taken as they are
+# (they were refused, "Field names cannot start with an underscore", and the class was not saved).
+_namedtuple: Callable[..., type] = functools.partial(collections.namedtuple, rename=True)
 
 
 def _namedtuple_class(

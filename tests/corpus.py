@@ -517,6 +517,13 @@ PATTERNS = [
         " and isinstance(nm_q, NmQ)",
     ),
     _p(
+        "namedtuple_renamed",
+        "stdlib",
+        "import collections\nNrRow = collections.namedtuple('NrRow', ['id', 'class', 'id'], rename=True)\nnr_r = NrRow(1, 2, 3)",
+        "NrRow._fields == ('id', '_1', '_2') and nr_r._1 == 2 and isinstance(nr_r, NrRow)"
+        " and repr(nr_r) == 'NrRow(id=1, _1=2, _2=3)'",
+    ),
+    _p(
         "defaultdict",
         "stdlib",
         "import collections\ndd_d = collections.defaultdict(lambda: [0])\ndd_d['a'].append(1)",
@@ -608,7 +615,8 @@ PATTERNS = [
         "import enum\nclass EaColor(enum.Enum):\n    RED = 1\n    CRIMSON = 1\nclass EaPerm(enum.Flag):\n    R = 1\n"
         "    W = 2\n    RW = 3\nea_p = EaPerm.RW\nea_c = EaColor.CRIMSON",
         "EaColor['CRIMSON'] is EaColor.RED is ea_c and list(EaColor.__members__) == ['RED', 'CRIMSON']"
-        " and repr(ea_p) == '<EaPerm.RW: 3>' and ea_p is EaPerm.R | EaPerm.W and list(EaPerm.__members__) == ['R', 'W', 'RW']",
+        " and repr(ea_p) == '<EaPerm.RW: 3>' and ea_p is EaPerm.R | EaPerm.W"
+        " and list(EaPerm.__members__) == ['R', 'W', 'RW']",
     ),
     _p(
         "dataclass",
