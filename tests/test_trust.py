@@ -157,6 +157,17 @@ async def test_a_manifest_moved_to_another_checkpoint_is_refused(notebook: Any, 
     assert await nb.value("state") == "new"
 
 
+def refused_in_one_line(kernels: Any, notebook: str, said: str) -> Any:
+    """The command line and ``%load_ext`` both refuse the store, in one line that says ``said``; returns the kernel."""
+    r = cli("list")
+    assert r.returncode == 3 and r.stderr.count("\n") == 1 and said in r.stderr, r
+    fresh = kernels(notebook)
+    loaded = fresh.run("%load_ext jupyter_ckpt")
+    assert loaded.error is not None and said in loaded.error
+    assert loaded.traceback == [loaded.error]
+    return fresh
+
+
 def test_a_store_or_secret_others_can_touch_is_refused_in_one_line(kernels: Any, jupyter_dirs: Path) -> None:
     """ssh's rule: a store directory others can write, or a secret others can read, is not used. Its mode is
     the user's to change: nothing here changes it."""
@@ -169,13 +180,7 @@ def test_a_store_or_secret_others_can_touch_is_refused_in_one_line(kernels: Any,
     for path, mode, fix in cases:
         before = path.stat().st_mode & 0o777
         path.chmod(mode)
-        r = cli("list")
-        assert r.returncode == 3 and r.stderr.count("\n") == 1, r
-        assert f"it is not used until you run: {fix} {path}" in r.stderr
-        fresh = kernels("perm.ipynb")
-        loaded = fresh.run("%load_ext jupyter_ckpt")
-        assert loaded.error is not None and loaded.error.startswith("UnsafePermissions: other users can")
-        assert loaded.traceback == [loaded.error]
+        fresh = refused_in_one_line(kernels, "perm.ipynb", f"it is not used until you run: {fix} {path}")
         assert "not found" in fresh.run("%checkpoint").stderr  # not loaded
         fresh.close()
         assert path.stat().st_mode & 0o777 == mode  # left as the user set it
@@ -242,13 +247,7 @@ def test_a_missing_secret_beside_a_store_that_holds_checkpoints_is_not_made_agai
     secret = jupyter_dirs / "data" / "ckpt" / "secret"
     aside = secret.with_name("secret.aside")
     secret.rename(aside)
-    r = cli("list")
-    assert r.returncode == 3 and r.stderr.count("\n") == 1, r
-    assert f"the checkpoint secret {secret} is missing, but the store" in r.stderr
-    fresh = kernels("lost.ipynb")
-    loaded = fresh.run("%load_ext jupyter_ckpt")
-    assert loaded.error is not None and f"the checkpoint secret {secret} is missing" in loaded.error
-    assert loaded.traceback == [loaded.error]
+    refused_in_one_line(kernels, "lost.ipynb", f"the checkpoint secret {secret} is missing, but the store")
     # Loaded from the profile as the kernel starts: said in the first cell, and by %checkpoint, in one line.
     assert cli("enable").returncode == 0
     enabled = kernels("lost.ipynb")
