@@ -1260,9 +1260,21 @@ def _scalars_first(
     return made
 
 
+def _set_state_in_order(obj: Any, state: tuple[Any, list[str]]) -> None:
+    """``_set_state``, then the instance's attributes put back in the order they had (``_split``)."""
+    rest, order = state
+    _set_state(obj, rest)
+    attributes = obj.__dict__
+    ordered = {name: attributes[name] for name in order if name in attributes}
+    ordered.update(attributes)  # and after them, what else it holds (what its ``__new__`` set)
+    attributes.clear()
+    attributes.update(ordered)
+
+
 def _split(state: Any) -> tuple[Any, ...] | None:
     """A ``__dict__`` state, or ``(dict, slots)``, as its scalars (``_scalar``) to set first, for ``__dict__``
-    and for slots, and the rest; None if nothing in it could lead back to the instance (all scalars)."""
+    and for slots, the rest, and the order of its attributes where setting the scalars first moves them (else
+    None); None if nothing in it could lead back to the instance (all scalars)."""
     attributes, slots = state if isinstance(state, tuple) and len(state) == 2 else (state, None)
     if not isinstance(attributes or {}, dict) or not isinstance(slots or {}, dict):
         return None
@@ -1273,7 +1285,8 @@ def _split(state: Any) -> tuple[Any, ...] | None:
     first_slots = {k: v for k, v in slots.items() if _scalar(v)}
     rest = {k: v for k, v in attributes.items() if k not in first} or None
     rest_slots = {k: v for k, v in slots.items() if k not in first_slots}
-    return first, first_slots, (rest, rest_slots) if rest_slots else rest
+    order = None if all(map(operator.is_, attributes, first)) else list(attributes)
+    return first, first_slots, (rest, rest_slots) if rest_slots else rest, order
 
 
 def _instance_reducer(t: type) -> Callable[[Any], Any] | None:
@@ -1292,7 +1305,8 @@ def _instance_reducer(t: type) -> Callable[[Any], Any] | None:
     to indexes), pickle fills that dict while the instance is still empty, its ``__hash__`` fails ("object has
     no attribute 'name'"), and the whole group was not restored. Its scalar attributes (``_scalar``: what a hash
     reads) are given to it as it is made (``_scalars_first``), the rest after, where a ``__setstate__`` of its
-    own does not need the whole state at once.
+    own does not need the whole state at once; then its attributes are put back in their order, where that
+    moved them (``vars(node)``, a frame made of ``vars`` of such objects, its JSON).
     """
     python = [c for c in t.__mro__ if c.__flags__ & HEAP_TYPE]
     if not python or any(n in vars(c) for c in python for n in _PICKLE_ARGUMENTS):
@@ -1314,6 +1328,7 @@ def _instance_reducer(t: type) -> Callable[[Any], Any] | None:
                 pass
     if signature is None and not hashed:
         return None
+    settable = not hasattr(t, "__setstate__")  # a C base's, which pickle calls with the state and _set_state would not
 
     def reduce(obj: Any) -> Any:
         reduced = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
@@ -1327,8 +1342,11 @@ def _instance_reducer(t: type) -> Callable[[Any], Any] | None:
                 make, args = _made_by_base, (base, *args)
         parts = _split(reduced[2]) if hashed and len(reduced) > 2 else None
         if parts is not None:
-            first, first_slots, rest = parts
-            return (_scalars_first, (make, args, first, first_slots), rest, *reduced[3:])
+            first, first_slots, rest, order = parts
+            made = (make, args, first, first_slots)
+            if order is None or not settable:
+                return (_scalars_first, made, rest, *reduced[3:])
+            return _scalars_first, made, (rest, order), reduced[3], reduced[4], _set_state_in_order  # __newobj__'s 5
         return (make, args, *reduced[2:])  # pickle's own reduction when neither applies: not asked for twice
 
     return reduce

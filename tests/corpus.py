@@ -200,6 +200,13 @@ PATTERNS = [
         "ok_names[OkKey(1)] == 'one' and next(iter(ok_names)) is ok_key",
     ),
     _p(
+        "hashed_attribute_order",
+        "plain",
+        "class HoNode:\n    def __init__(self, name):\n        self.children = []\n        self.name = name\n"
+        "    def __hash__(self):\n        return hash(self.name)\nho_n = HoNode('root')",
+        "list(vars(ho_n)) == ['children', 'name'] and hash(ho_n) == hash('root')",
+    ),
+    _p(
         "closure_shared",
         "plain",
         "class CsCfg:\n    def __init__(self):\n        self.rate = 0.5\ncs_cfg = CsCfg()\ndef cs_make():\n    cfg = cs_cfg\n"
