@@ -61,7 +61,8 @@ class Start:
 
 def holders(notebook: dict[str, Any]) -> dict[int, str]:
     """The handlers the notebook's variables hold: the name of one of the variables holding each, by id."""
-    return {id(value): name for name, value in notebook.items() if isinstance(value, logging.Handler)}
+    # Its type, not ``isinstance``: that asks a weak proxy for its object's class, which a dead one raises.
+    return {id(value): name for name, value in notebook.items() if issubclass(type(value), logging.Handler)}
 
 
 def read(start: Start, notebook: dict[str, Any]) -> dict[str, Any]:

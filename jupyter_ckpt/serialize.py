@@ -1424,15 +1424,19 @@ def proxied(proxy: Any) -> Any:
     return ctypes.cast(_WEAKREF_OBJECT(ctypes.py_object(proxy)), ctypes.py_object).value
 
 
+def _weak_proxy(obj: Any, calls: bool) -> Any:
+    """A proxy of ``obj``; where ``obj`` is None, a dead one: of an object made for it and dropped at once."""
+    if obj is None:
+        return weakref.proxy((lambda: None) if calls else set())
+    return weakref.proxy(obj)
+
+
 def _reduce_weak_proxy(proxy: Any) -> Any:
-    """A ``weakref.proxy`` as a proxy of its object, which the pickler saves once with every other name for it:
-    pickle asked the object itself (a proxy forwards ``__reduce_ex__``) and saved a copy of it in the proxy's
-    place. One whose object is gone is refused, with that reason: pickle raised ReferenceError, and so did
-    every ``isinstance`` on the proxy (``type`` is asked instead), which failed every checkpoint."""
-    referent = proxied(proxy)
-    if referent is None:
-        raise pickle.PicklingError("a weak proxy whose object is gone")
-    return weakref.proxy, (referent,)
+    """A ``weakref.proxy`` as a proxy of its object, which the pickler saves once with every other name for it,
+    or a dead one: pickle asked the object itself (a proxy forwards ``__reduce_ex__``) and saved a copy of it
+    in the proxy's place, and a dead proxy raised ReferenceError, as did every ``isinstance`` on it (``type``
+    is asked instead), which failed every checkpoint."""
+    return _weak_proxy, (proxied(proxy), type(proxy) is weakref.CallableProxyType)
 
 
 # What a Python exception class may define to pickle its instances its own way; then it is left to do so.
@@ -2098,12 +2102,13 @@ def _order(obj: Any) -> tuple[int, int]:
     list, and the loop variable's own stream is a reference to it that changes alone.
     Tensors last: one made by ``torch.from_numpy`` then finds its array met (``_Memory``).
     """
-    if isinstance(obj, type):
+    t = type(obj)  # not ``isinstance``, which asks a weak proxy for its object's class (a dead one raises)
+    if issubclass(t, type):
         return 0, _depth(obj)
     torch = sys.modules.get("torch")
-    if torch is not None and isinstance(obj, torch.Tensor):
+    if torch is not None and issubclass(t, torch.Tensor):
         return 2, 0
-    return 1, -len(obj) if isinstance(obj, _CONTAINERS) else 0
+    return 1, -len(obj) if issubclass(t, _CONTAINERS) else 0
 
 
 def _depth(cls: type) -> int:
@@ -2299,7 +2304,7 @@ def preview(obj: Any, nbytes: int) -> dict[str, Any]:
     with contextlib.suppress(Exception):
         columns = obj.columns
         info["columns"] = [str(c) for c in list(columns)[:50]]
-    if "shape" not in info and not isinstance(obj, (str, bytes)):
+    if "shape" not in info and not issubclass(cls, (str, bytes)):  # a dead weak proxy raises in ``isinstance``
         with contextlib.suppress(Exception):
             info["length"] = len(obj)
     try:

@@ -162,6 +162,14 @@ PATTERNS = [
         " and type(wp_call) is weakref.CallableProxyType and wp_call() == 4",
     ),
     _p(
+        "dead_proxy",
+        "plain",
+        "import weakref\nclass DpNode:\n    pass\n_dp_gone = DpNode()\ndp_dead = weakref.proxy(_dp_gone)\ndel _dp_gone\n"
+        "dp_kept = [1]",
+        "type(dp_dead) is weakref.ProxyType and dp_kept == [1]"
+        " and (repr(dp_dead).endswith('; dead>') or ' to NoneType at ' in repr(dp_dead))",  # 3.12, 3.11
+    ),
+    _p(
         "dict_view",
         "plain",
         "import types\ndv_d = {'a': 1, 'b': 2}\ndv_keys = dv_d.keys()\ndv_items = dv_d.items()\n"
