@@ -985,19 +985,14 @@ class _SharedValues:
     def __init__(self) -> None:
         self.refs: Any = None
 
-    def join_block(self, block: Any) -> None:
+    def join(self, member: Any, attribute: str, add: str) -> None:
+        """Track ``member`` (a block: its ``refs``, joined by ``add_reference``; an index: its ``_references``,
+        joined by ``add_index_reference``) with the others."""
         if self.refs is None:
-            self.refs = block.refs
+            self.refs = getattr(member, attribute)
         else:
-            block.refs = self.refs
-            self.refs.add_reference(block)
-
-    def join_index(self, index: Any) -> None:
-        if self.refs is None:
-            self.refs = index._references
-        else:
-            index._references = self.refs
-            self.refs.add_index_reference(index)
+            setattr(member, attribute, self.refs)
+            getattr(self.refs, add)(member)
 
 
 def _reduce_block_values_refs(refs: Any) -> Any:
@@ -1009,7 +1004,7 @@ def _block_manager(make: Callable[..., Any], args: tuple[Any, ...], state: Any, 
     if state is not None:
         manager.__setstate__(state)
     for block, values in zip(manager.blocks, shared, strict=True):
-        values.join_block(block)
+        values.join(block, "refs", "add_reference")
     return manager
 
 
@@ -1025,7 +1020,7 @@ def _reduce_block_manager(manager: Any) -> Any:
 
 def _joined_index(make: Callable[..., Any], args: tuple[Any, ...], shared: _SharedValues) -> Any:
     index = make(*args)
-    shared.join_index(index)
+    shared.join(index, "_references", "add_index_reference")
     return index
 
 
