@@ -101,4 +101,10 @@ def test_the_report_says_how_far_behind_and_why() -> None:
     s.taken(fork_seconds=0.01)
     s.cell_finished(2, duration=3.0)
     s.cell_starting()
-    assert s.report() == {"behind_s": 3.0, "overhead": 0.002, "skipped": {SLOW_FORK: 1}}
+    assert s.report() == {
+        "behind_s": 3.0,
+        "overhead": 0.002,
+        "spent_s": 0.01,
+        "executed_s": 5.0,
+        "skipped": {SLOW_FORK: 1},
+    }
