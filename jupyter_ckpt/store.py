@@ -422,11 +422,10 @@ class Store:
                 for cell in db.execute("SELECT * FROM cells ORDER BY id").fetchall():
                     mac = self._cell_mac(self._mac_of(db, cell["prev"]), cell)
                     db.execute("UPDATE cells SET mac=? WHERE id=?", (mac, cell["id"]))
-            for cid, text in db.execute("SELECT id, manifest FROM checkpoints ORDER BY id").fetchall():
-                with contextlib.suppress(ValueError):  # not a manifest: refused when read
-                    manifest = json.loads(text)
-                    if isinstance(manifest, dict) and "uid" not in manifest:  # from before identities were signed
-                        self._bind(db, cid)  # which verifies it first
+            for (cid,) in db.execute("SELECT id FROM checkpoints ORDER BY id").fetchall():
+                manifest = self._verified(db, cid)
+                if manifest is not None and "uid" not in manifest:  # from before identities were signed
+                    self._bind(db, cid, manifest)
             db.execute("INSERT INTO meta VALUES ('bound', '1')")
 
     def _cell_mac(self, prev_mac: str | None, cell: Any) -> str:
@@ -443,16 +442,11 @@ class Store:
         row = db.execute("SELECT mac FROM cells WHERE id=?", (cell,)).fetchone() if cell is not None else None
         return row[0] if row else None
 
-    def _bind(self, db: sqlite3.Connection, cid: int, inherited: Collection[str] = ()) -> None:
-        """Sign checkpoint ``cid``'s manifest again with the identity its row has now (a session renamed, a
-        parent deleted, or a manifest written before identities were signed), and what it changed since that
-        parent with ``inherited``, the changes of the deleted checkpoints between them. One that fails its check
-        is left as it is: it stays refused."""
-        text, mac, changed = db.execute("SELECT manifest, mac, changed FROM checkpoints WHERE id=?", (cid,)).fetchone()
-        try:
-            manifest = self.manifest_text(text, mac, cid)
-        except IntegrityError:
-            return
+    def _bind(self, db: sqlite3.Connection, cid: int, manifest: Manifest, inherited: Collection[str] = ()) -> None:
+        """Sign checkpoint ``cid``'s ``manifest`` (verified, ``_verified``) again with the identity its row has now
+        (a session renamed, a parent deleted, or a manifest written before identities were signed), and what it
+        changed since that parent with ``inherited``, the changes of the deleted checkpoints between them."""
+        (changed,) = db.execute("SELECT changed FROM checkpoints WHERE id=?", (cid,)).fetchone()
         signed: dict[str, Any] = {**manifest, **self._identity(db, cid)}
         if "history" not in signed:
             signed["history"] = self._mac_of(db, signed["last_cell"])
@@ -464,14 +458,19 @@ class Store:
             "UPDATE checkpoints SET manifest=?, mac=?, changed=? WHERE id=?", (text, self.sign(text), changed, cid)
         )
 
-    def _names_its_row(self, db: sqlite3.Connection, cid: int) -> bool:
-        """Whether checkpoint ``cid``'s manifest verifies and names the identity its row has: the store may then
-        sign it again after changing that row itself."""
+    def _verified(self, db: sqlite3.Connection, cid: int) -> Manifest | None:
+        """Checkpoint ``cid``'s manifest, verified; None if it fails its check (it stays refused)."""
         text, mac = db.execute("SELECT manifest, mac FROM checkpoints WHERE id=?", (cid,)).fetchone()
         try:
-            return not _differ(self.manifest_text(text, mac, cid), self._identity(db, cid))
-        except (IntegrityError, ValueError):
-            return False
+            return self.manifest_text(text, mac, cid)
+        except IntegrityError:
+            return None
+
+    def _own_manifest(self, db: sqlite3.Connection, cid: int) -> Manifest | None:
+        """Checkpoint ``cid``'s manifest if it verifies and names the identity its row has: the store may then
+        sign it again (``_bind``) after changing that row itself; None for one moved there by hand."""
+        manifest = self._verified(db, cid)
+        return manifest if manifest is not None and not _differ(manifest, self._identity(db, cid)) else None
 
     @staticmethod
     def _identity(db: sqlite3.Connection, cid: int) -> dict[str, Any]:
@@ -538,7 +537,7 @@ class Store:
                 "WHERE session_id=?)",
                 (source, source),
             ).fetchall()
-            trusted = [cid for (cid,) in moved if self._names_its_row(db, cid)]
+            trusted = {cid: m for (cid,) in moved if (m := self._own_manifest(db, cid)) is not None}
             uids = db.execute(
                 "SELECT uid FROM uids WHERE checkpoint_id IN (SELECT id FROM checkpoints WHERE session_id=?) "
                 "ORDER BY checkpoint_id",
@@ -550,8 +549,8 @@ class Store:
             db.execute("UPDATE cells SET session_id=? WHERE session_id=?", (target, source))
             db.execute("UPDATE sessions SET policy=COALESCE(policy, ?) WHERE id=?", (policy, target))
             db.execute("DELETE FROM sessions WHERE id=?", (source,))
-            for cid in trusted:
-                self._bind(db, cid)
+            for cid, manifest in trusted.items():
+                self._bind(db, cid, manifest)
 
     def add_cell(
         self, session: str, prev: int | None, count: int | None, source: str, status: str, duration: float
@@ -783,7 +782,8 @@ class Store:
             # every checkpoint deleted between them. A child that changed nothing held the deleted one's state,
             # not its new parent's (``timeline.state_of``).
             inherited: dict[int, set[str]] = {}
-            trusted: dict[int, bool] = {}  # whether a child named its own row before this changed its parent
+            # Each child's manifest, if it named its own row before this changed its parent.
+            trusted: dict[int, Manifest | None] = {}
             for cid in checkpoint_ids:
                 row = db.execute("SELECT parent, changed FROM checkpoints WHERE id=?", (cid,)).fetchone()
                 if row is None:
@@ -793,7 +793,7 @@ class Store:
                 for (child,) in db.execute("SELECT id FROM checkpoints WHERE parent=?", (cid,)).fetchall():
                     inherited.setdefault(child, set()).update(changed)
                     if child not in trusted:
-                        trusted[child] = self._names_its_row(db, child)
+                        trusted[child] = self._own_manifest(db, child)
                 db.execute("UPDATE checkpoints SET parent=? WHERE parent=?", (row[0], cid))
                 db.execute("DELETE FROM checkpoints WHERE id=?", (cid,))
                 db.execute("DELETE FROM refs WHERE checkpoint_id=?", (cid,))
@@ -804,8 +804,8 @@ class Store:
                     db.execute("DELETE FROM uids WHERE checkpoint_id=?", (cid,))
             # Signed again once, with the parent they have at the end: not once per deleted ancestor.
             for child, changed in sorted(inherited.items()):
-                if trusted[child]:  # one moved to this row by hand stays refused
-                    self._bind(db, child, changed)
+                if (manifest := trusted[child]) is not None:  # one moved to this row by hand stays refused
+                    self._bind(db, child, manifest, changed)
 
     def _has_remote_tables(self) -> bool:
         """Whether the catalog has the remote tier's tables (a store the CLI opened read-only may predate them)."""
