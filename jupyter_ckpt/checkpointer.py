@@ -587,11 +587,12 @@ class Checkpointer:
             return None
         return self.save(trigger="loop")
 
-    def wait(self, *, retry_full: bool = True) -> None:
+    def wait(self, *, retry_full: bool = True, take_owed: bool = True) -> None:
         """Block until every checkpoint already requested is durable, and the remote timeline is pulled.
 
         The newest state, if its save found the store full, is saved again (``retry_full``): its error is
         raised if there is still no room. A look at the timeline (``_catch_up``) does not try it again.
+        Without ``take_owed`` (a cell runs: the state owed is gone), only the writes in flight are finished.
         """
         if self.replica is not None and not self._pull_waited:
             # Once: a store that does not answer holds up one look at the timeline, not every one.
@@ -601,7 +602,7 @@ class Checkpointer:
             if self._fork is not None:
                 self._fork.poll(block=True)
             newest = self._owed or (self._full if retry_full else None)
-            if newest is not None:
+            if newest is not None and take_owed:
                 trigger, status, cell = newest
                 self.save(trigger=trigger, status=status, cell=cell, wait=True)
             self._recover_head()

@@ -267,13 +267,18 @@ class CellHooks:
 
     def shut_down(self) -> None:
         """The kernel or the terminal exits: make what the cells left durable while the namespace still holds
-        it, once, and take no checkpoint after (the shell empties the namespace next)."""
+        it, once, and take no checkpoint after (the shell empties the namespace next).
+
+        A kernel asked to shut down while a cell runs (ipykernel answers on a thread of its own) only finishes
+        the writes in flight: the namespace is in flux, and the state the last cell left is gone already.
+        """
         if self._shut:
             return
         self._shut = True
         self._stop.set()
         try:
-            self.ckpt.wait()
+            with self.ckpt._lock:  # a cell starts only after this (``pre_run_cell``)
+                self.ckpt.wait(take_owed=not self._executing)
         except Exception as e:  # at exit: said, never raised into the shell's own clean-up
             notify(f"jupyter-ckpt: the last cells' state could not be made durable: {e}")
 
@@ -351,6 +356,17 @@ def load(shell: InteractiveShell) -> None:
         empty_namespace()  # type: ignore[no-untyped-call]  # IPython is unannotated
 
     shell._atexit_once = settle_then_empty  # type: ignore[method-assign]
+    # A kernel asked to shut down (nbclient, papermill, "Shut Down Kernel", a restart) terminates every process
+    # of its group, a writer mid-write among them, before ``atexit``: the writes are finished first.
+    kernel = getattr(shell, "kernel", None)
+    if kernel is not None:
+        shut_down_kernel = kernel.do_shutdown
+
+        def settle_then_shut_down(restart: bool) -> Any:
+            cell_hooks.shut_down()
+            return shut_down_kernel(restart)
+
+        kernel.do_shutdown = settle_then_shut_down
     cell_hooks.arrive()
 
 
@@ -408,7 +424,9 @@ def unload(shell: InteractiveShell) -> None:
         if cell_hooks.ckpt.replica is not None:
             cell_hooks.ckpt.replica.stop()  # what is not uploaded yet goes with the next kernel on this store
         delattr(shell, _ON_SHELL)
-        vars(shell).pop("_atexit_once", None)  # the shell's own again
+        vars(shell).pop("_atexit_once", None)  # the shell's own again, and the kernel's
+        if (kernel := getattr(shell, "kernel", None)) is not None:
+            vars(kernel).pop("do_shutdown", None)
         for name in ("checkpoint", "ckpt"):  # the magics hold the hooks: they go with them
             shell.magics_manager.magics["line"].pop(name, None)
         shell.configurables.remove(cell_hooks.config)  # type: ignore[arg-type]  # as in load

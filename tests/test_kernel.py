@@ -309,6 +309,22 @@ def test_a_terminal_that_exits_leaves_the_state_of_its_last_cells(kernels: Any, 
     assert k.value("(x, y)") == (1, [1, 2])
 
 
+@pytest.mark.parametrize("policy", ["%checkpoint auto on", "# the default policy"])
+def test_a_clean_shutdown_right_after_the_last_cell_keeps_its_state(kernels: Any, policy: str) -> None:
+    """nbclient, papermill and "Shut Down Kernel" ask the kernel to shut down as soon as the last cell replies.
+    ipykernel then terminates every process of the kernel's group, a writer mid-write among them, before
+    Python's ``atexit``: the state of the last cells was lost, or only an older one kept."""
+    k = kernels("shut-down.ipynb")
+    k.ok(f"%load_ext jupyter_ckpt\n{policy}")
+    k.ok("import numpy as np\nbig = np.random.default_rng(0).random(16_000_000)\na = 1")
+    k.ok("a = 2\nbig[0] = -1.0")
+    k.kc.stop_channels()
+    k.km.shutdown_kernel(now=False)  # a shutdown request, as they send it
+    again = kernels("shut-down.ipynb")
+    again.ok("%load_ext jupyter_ckpt\n%checkpoint restore previous")
+    assert again.value("(a, float(big[0]))") == (2, -1.0)
+
+
 def test_terminals_nothing_names_never_share_a_session_even_with_one_process_id(store: Store, tmp_path: Path) -> None:
     """In a container every first process is number 1: a session keyed by the process alone made another
     project's terminal offer (or, with ``restore_on_start``, restore) this one's state."""
