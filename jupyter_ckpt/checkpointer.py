@@ -644,9 +644,18 @@ class Checkpointer:
         """
         mode = self.replay_mode if replay_mode is None else check_mode(replay_mode)
         with self._lock:
-            if (steps := steps_back(ref)) is not None:
-                ref = self._step_from_now(steps)
-            target = self.resolve(ref)
+            try:
+                if (steps := steps_back(ref)) is not None:
+                    ref = self._step_from_now(steps)
+                target = self.resolve(ref)
+            except UnknownCheckpoint as e:
+                if not self.schedule.skipped or not (steps is not None or str(ref).strip() == "last-good"):
+                    raise
+                why = "; ".join(f"{n} {reason}" for reason, n in self.schedule.skipped.items())
+                raise UnknownCheckpoint(
+                    f"{e}. Cell boundaries this kernel did not checkpoint: {why} "
+                    "(`%checkpoint auto on --every 1` checkpoints every cell)"
+                ) from e
             manifest = self.store.manifest(target.id)
             number = self.timeline.number(self.session, target.id)
             after = " into the new kernel after a crash" if trigger == "crash-restore" else ""
@@ -828,28 +837,23 @@ class Checkpointer:
 
     def undo(self) -> RestoreReport:
         """Back to the state before the last cell. When there is none, the error says which cell boundaries
-        this kernel's policy did not checkpoint, and why: the usual cause, cells run back to back.
+        this kernel's policy did not checkpoint, and why (``restore``): the usual cause, cells run back to back.
 
         It goes back from the state the last cell left, which is checkpointed first when the policy skipped it
         (``_step_from_now``), not from an older one. When the boundary before the last cell was skipped too, the state
         restored is the newest before it, and the report names the cells it undoes as well (``also_undone``).
         """
         undone = self.last_cell
-        try:
-            report = self.restore("-1")
-        except UnknownCheckpoint as e:
-            skipped = self.schedule.skipped
-            if not skipped:
-                raise
-            why = "; ".join(f"{n} {reason}" for reason, n in skipped.items())
-            raise UnknownCheckpoint(
-                f"{e}. Cell boundaries this kernel did not checkpoint: {why} "
-                "(`%checkpoint auto on --every 1` checkpoints every cell)"
-            ) from e
+        report = self.restore("-1")
         if undone is not None:
             with contextlib.suppress(IntegrityError):  # a history changed since: the restore stands, unannotated
-                between = self.store.cells(undone, after=self.last_cell)[:-1]  # after the state restored, before
-                report.also_undone = [c["count"] for c in between if not only_checkpoint_magics(c["source"])]
+                between = self.store.cells(undone, after=self.last_cell)  # after the state restored, to the last
+                counts = [c["count"] for c in between if not only_checkpoint_magics(c["source"])]
+                report.also_undone = counts[:-1]
+                # Each undone cell's own checkpoint, if it has one: one that changed nothing was stepped over.
+                states = {r.cell: r for r in self.checkpoints_committed() if r.id in self._mine and r.id > report.checkpoint}
+                report.unchanged = [n for n in counts if n in states and not states[n].changed]
+                report.not_checkpointed = [n for n in report.also_undone if n not in states]
         return report
 
     # -- looking ----------------------------------------------------------------

@@ -36,6 +36,10 @@ Patch = tuple[memoryview, int, memoryview]
 LAZY_MIN = 64 << 20
 
 
+def _cells(counts: Iterable[int | None]) -> str:
+    return ", ".join(f"[{count}]" for count in counts)
+
+
 @dataclass
 class RestoreReport:
     checkpoint: int
@@ -55,8 +59,12 @@ class RestoreReport:
     # cells' code (count and source, verified), shown before anything runs.
     replayable: str = ""
     replay_cells: list[dict[str, Any]] = field(default_factory=list)
-    # An undo whose state before the last cell was not checkpointed: the cells it undid as well (their counts).
+    # An undo that went back past the cell before the last: the cells it undid as well (their counts), and
+    # why: of the cells it undid, those whose checkpoint changed nothing (an undo steps over them), and those
+    # whose state was not checkpointed.
     also_undone: list[int | None] = field(default_factory=list)
+    unchanged: list[int | None] = field(default_factory=list)
+    not_checkpointed: list[int | None] = field(default_factory=list)
 
     def lazy_names(self, keys: Iterable[str] | None = None) -> list[str]:
         """The variables built on the given unverified chunks (all of them by default)."""
@@ -80,8 +88,11 @@ class RestoreReport:
             parts.append("removed " + ", ".join(self.removed))
         line = "; ".join(parts)
         if self.also_undone:
-            cells = ", ".join(f"[{count}]" for count in self.also_undone)
-            line += f"\n  the state before the last cell was not checkpointed: this one is from before {cells} too"
+            why = [f"{_cells(self.unchanged)} changed nothing"] if self.unchanged else []
+            if skipped := self.not_checkpointed:
+                states = "the state after {} was" if len(skipped) == 1 else "the states after {} were"
+                why.append(states.format(_cells(skipped)) + " not checkpointed")
+            line += f"\n  this is the state before {_cells(self.also_undone)} too: {'; '.join(why)}"
         for name, why in sorted(self.not_restored.items()):
             if self.replay.get(name) == "replayed":
                 line += f"\n  rebuilt by running its cells again: {name}"

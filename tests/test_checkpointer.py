@@ -680,6 +680,19 @@ def test_an_undo_with_no_state_before_says_why_and_changes_nothing(store: Store)
     )
     assert {n: module.__dict__[n] for n in "abc"} == {"a": 1, "b": 2, "c": 3}
     assert [r.cell for r in ckpt.checkpoints()] == [3]  # the failed undo put nothing on the timeline
+    # Good cells back to back, then one that fails: the error says their states were skipped (it said only that
+    # no checkpoint finished without error, as if no cell had).
+    failing = Checkpointer(store, "fails.ipynb", module, scheduler=Scheduler(budget=0.0, grace=0.0))
+    for count, (source, ok) in enumerate([("a = 1", True), ("b = 2", True), ("1/0", False)], start=1):
+        failing.before_cell()
+        failing.after_cell(count, source, ok, 0.5)
+    failing.idle_tick()
+    with pytest.raises(UnknownCheckpoint) as raised:
+        failing.restore("last-good")
+    assert str(raised.value) == (
+        "no checkpoint of this session finished without error. Cell boundaries this kernel did not checkpoint: "
+        "2 back to back, over the overhead budget (`%checkpoint auto on --every 1` checkpoints every cell)"
+    )
 
 
 def _importable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, code: str) -> None:

@@ -417,7 +417,7 @@ def test_a_restore_after_cells_not_checkpointed_loses_nothing_and_an_undo_says_h
     # The newest state before the last cell is the one saved in [8]: the cells after it are undone as well, said.
     out = k.ok("print(jupyter_ckpt.undo())")
     assert k.value("x") == 7
-    assert "the state before the last cell was not checkpointed: this one is from before [8], [9] too" in out, out
+    assert "this is the state before [8], [9] too: the states after [8], [9] were not checkpointed" in out, out
     # The state the undo left was checkpointed first: #1 save, #2 x = 5, #3 undo, #4 save, #5 x = 9.
     k.ok("%checkpoint restore #5")
     assert k.value("x") == 9
@@ -428,6 +428,19 @@ def test_a_restore_after_cells_not_checkpointed_loses_nothing_and_an_undo_says_h
     assert replaced[1:] == ("cell", ["x"]) and restore[1] == "restore"
     k.ok(f"%checkpoint restore {replaced[0]}")
     assert k.value("x") == 10
+
+
+def test_an_undo_after_a_cell_that_changed_nothing_says_so(kernels: Any) -> None:
+    """An undo steps over cells that changed nothing (README: the state before the last cell that changed
+    something); it said their state was not checkpointed, which was false."""
+    k = kernels("unchanged.ipynb")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto on")
+    k.ok("x = 1")
+    k.ok("x = 2")
+    k.ok("print(x)")
+    out = k.ok("%checkpoint undo")
+    assert k.value("x") == 1
+    assert "this is the state before [3] too: [4] changed nothing" in out, out
 
 
 def test_undo_reads_only_what_the_last_cell_changed(kernels: Any) -> None:
