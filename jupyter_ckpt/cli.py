@@ -19,6 +19,7 @@ from .remote_catalog import RemoteCatalog
 from .restore import diff_manifests, restore_namespace
 from .retention import Limits, usage
 from .serialize import as_main
+from .session import session_name
 from .store import Store
 from .timeline import Timeline, numbers
 from .units import human_bytes, parse_size
@@ -70,6 +71,14 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("enable", help="load jupyter_ckpt in every IPython kernel of this user")
     sub.add_parser("disable", help="stop loading jupyter_ckpt in every kernel")
     return p
+
+
+def _session(store: Store, name: str) -> str:
+    """A session as the command line names it: its key, or a notebook's path as a kernel keys it (relative to
+    the working directory, through links)."""
+    if any(s["key"] == name for s in store.sessions()):
+        return name
+    return session_name(name)
 
 
 def _cmd_list(store: Store, args: argparse.Namespace) -> None:
@@ -207,10 +216,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             except IntegrityError as e:  # the other records are in: the command goes on, and verify counts it
                 print(f"jupyter ckpt: {e}", file=sys.stderr)
                 args.refused.append(str(e))
+        if getattr(args, "session", None):
+            args.session = _session(store, args.session)
         return int(COMMANDS[args.command](store, args) or 0)
     except CheckpointError as e:
         print(f"jupyter ckpt: error: {e}", file=sys.stderr)
         return e.exit_code
+    except BrokenPipeError:  # read by ``head``, which has all it wanted: as a command killed by SIGPIPE ends
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit says nothing
+        return 128 + 13
 
 
 if __name__ == "__main__":

@@ -182,6 +182,16 @@ class EventsHandler(CkptHandler):
         self.reply(self.ckpt.events_since(since, name))
 
 
+class UnknownHandler(CkptHandler):
+    """Any other path under ``/api/ckpt/``: a 404 in JSON, as every error of this API is."""
+
+    @tornado.web.authenticated
+    def _unknown(self, rest: str | None = None) -> None:
+        raise HTTPError(404, f"no endpoint /api/ckpt{rest or ''} in the jupyter-ckpt API (docs/rest-api.yml)")
+
+    get = post = put = patch = delete = _unknown
+
+
 default_handlers = [
     (r"/api/ckpt/sessions", SessionsHandler),
     (r"/api/ckpt/checkpoints", CheckpointsHandler),
@@ -190,4 +200,5 @@ default_handlers = [
     (r"/api/ckpt/replay", ReplayHandler),
     (r"/api/ckpt/events", EventsHandler),
     (r"/api/ckpt/offer", OfferHandler),
+    (r"/api/ckpt(/.*)?", UnknownHandler),
 ]

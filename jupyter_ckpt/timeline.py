@@ -223,7 +223,12 @@ class Timeline:
     def find(self, ref: str, session: str | None) -> CheckpointRecord:
         """What the command line names: a REF of ``session``, or, without one, a checkpoint id of any session (or a
         REF of the store's one session)."""
+        if ref.strip() == "previous":
+            raise BadArgument(
+                "'previous' names what the kernels before a running one left: in a kernel only (here, use last-good)"
+            )
         if session:
+            self.store.checkpoints(session)  # UnknownSession: not "no checkpoints yet", as for a kernel's new one
             return self.resolve(session, ref)
         cid = parse_id(ref)
         if cid is not None:

@@ -70,11 +70,17 @@ class Timeline(anywidget.AnyWidget):
 
     @traitlets.observe("selected")
     def _show_selected(self, change: dict[str, Any]) -> None:
-        self.details = {} if change["new"] is None else self._ckpt.timeline.details(change["new"])
+        try:
+            self.details = {} if change["new"] is None else self._ckpt.timeline.details(change["new"])
+        except CheckpointError as e:  # deleted meanwhile (another view, the server): said, as an action's error
+            self.details = {}
+            self.message, self.error = str(e), True
 
     def _on_action(self, _widget: Any, content: dict[str, Any], _buffers: list[bytes]) -> None:
-        action, checkpoint_id = content.get("action"), content["id"]
+        action, checkpoint_id = content.get("action"), content.get("id")
         try:
+            if checkpoint_id is None:
+                raise CheckpointError(f"the {action!r} action names no checkpoint")
             if action == "restore":
                 outcome = self._ckpt.restore(checkpoint_id).summary()
             elif action == "tag":
@@ -94,7 +100,7 @@ class Timeline(anywidget.AnyWidget):
             self.message, self.error = outcome, False
         self.refresh()
         if self.selected is not None:
-            self.details = self._ckpt.timeline.details(self.selected)
+            self._show_selected({"new": self.selected})
 
     def close(self) -> None:
         self._stop.set()

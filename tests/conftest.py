@@ -148,13 +148,14 @@ def kernels(jupyter_dirs: Path) -> Iterator[Any]:
             k.close()
 
 
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``jupyter ckpt`` as a user would, in a subprocess."""
     return subprocess.run(
         [sys.executable, "-m", "jupyter_ckpt.cli", *args],
         capture_output=True,
         text=True,
         env=env or dict(os.environ),
+        cwd=cwd,
         timeout=120,
     )
 

@@ -46,6 +46,37 @@ def test_list_show_diff(written: tuple[Store, list[int]]) -> None:
     assert "+ total: int" in diff and "~ rows: list" in diff
 
 
+def test_the_command_line_names_sessions_and_refs_as_a_kernel_does(store: Store, tmp_path: Path) -> None:
+    """A kernel keys a notebook by its absolute path: the command line took a path relative to the working
+    directory as a session of its own ("no session", or "no checkpoints yet" with --session), and the kernel's
+    REF ``previous`` as the newest checkpoint."""
+    notebook = tmp_path / "work" / "analysis.ipynb"
+    notebook.parent.mkdir()
+    module = types.ModuleType("__main__")
+    module.x = 1
+    cid = Checkpointer(store, str(notebook), module).save()
+    listed = cli("list", "analysis.ipynb", cwd=notebook.parent)
+    assert listed.returncode == 0 and listed.stdout.splitlines()[1].split()[:3] == [">", "#1", str(cid)], listed
+    shown = cli("show", "latest", "--session", "work/analysis.ipynb", cwd=tmp_path)
+    assert shown.returncode == 0 and "x: int" in shown.stdout, shown
+    unknown = cli("show", "latest", "--session", "elsewhere.ipynb", cwd=tmp_path)
+    assert unknown.returncode == 1 and "no session" in unknown.stderr and "elsewhere.ipynb" in unknown.stderr
+    previous = cli("show", "previous", "--session", str(notebook))
+    assert previous.returncode == 1 and "in a kernel only" in previous.stderr, previous
+
+
+def test_output_read_only_in_part_ends_without_a_traceback(written: tuple[Store, list[int]]) -> None:
+    """``jupyter ckpt show ... | head`` printed a BrokenPipeError traceback once head had what it wanted."""
+    _, (_, second) = written
+    with subprocess.Popen(
+        [sys.executable, "-m", "jupyter_ckpt.cli", "show", str(second)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as shown:
+        assert shown.stdout is not None and shown.stderr is not None
+        shown.stdout.close()  # the reader is gone before anything is written
+        said = shown.stderr.read().decode()
+        assert shown.wait(timeout=120) == 141 and said == "", said
+
+
 def test_export_is_a_dill_session_file(written: tuple[Store, list[int]], tmp_path: Path) -> None:
     _, (_, second) = written
     out = tmp_path / "state.pkl"

@@ -93,6 +93,8 @@ async def test_every_endpoint_refuses_unauthenticated_and_unauthorized_requests(
         return out
 
     assert await unrefused({}) == {}
+    unknown = await http_server_client.fetch(f"{jp_base_url}api/ckpt/no-such-endpoint", raise_error=False)
+    assert unknown.code == 403  # what is not there is not told to whoever is not signed in
     authorizer = DenyCheckpoints(parent=jp_serverapp, identity_provider=jp_serverapp.identity_provider)
     monkeypatch.setitem(jp_serverapp.web_app.settings, "authorizer", authorizer)
     assert await unrefused(jp_auth_header) == {}
@@ -152,6 +154,8 @@ async def test_malformed_requests_get_clear_errors_and_change_nothing(
     before = await api("GET", *CKPT, "checkpoints", params={"session": timeline["path"]})
     cases: list[tuple[tuple[Any, ...], dict[str, Any], int, str]] = [
         (("GET", *CKPT, "checkpoints"), {}, 400, "needs a 'session'"),
+        (("GET", *CKPT, "no-such-endpoint"), {}, 404, "no endpoint /api/ckpt/no-such-endpoint"),
+        (("POST", *CKPT, "checkpoints", str(first), "undo"), {"body": {}}, 404, "no endpoint"),
         (("GET", *CKPT, "checkpoints"), {"params": {"session": "/etc/passwd"}}, 404, "no session"),
         (("GET", *CKPT, "checkpoints", "abc"), {}, 400, "not a checkpoint id"),
         (("GET", *CKPT, "checkpoints", "-1"), {}, 400, "not a checkpoint id"),

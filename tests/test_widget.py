@@ -108,6 +108,17 @@ def test_a_refused_action_is_reported_and_changes_nothing(ckpt: Checkpointer, ti
     assert timeline.rows[0]["tag"] is None
 
 
+def test_a_message_naming_no_checkpoint_or_one_gone_is_reported(ckpt: Checkpointer, timeline: Timeline) -> None:
+    """A message without an id raised KeyError in the kernel, and selecting a checkpoint deleted meanwhile
+    raised out of the trait's observer; both are said in the widget, as a refused action is."""
+    first = run(ckpt, 1, "x = 1")
+    timeline._handle_custom_msg({"action": "restore"}, [])
+    assert timeline.error and "names no checkpoint" in timeline.message
+    timeline.selected = first + 100
+    assert timeline.error and f"no checkpoint {first + 100}" in timeline.message and timeline.details == {}
+    assert ckpt.module.x == 1
+
+
 def test_branches_are_indented_under_the_checkpoint_they_left(ckpt: Checkpointer, timeline: Timeline) -> None:
     a = run(ckpt, 1, "x = 1")
     b = run(ckpt, 2, "x = 2")
