@@ -81,8 +81,9 @@ def wait() -> None:
     _ckpt().settle()
 
 
-def here() -> int | None:
-    """A milestone checkpoint inside a long loop, rate-limited by the policy; returns its id or None."""
+def here() -> bool:
+    """A milestone checkpoint inside a long loop, rate-limited by the policy; returns whether this call took one
+    (written in the background; ``wait()`` makes it durable)."""
     return _ckpt().here()
 
 

@@ -580,12 +580,14 @@ class Checkpointer:
         if self.replica is not None:
             self.replica.poke()
 
-    def here(self, every: float = 60.0) -> int | None:
-        """A milestone inside a long loop, at most one per ``every`` seconds (or the policy's interval)."""
+    def here(self, every: float = 60.0) -> bool:
+        """A milestone inside a long loop, at most one per ``every`` seconds (or the policy's interval): whether
+        this call took one (written in the background: ``wait()`` makes it durable)."""
         limit = self.policy.interval or every
         if time.time() - self._last_time < limit:
-            return None
-        return self.save(trigger="loop")
+            return False
+        self.save(trigger="loop")
+        return True
 
     def wait(self, *, retry_full: bool = True, take_owed: bool = True) -> None:
         """Block until every checkpoint already requested is durable, and the remote timeline is pulled.

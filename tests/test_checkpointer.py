@@ -635,7 +635,7 @@ def test_a_checkpoint_no_cell_asked_for_is_recorded_after_the_cell_its_state_fol
     ckpt.set_policy(auto=False)
     _run_cells(ckpt, module, ["a = 1", "b = 2"])
     first = ckpt.save(tag="after-b")
-    ckpt.here(every=0.0)
+    assert ckpt.here(every=0.0) and not ckpt.here(every=60.0)  # whether it took one: the second is too soon
     ckpt.wait()
     ckpt.restore(first)
     ckpt.save()
