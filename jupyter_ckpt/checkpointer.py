@@ -754,9 +754,9 @@ class Checkpointer:
         and dropped that state. Checked first: the steps must reach from it (one fewer from the newest
         checkpoint), so a REF that cannot be reached changes nothing. A store too full for it does not keep
         the restore from running: that is said, and the steps count from the newest checkpoint, one fewer."""
-        if self._unsaved is None or steps == 0:
+        if self._unsaved is None:
             return f"-{steps}"
-        fewer = f"-{steps - 1}"
+        fewer = f"-{steps - 1}" if steps > 1 else "latest" if self.head is None else str(self.head)
         self.resolve(fewer)  # raises UnknownCheckpoint when even the saved state would not reach
         try:
             self._save_unsaved()

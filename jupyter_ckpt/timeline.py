@@ -47,7 +47,11 @@ def numbers(records: Iterable[CheckpointRecord]) -> dict[int, int]:
 def steps_back(ref: str | int) -> int | None:
     """N of a REF ``-N`` (N states back from the head); None for any other REF."""
     text = str(ref).strip()
-    return int(text[1:]) if re.fullmatch(r"-\d+", text) else None
+    if not re.fullmatch(r"-\d+", text):
+        return None
+    if not (steps := int(text[1:])):
+        raise BadArgument(f"{text} is no step back: -1 is the state before the last cell, -2 the one before")
+    return steps
 
 
 def state_of(record: CheckpointRecord, by_id: dict[int, CheckpointRecord]) -> CheckpointRecord:

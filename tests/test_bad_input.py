@@ -116,8 +116,13 @@ ROWS = [
         magic=("%checkpoint restore \u00b2", "no checkpoint or tag '\u00b2'"),
     ),
     Bad(
+        "a step back of none",
+        cli=(("show", "-0", "--session", "{session}"), 1, "-0 is no step back"),
+        magic=("%checkpoint restore -0", "-0 is no step back"),
+    ),
+    Bad(
         "an unknown session or tag",
-        cli=(("list", "nope.ipynb"), 1, "no session 'nope.ipynb'"),
+        cli=(("list", "nope"), 1, "no session 'nope'"),
         rest=("GET", "checkpoints", {"params": {"session": "nope.ipynb"}}, 404, "no session 'nope.ipynb'"),
         magic=("%checkpoint restore nosuchtag", "no checkpoint or tag 'nosuchtag'"),
     ),
@@ -154,7 +159,10 @@ ROWS = [
     Bad("a session name that is a directory", magic=("%checkpoint session {dir}", "is a directory, not a notebook")),
     Bad("two session names", magic=("%checkpoint session a b", "%checkpoint session takes one NAME")),
     Bad("an unknown tag of the store's one session", cli=(("show", "nosuchtag"), 1, "no checkpoint or tag")),
-    Bad("a session the store does not hold", cli=(("gc", "--session", "nope.ipynb"), 1, "no session 'nope.ipynb'")),
+    Bad(  # a notebook's path, made absolute as a kernel makes it: the error names what was looked for
+        "a session the store does not hold",
+        cli=(("gc", "--session", "nope.ipynb"), 1, f"no session '{os.path.realpath('nope.ipynb')}'"),
+    ),
     Bad("a negative count", cli=(("gc", "--keep-last", "-3"), 1, "--keep-last cannot be negative")),
     Bad(
         "a tag that is a REF word",
@@ -254,7 +262,8 @@ async def test_bad_input_gets_one_clear_line_everywhere_and_changes_nothing(
     root = ckpt_app.store.root
     absent, directory = tmp_path / "absent", tmp_path
     ids = {"a": a, "b": b, "manifest": ckpt_app.store.manifest(b)}
-    fill = {"a": a, "b": b, "absent": absent, "dir": directory, "kernel": nb.kernel_id}
+    session = ckpt_app.service.session_keys("bad.ipynb")[1]
+    fill = {"a": a, "b": b, "absent": absent, "dir": directory, "kernel": nb.kernel_id, "session": session}
 
     for row in ROWS:
         undo = row.damage(root, ids) if row.damage else None
