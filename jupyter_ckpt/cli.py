@@ -150,6 +150,8 @@ def _cmd_verify(store: Store, args: argparse.Namespace) -> int:
 def _cmd_export(store: Store, args: argparse.Namespace) -> None:
     import dill
 
+    if Path(store.root).resolve() in Path(args.file).resolve().parents:
+        raise BadArgument(f"{args.file} is inside the checkpoint store {store.root}: write the export elsewhere")
     record = Timeline(store).find(args.ref, args.session)
     manifest = store.manifest(record.id)
     module = types.ModuleType("__main__")
