@@ -853,7 +853,9 @@ class Checkpointer:
                 counts = [c["count"] for c in between if not only_checkpoint_magics(c["source"])]
                 report.also_undone = counts[:-1]
                 # Each undone cell's own checkpoint, if it has one: one that changed nothing was stepped over.
-                states = {r.cell: r for r in self.checkpoints_committed() if r.id in self._mine and r.id > report.checkpoint}
+                states = {
+                    r.cell: r for r in self.checkpoints_committed() if r.id in self._mine and r.id > report.checkpoint
+                }
                 report.unchanged = [n for n in counts if n in states and not states[n].changed]
                 report.not_checkpointed = [n for n in report.also_undone if n not in states]
         return report

@@ -88,11 +88,11 @@ class RestoreReport:
             parts.append("removed " + ", ".join(self.removed))
         line = "; ".join(parts)
         if self.also_undone:
-            why = [f"{_cells(self.unchanged)} changed nothing"] if self.unchanged else []
+            reasons = [f"{_cells(self.unchanged)} changed nothing"] if self.unchanged else []
             if skipped := self.not_checkpointed:
                 states = "the state after {} was" if len(skipped) == 1 else "the states after {} were"
-                why.append(states.format(_cells(skipped)) + " not checkpointed")
-            line += f"\n  this is the state before {_cells(self.also_undone)} too: {'; '.join(why)}"
+                reasons.append(states.format(_cells(skipped)) + " not checkpointed")
+            line += f"\n  this is the state before {_cells(self.also_undone)} too: {'; '.join(reasons)}"
         for name, why in sorted(self.not_restored.items()):
             if self.replay.get(name) == "replayed":
                 line += f"\n  rebuilt by running its cells again: {name}"

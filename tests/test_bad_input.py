@@ -163,7 +163,10 @@ ROWS = [
         "a session the store does not hold",
         cli=(("gc", "--session", "nope.ipynb"), 1, f"no session '{os.path.realpath('nope.ipynb')}'"),
     ),
-    Bad("an export into the store", cli=(("export", "{a}", "{store}/blobs/state.pkl"), 1, "is inside the checkpoint store")),
+    Bad(
+        "an export into the store",
+        cli=(("export", "{a}", "{store}/blobs/state.pkl"), 1, "is inside the checkpoint store"),
+    ),
     Bad("a negative count", cli=(("gc", "--keep-last", "-3"), 1, "--keep-last cannot be negative")),
     Bad(
         "a tag that is a REF word",
@@ -264,7 +267,15 @@ async def test_bad_input_gets_one_clear_line_everywhere_and_changes_nothing(
     absent, directory = tmp_path / "absent", tmp_path
     ids = {"a": a, "b": b, "manifest": ckpt_app.store.manifest(b)}
     session = ckpt_app.service.session_keys("bad.ipynb")[1]
-    fill = {"a": a, "b": b, "absent": absent, "dir": directory, "kernel": nb.kernel_id, "session": session, "store": root}
+    fill = {
+        "a": a,
+        "b": b,
+        "absent": absent,
+        "dir": directory,
+        "kernel": nb.kernel_id,
+        "session": session,
+        "store": root,
+    }
 
     for row in ROWS:
         undo = row.damage(root, ids) if row.damage else None
