@@ -210,6 +210,17 @@ def _run_when_idle() -> None:
         os.nice(19)
 
 
+def _one_thread_for_torch() -> None:
+    """In a forked child, keep torch's operations (a tensor's repr, dequantizing one to save it) in this thread.
+
+    The OpenMP thread team torch started in the kernel does not survive a fork: the child's first parallel
+    region waits forever for threads it does not have. One thread runs no region.
+    """
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
+
+
 def _reaped(pid: int) -> tuple[int, float] | None:
     """Reap our child ``pid`` if it has exited: its wait status and the CPU seconds it used; None while it runs."""
     try:
@@ -397,24 +408,26 @@ class ForkWriter:
         self._hold_full_collections()
         pid = os.fork()
         if pid == 0:  # the child: no streams, no logging, no sockets, and never return
-            code = 1
+            code, text = 1, ""
             try:
                 memory.first_victim()
                 signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is for the user's cell
                 _run_when_idle()
+                _one_thread_for_torch()
                 gc.disable()  # a collection would touch (and so copy) every tracked object's page
                 for other in [gate, listen] + [c.gate for c in self._children if c.gate is not None]:
                     if other >= 0:
                         os.close(other)  # so that the kernel's death ends this child's wait
                 os.read(wait_on, 1)
-                payload = {"ok": self._encode(job(None if tell < 0 else _teller(tell)))}
+                # Encoded here, so that a result JSON cannot hold is this child's error, said as any other.
+                text = json.dumps({"ok": self._encode(job(None if tell < 0 else _teller(tell)))})
                 code = 0
             except BaseException as e:
-                payload = {"error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc(limit=5)}
+                text = json.dumps({"error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc(limit=5)})
             finally:
                 try:
                     tmp = result.with_suffix(".part")
-                    tmp.write_text(json.dumps(payload))
+                    tmp.write_text(text)
                     tmp.replace(result)
                 finally:
                     os._exit(code)

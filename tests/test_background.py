@@ -6,6 +6,7 @@ import os
 import signal
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,37 @@ def test_a_waiting_write_gets_its_turn_once_the_writes_before_it_finish(tmp_path
     waiting.join(timeout=30)
     assert not waiting.is_alive(), "the wait never returned: the third write did not get its turn"
     assert outcomes == [0, 1, 2]
+
+
+def test_a_result_that_json_cannot_hold_is_the_child_s_error_said_as_such(tmp_path: Path) -> None:
+    """The child encoded its result after its error handling: a value JSON cannot hold (a sympy Integer in a
+    preview) ended it without a result, and every checkpoint failed as "died before finishing"."""
+    writer = ForkWriter(tmp_path, encode=lambda x: x, decode=lambda x: x)
+    outcomes: list[Any] = []
+    writer.submit(lambda _: {"shape": [object()]}, lambda outcome, error: outcomes.append(error or outcome))
+    writer.poll(block=True)
+    assert len(outcomes) == 1 and "TypeError: Object of type object is not JSON serializable" in str(outcomes[0])
+
+
+def test_torch_operations_in_a_forked_writer_do_not_wait_for_the_kernel_s_threads(tmp_path: Path) -> None:
+    """A quantized tensor's repr (a checkpoint's preview) runs a parallel region: in a child forked after torch
+    started its OpenMP threads, that region waited forever, and so did every later save, wait and list."""
+    import torch
+
+    torch.randn(512, 512) @ torch.randn(512, 512)  # the kernel's thread team, running
+    with warnings.catch_warnings():  # torch 2.13 deprecates them; notebooks from its tutorials still make them
+        warnings.simplefilter("ignore", UserWarning)
+        q = torch.quantize_per_tensor(torch.rand(100_000), 0.1, 0, torch.quint8)
+    writer = ForkWriter(tmp_path, encode=lambda x: x, decode=lambda x: x)
+    outcomes: list[Any] = []
+    writer.submit(lambda _: len(repr(q)), lambda outcome, error: outcomes.append(error or outcome))
+    waiting = threading.Thread(target=writer.poll, kwargs={"block": True}, daemon=True)
+    waiting.start()
+    waiting.join(timeout=30)
+    hung = waiting.is_alive()
+    for child in writer._children if hung else []:
+        os.kill(child.pid, signal.SIGKILL)
+    assert not hung and isinstance(outcomes[0], int), outcomes
 
 
 def test_a_write_that_is_waited_for_tells_its_progress_from_the_child(tmp_path: Path) -> None:
