@@ -2284,6 +2284,16 @@ def size_hint(obj: Any) -> int:
         return 0
 
 
+def _dimension(n: Any) -> int | str:
+    """One number of a shape as JSON holds it: an int (numpy's and sympy's are not), else its text (sympy's
+    ``MatrixSymbol("X", n, m)`` has the symbols ``n`` and ``m``). The background writer sends the preview as
+    JSON: a sympy ``Integer`` there ended it, and every checkpoint after it failed."""
+    try:
+        return operator.index(n)
+    except TypeError:
+        return str(n)
+
+
 def preview(obj: Any, nbytes: int) -> dict[str, Any]:
     """What the timeline shows of a value without unpickling it: type, size, shape, a short repr."""
     cls = type(obj)
@@ -2295,7 +2305,7 @@ def preview(obj: Any, nbytes: int) -> dict[str, Any]:
         with contextlib.suppress(Exception):
             value = getattr(obj, attr)
             if value is not None and not callable(value):
-                info[attr] = list(value) if attr == "shape" else str(value)
+                info[attr] = [_dimension(n) for n in value] if attr == "shape" else str(value)
     with contextlib.suppress(Exception):
         columns = obj.columns
         info["columns"] = [str(c) for c in list(columns)[:50]]

@@ -930,6 +930,17 @@ PATTERNS = [
         "import scipy.stats\nfrom scipy.stats import norm as fisc_norm",
         "fisc_norm is scipy.stats.norm and round(fisc_norm.cdf(0), 2) == 0.5",
     ),
+    # -- sympy ---------------------------------------------------------------------------------------
+    _p(  # shapes of numbers JSON cannot hold, in the preview the background writer sends back as JSON
+        "symbolic_shape",
+        "sympy",
+        "import numpy as np, sympy as sp\nss_n = sp.Symbol('ss_n')\nss_A = sp.MatrixSymbol('ss_A', 2, 2)\n"
+        "ss_X = sp.MatrixSymbol('ss_X', ss_n, 3)\nss_I = sp.Identity(3)\nss_arr = sp.Array([[1, 2]])\n"
+        "class SsGrid:\n    def __init__(self, coords):\n        self.shape = tuple(np.max(coords, axis=0) + 1)\n"
+        "ss_g = SsGrid(np.array([[0, 1], [2, 3]]))",
+        "ss_A.shape == (2, 2) and ss_X.shape == (ss_n, 3) and ss_I.shape == (3, 3) and ss_arr.tolist() == [[1, 2]]"
+        " and ss_g.shape == (3, 4) and type(ss_g) is SsGrid",
+    ),
     _p(
         "pydantic_generic",
         "pydantic",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import inspect
+import json
 import pickle
 import re
 import subprocess
@@ -674,3 +675,17 @@ def test_a_function_exec_made_is_saved_by_value_not_as_the_notebook_variable_it_
     )
     packed = serialize.dumps({"f": module.f, "ns": module.ns}, module)
     assert read_back(tmp_path, packed, "(f(), f.__module__, ns['f'] is f)") == "(10, None, True)"
+
+
+def test_a_preview_holds_what_json_can_whatever_numbers_a_shape_holds() -> None:
+    """The background writer sends a checkpoint's previews back as JSON: a sympy ``Integer`` in a shape ended it,
+    and every checkpoint after failed as "died before finishing"."""
+    import sympy
+
+    class Grid:
+        shape = (np.int64(3), np.int64(4))
+
+    n = sympy.Symbol("n")
+    values = [sympy.MatrixSymbol("A", 2, 2), sympy.Identity(3), sympy.Array([[1, 2]]), sympy.MatrixSymbol("X", n, 3)]
+    shapes = [json.loads(json.dumps(serialize.preview(v, 0)))["shape"] for v in [*values, Grid()]]
+    assert shapes == [[2, 2], [3, 3], [1, 2], ["n", 3], [3, 4]]
