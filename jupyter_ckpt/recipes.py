@@ -4,7 +4,9 @@ A generator, a database connection or a socket cannot be pickled: a checkpoint
 records it as skipped. What can be kept is how it was made. Each recorded cell
 is read (its AST) for the names it binds, reads and mutates; the *recipe* of a
 skipped variable is the last cell that bound it and every later cell that used
-it, and, for each of those cells that uses another missing variable, that
+it, directly or through a notebook function it called (``next_batch()`` advances
+the generator the function reads: the cell that defined the function is run
+again too), and, for each of those cells that uses another missing variable, that
 variable's recipe up to that cell (a cursor needs its connection). So does a
 restored variable such a cell read that it or a later cell bound again: the
 restore holds the later value, and the cell is run on the one it read
@@ -69,6 +71,10 @@ class CellNames:
     mutated: set[str] = field(default_factory=set)
     # Read or mutated by a statement before any earlier one bound it: the value the cell needs from before it.
     needs: set[str] = field(default_factory=set)
+    # The functions it defines, each with the global names its body reads and those it changes in place.
+    functions: dict[str, tuple[set[str], set[str]]] = field(default_factory=dict)
+    # The notebook functions it calls (``_through_calls``), each with every global name it reaches.
+    calls: dict[str, set[str]] = field(default_factory=dict)
 
     def touches(self, name: str) -> bool:
         return name in self.bound or name in self.read or name in self.mutated
@@ -92,11 +98,11 @@ class _Reader(ast.NodeVisitor):
         self._depth -= 1
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        declared = {name for stmt in ast.walk(node) if isinstance(stmt, ast.Global) for name in stmt.names}
+        self.names.mutated |= declared  # assigned when the function runs
         if self._depth == 0:
             self.names.bound.add(node.name)
-        for stmt in ast.walk(node):
-            if isinstance(stmt, ast.Global):  # assigned when the function runs
-                self.names.mutated.update(stmt.names)
+            self.names.functions[node.name] = _globals_of(node, declared)
         self._scoped(node)
 
     visit_AsyncFunctionDef = visit_FunctionDef
@@ -155,6 +161,45 @@ class _Reader(ast.NodeVisitor):
         self.generic_visit(node)
 
 
+def _globals_of(function: ast.FunctionDef | ast.AsyncFunctionDef, declared: set[str]) -> tuple[set[str], set[str]]:
+    """The global names a function's body reads, and those it changes in place (or assigns, ``declared``
+    global): read as a cell is, without its own names (its parameters, what it assigns)."""
+    arguments = function.args
+    own = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
+    own |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
+    body = CellNames()
+    for statement in function.body:
+        reader = _Reader()
+        reader.visit(statement)
+        body.bound |= reader.names.bound
+        body.read |= reader.names.read
+        body.mutated |= reader.names.mutated
+    own |= body.bound - declared
+    return body.read - own, (body.mutated - own) | declared
+
+
+def _through_calls(read: list[CellNames]) -> None:
+    """Add to each cell the names of the notebook functions it calls, as they were defined then: a cell that
+    runs ``next_batch()`` advances the generator the function reads as much as ``next(gen)`` would."""
+    functions: dict[str, tuple[set[str], set[str]]] = {}
+    for names in read:
+        for name in names.bound:  # a name bound again is that function no more, or another one
+            functions.pop(name, None)
+        functions.update(names.functions)  # those the cell defines, as it calls them after
+        reached: set[str] = set()
+        todo = [name for name in names.read if name in functions]
+        while todo:
+            if (name := todo.pop()) not in reached:
+                reached.add(name)
+                todo.extend(other for other in functions[name][0] if other in functions)
+        through = set().union(*(functions[name][0] for name in reached)) - reached
+        changed = set().union(*(functions[name][1] for name in reached))
+        names.needs |= (through | changed) - names.bound
+        names.read |= through
+        names.mutated |= changed
+        names.calls = {name: through | changed for name in reached}
+
+
 def cell_names(source: str) -> CellNames:
     """The names a cell binds, reads and mutates (IPython's ``%`` and ``!`` lines are left out)."""
     tree = parsed(source)
@@ -169,6 +214,7 @@ def cell_names(source: str) -> CellNames:
         names.bound |= found.bound
         names.read |= found.read
         names.mutated |= found.mutated
+        names.functions.update(found.functions)
     return names
 
 
@@ -223,8 +269,12 @@ class _Index:
             later = later | names.bound
             self.stale.append(names.needs & later)
         self.stale.reverse()
-        # The variables each needs from before it that the restore does not hold as it read them.
-        self.uses = [names.needs & (missing | stale) for names, stale in zip(read, self.stale, strict=True)]
+        # The variables each needs from before it that the restore does not hold as it read them; and the
+        # functions it calls that reach one: made again with the cells, they look it up in replay's namespace.
+        self.uses = [
+            names.needs & (missing | stale) | {f for f, reached in names.calls.items() if reached & missing}
+            for names, stale in zip(read, self.stale, strict=True)
+        ]
         for i, names in enumerate(read):
             for name in names.bound:
                 self.bound.setdefault(name, []).append(i)
@@ -263,6 +313,7 @@ def plan(missing: Iterable[str], cells: list[Cell]) -> Recipe:
     """The recipe of each missing variable from the lineage ``cells`` (oldest first, as ``Store.cells`` gives)."""
     recipe = Recipe(sorted(set(missing)))
     read = [cell_names(c["source"]) for c in cells]
+    _through_calls(read)
     absent = set(recipe.names)
     index = _Index(read, absent)
     needs: dict[str, set[int]] = {}

@@ -137,6 +137,37 @@ def test_a_recipe_that_uses_another_missing_variable_runs_that_ones_cells_first(
     assert failed.runnable == [] and "cell [2] that it needs failed" in failed.problems["cur"]
 
 
+def test_a_cell_that_reaches_a_variable_through_a_notebook_function_is_in_its_recipe() -> None:
+    """``next_batch()`` advances the generator the function reads: replay left such cells out and said
+    "replayed" of a generator back at its start, a hash of fewer bytes, a table with no rows."""
+    history = cells(
+        "import hashlib, sqlite3\ndef batches(n):\n    for i in range(n):\n        yield i\ngen = batches(10)",
+        "h = hashlib.sha256(b'abc')\ncon = sqlite3.connect(':memory:')\ncon.execute('create table t (v)')",
+        "def next_batch():\n    return next(gen)\ndef add(v):\n    con.execute('insert into t values (?)', (v,))",
+        "def feed(b):\n    h.update(b)\ndef step(v):\n    add(v)\n    return next_batch()",
+        "next_batch(); feed(b'zz')",
+        "for v in range(5):\n    step(v)",
+        "def next_batch():\n    return 'no longer the generator'\nnext_batch()",
+    )
+    recipe = plan(["gen", "h", "con"], history)
+    assert [c["count"] for c in recipe.cells] == [1, 2, 3, 4, 5, 6]  # not [7]: that next_batch reads no gen
+    namespace: dict[str, Any] = {}
+    assert run_recipe(recipe, namespace, exec_cell) == dict.fromkeys(["con", "gen", "h"], "replayed")
+    assert next(namespace["gen"]) == 6 and namespace["h"].digest() == __import__("hashlib").sha256(b"abczz").digest()
+    assert namespace["con"].execute("select count(*) from t").fetchone() == (5,)
+    namespace["con"].close()
+    # A function made before the variable it reaches is made again with the cells: the restored one looks its
+    # globals up in the kernel's namespace, which has no such variable. What it changes of a restored variable
+    # is changed on a copy, as a cell's own change is.
+    history = cells("rows = []\ndef add():\n    rows.append(next(gen))", "gen = iter(range(3))", "add()")
+    assert [c["count"] for c in plan(["gen"], history).cells] == [1, 2, 3]
+    restored = [0]
+    namespace = {"rows": restored}
+    exec(history[0]["source"].replace("rows = []", ""), namespace)  # the restored function
+    assert run_recipe(plan(["gen"], history), namespace, exec_cell) == {"gen": "replayed"}
+    assert restored == [0] and namespace["rows"] is restored and next(namespace["gen"]) == 1
+
+
 def test_recipes_that_share_a_cell_run_it_once_and_a_later_failure_stops_only_its_own() -> None:
     namespace: dict[str, Any] = {"runs": []}
     history = cells(
