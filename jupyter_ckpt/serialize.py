@@ -663,21 +663,29 @@ def _tensor_on(
 
 
 def _view_of_tensor(
-    base: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int, attributes: dict[str, Any] | None
+    base: Any,
+    shape: tuple[int, ...],
+    strides: tuple[int, ...],
+    offset: int,
+    attributes: dict[str, Any] | None,
+    requires_grad: bool = False,
 ) -> Any:
-    view = base.as_strided(shape, strides, offset)
+    """A view of ``base``, through which gradients reach it if the view had them reach it (``w[:2]`` of a leaf
+    ``w`` that requires grad), and whatever grad mode the restore runs in."""
+    torch = sys.modules.get("torch") or importlib.import_module("torch")
+    with torch.set_grad_enabled(requires_grad):
+        view = base.as_strided(shape, strides, offset)
     if attributes:
         view.__dict__.update(attributes)
     return view
 
 
 def _in_memory(tensor: Any, torch: Any) -> bool:
-    """Whether a tensor is a plain one in the kernel's memory, with no autograd history, saved on its storage."""
+    """Whether a tensor is a plain one in the kernel's memory, saved on its storage."""
     return (
         type(tensor) is torch.Tensor
         and tensor.layout is torch.strided
         and tensor.device.type == "cpu"
-        and tensor.grad_fn is None
         and not (tensor.is_quantized or tensor.is_nested or tensor.is_conj() or tensor.is_neg())
     )
 
@@ -688,17 +696,27 @@ def _reduce_tensor(obj: Any) -> Any:
     torch pickles each tensor with a copy of its storage, inside the pickle stream: ``v = x[2:5]`` came back
     apart from ``x`` (a write through one no longer reached the other), and the bytes of a large tensor were
     written again at every checkpoint that wrote its group. A tensor of another kind (sparse, on a GPU, a
-    subclass, one with a grad_fn) is pickled as torch pickles it, with its ``.grad``, which that drops."""
+    subclass) is pickled as torch pickles it, with its ``.grad``, which that drops.
+
+    The autograd graph that made a tensor cannot be pickled, and torch's pickling made a leaf that requires grad
+    of such a tensor: ``loss.backward()`` after a restore then gave ``w`` no gradient, and said nothing. It comes
+    back detached (``requires_grad`` false), so that ``backward()`` raises; a view (``w[:2]``) comes back as that
+    view of its base, through which gradients reach a leaf ``w`` again."""
     torch = sys.modules["torch"]
     if _in_memory(obj, torch):
         attributes = dict(vars(obj)) or None
         base = obj._base
-        if base is not None and _in_memory(base, torch) and base.dtype == obj.dtype and not obj.requires_grad:
+        grad_leaf = obj.is_leaf and obj.requires_grad  # a view too once ``requires_grad_()`` made it a leaf
+        if base is not None and _in_memory(base, torch) and base.dtype == obj.dtype and not grad_leaf:
             # a view as autograd knows it (``window._base is x``)
-            return _view_of_tensor, (base, tuple(obj.shape), obj.stride(), obj.storage_offset(), attributes)
-        view = (obj.dtype, obj.storage_offset(), tuple(obj.shape), obj.stride(), obj.requires_grad, obj.grad)
+            view = (base, tuple(obj.shape), obj.stride(), obj.storage_offset(), attributes, obj.requires_grad)
+            return _view_of_tensor, view
+        grad = obj.grad if obj.is_leaf else None  # torch warns when asked for a non-leaf's
+        view = (obj.dtype, obj.storage_offset(), tuple(obj.shape), obj.stride(), grad_leaf, grad)
         return _tensor_on, (_storage_of(obj), *view, attributes)
-    reduced = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL) if obj.is_leaf and obj.grad is not None else None
+    if not obj.is_leaf:  # detached, as above
+        return obj.detach().__reduce_ex__(pickle.HIGHEST_PROTOCOL)
+    reduced = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL) if obj.grad is not None else None
     if not isinstance(reduced, tuple) or len(reduced) != 2:
         return NotImplemented
     return _with_grad, (*reduced, obj.grad)

@@ -1037,6 +1037,14 @@ PATTERNS = [
         "import torch\ntg_w = torch.ones(2, requires_grad=True)\n(tg_w * 3).sum().backward()",
         "tg_w.grad.tolist() == [3.0, 3.0] and tg_w.requires_grad",
     ),
+    _p(  # a graph cannot be saved: what autograd made comes back detached, a view of a leaf as that view
+        "tensor_graph",
+        "torch",
+        "import torch\ntgr_w = torch.ones(3, requires_grad=True)\ntgr_loss = (tgr_w * 2).sum()\ntgr_head = tgr_w[:2]",
+        "tgr_loss.item() == 6.0 and (tgr_loss.grad_fn is not None or not tgr_loss.requires_grad)"
+        " and tgr_head._base is tgr_w and torch.enable_grad()(lambda: tgr_head.sum().backward())() is None"
+        " and tgr_w.grad.tolist() == [1.0, 1.0, 0.0]",
+    ),
     _p(  # the last to draw from torch's stream, so that its check sees the draws its setup expects
         "torch_random_stream",
         "torch",

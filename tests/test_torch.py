@@ -70,6 +70,22 @@ def test_the_gradients_come_back_with_the_weights(store: Store) -> None:
     assert fresh.__dict__["opt"].param_groups[0]["params"][0] is after  # still the optimizer's
 
 
+def test_a_tensor_autograd_made_comes_back_detached_and_a_view_of_a_leaf_as_that_view(store: Store) -> None:
+    """A graph cannot be pickled: torch's pickling made ``loss`` a leaf that requires grad, so ``loss.backward()``
+    after a restore gave ``w`` no gradient, and said nothing."""
+    module = types.ModuleType("__main__")
+    exec("import torch\nw = torch.ones(3, requires_grad=True)\nloss = (w * 2).sum()\nhead = w[:2]\n", module.__dict__)
+    Checkpointer(store, "graph.ipynb", module).save()
+    fresh = types.ModuleType("__main__")
+    assert Checkpointer(store, "graph.ipynb", fresh).restore("latest").not_restored == {}
+    w, loss, head = (fresh.__dict__[n] for n in ("w", "loss", "head"))
+    assert loss.item() == 6.0 and not loss.requires_grad
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        loss.backward()
+    head.sum().backward()
+    assert head._base is w and w.grad.tolist() == [1.0, 1.0, 0.0]
+
+
 def test_torch_s_random_stream_comes_back_and_a_kernel_without_torch_keeps_the_others(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
