@@ -444,7 +444,8 @@ class Checkpointer:
         """The fork writer when it is safe, else the inline one; None to wait for the writes in progress, unless
         the checkpoint is ``forced`` (``--every``, ``--interval``): then the cell waits for them.
 
-        Once a writer was stopped for memory, the inline one also while the kernel's
+        Once a writer was stopped as stuck (``ForkWriter.stalled``), the inline one: what made it wait does not
+        make the kernel wait. Once a writer was stopped for memory, the inline one also while the kernel's
         private memory, copied beside a child, would not fit the headroom: an inline
         write needs no room for copies, and writes only the blobs the store lacks.
         Waiting saves first let the running children finish. An inline write never
@@ -454,7 +455,7 @@ class Checkpointer:
             return self._sync
         if wait:
             self._fork.poll(block=True)
-        reason = fork_unsafe_reason()
+        reason = fork_unsafe_reason() or self._fork.stalled
         if reason is not None and reason != self._fork_refused:
             self._notify(f"jupyter-ckpt: writing checkpoints in the kernel itself: {reason}")
         self._fork_refused = reason

@@ -29,7 +29,9 @@ ending in an out-of-memory kill. A child makes itself the out-of-memory killer's
 victim (``oom_score_adj`` 1000): killing it frees exactly the originals of the pages the
 kernel copied. And while any child is alive, a watcher thread in the kernel reads the
 headroom (``memory.py``) every ``WATCH_EVERY`` seconds and kills every child when it falls
-below a reserve. A child stopped either way is reported to its ``done`` as
+below a reserve. The watcher also kills a writing child that has slept ``STALL`` seconds
+without using any CPU: it waits on something the fork did not copy (a lock another thread
+held, a thread pool), and would wait forever. A child stopped any of these ways is reported to its ``done`` as
 ``WriterStopped``. Reaping and the watcher's kills hold one lock, so a pid is never
 signalled after it was reaped, when it may be another process's.
 """
@@ -65,6 +67,9 @@ Done = Callable[[Any, BaseException | None], None]
 _NEVER = 2**31 - 1
 # Seconds between the watcher's readings of the headroom: a cell copies at most a few hundred MiB meanwhile.
 WATCH_EVERY = 0.02
+# A writing child that sleeps this long without using any CPU waits on something the fork did not copy (a lock
+# another thread of the kernel held, a thread team): it would wait forever, and every wait for it with it.
+STALL = 30.0
 # Seconds the watcher waits for the next child once none is alive: back-to-back cells find it running.
 WATCHER_LINGERS = 10.0
 
@@ -107,6 +112,8 @@ class _Child:
     report: tuple[int, Progress] | None = None  # the pipe on which it tells its progress, and whom to tell
     status: int | None = None  # its wait status, once reaped; its result then waits to be collected
     stopped: str | None = None  # why the watcher killed it
+    cpu: int = -1  # its CPU time (clock ticks) when the watcher last saw it change, and when that was
+    since: float = 0.0
 
     @property
     def exited(self) -> bool:
@@ -306,6 +313,19 @@ def _await_exit(pid: int) -> None:
         os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
 
 
+def _stalled(child: _Child, now: float, stall: float) -> bool:
+    """Whether a writing child has slept for ``stall`` seconds without using any CPU (from /proc)."""
+    try:
+        fields = Path(f"/proc/{child.pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:  # gone: reaped next
+        return False
+    state, cpu = fields[0], int(fields[11]) + int(fields[12])  # its main thread's state; all its threads' time
+    if state != "S" or cpu != child.cpu:
+        child.cpu, child.since = cpu, now
+        return False
+    return now - child.since >= stall
+
+
 def _failure(child: _Child) -> WriterFailed:
     """What to tell of a child that left no result, from why the watcher stopped it or how it died."""
     if child.stopped is not None:
@@ -335,6 +355,7 @@ class ForkWriter:
         alive: int = 4,
         reserve: int | None = None,
         linger: float = WATCHER_LINGERS,
+        stall: float = STALL,
     ) -> None:
         if not 0 < writing < alive:
             raise ValueError("a writer needs room for a child that waits")
@@ -350,6 +371,8 @@ class ForkWriter:
         self._reaped_cpu = 0.0  # CPU seconds of the children reaped so far
         self._reserve = reserve
         self.stopped: str | None = None  # why a child was last stopped for memory, for the kernel's life
+        self._stall = stall
+        self.stalled: str | None = None  # why a child was stopped as stuck: the kernel then writes itself
         self._lock = threading.Lock()  # held to reap, to kill from the watcher, and to start or end the watcher
         self._watcher: threading.Thread | None = None
         self._forked = threading.Condition(self._lock)  # told when a child is forked, while the watcher lingers
@@ -464,6 +487,14 @@ class ForkWriter:
                     return
                 if not alive:  # a child was forked meanwhile: watch it from the next round
                     continue
+                now = time.monotonic()
+                for child in alive:
+                    if child.gate is None and child.stopped is None and _stalled(child, now, self._stall):
+                        self.stalled = child.stopped = (
+                            f"stopped a checkpoint writer that waited {self._stall:g} s without running, on something "
+                            "a forked process does not have (a lock another thread held, a thread pool)"
+                        )
+                        os.kill(child.pid, signal.SIGKILL)
                 if room.free >= self._reserve_for(room):
                     continue
                 reason = (

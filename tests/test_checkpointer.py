@@ -11,10 +11,13 @@ import random
 import re
 import sys
 import textwrap
+import threading
+import time
 import types
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -547,6 +550,37 @@ def test_short_of_memory_a_cell_waits_for_the_write_in_progress(store: Store, mo
     assert [r.cell for r in records] == [1, 2]
     assert store.manifest(records[-1].id)["variables"]["step"]["repr"] == "2"
     assert notes == ["jupyter-ckpt: writing checkpoints in the kernel itself: only 10 MiB of memory free"]
+
+
+class OnlyInTheKernel:
+    """Saved as the kernel saves it; in a forked writer, it waits for what a fork does not copy (as a lock another
+    thread held at the fork, or torch's thread team, made a writer wait), forever."""
+
+    def __init__(self, kernel: int) -> None:
+        self.kernel = kernel
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if os.getpid() != self.kernel:
+            threading.Event().wait()
+        return OnlyInTheKernel, (self.kernel,)
+
+
+def test_a_writer_stuck_in_its_fork_is_stopped_and_the_kernel_writes_the_state_itself(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = types.ModuleType("__main__")
+    module.__dict__["obj"] = OnlyInTheKernel(os.getpid())
+    notes: list[str] = []
+    ckpt = Checkpointer(store, "stuck.ipynb", module, notify=notes.append, background=True)
+    assert ckpt._fork is not None
+    monkeypatch.setattr(ckpt._fork, "_stall", 1.0)  # 30 s in a kernel
+    ckpt.record_cell(1, "obj = OnlyInTheKernel(...)", True, 0.1)
+    ckpt.save(trigger="cell", cell=1)
+    started = time.monotonic()
+    ckpt.wait()  # waited forever
+    assert time.monotonic() - started < 20
+    assert [r.cell for r in ckpt.checkpoints()] == [1]  # written by the kernel once the writer was stopped
+    assert "waited 1 s without running" in notes[0] and "writing checkpoints in the kernel itself" in notes[-1]
 
 
 def test_no_garbage_collection_runs_while_a_checkpoint_is_unpickled(store: Store) -> None:
