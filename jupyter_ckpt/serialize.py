@@ -57,6 +57,7 @@ which comes back live, not as a view of a copy.
 from __future__ import annotations
 
 import abc
+import array
 import bisect
 import collections
 import contextlib
@@ -840,8 +841,10 @@ def _reduce_array(obj: Any) -> Any:
 
     An array that owns its memory (or sits on a foreign buffer) is stored as its
     buffer, out of band when large; a view is stored as a view of that root,
-    which numpy itself would copy. Rebuilt arrays sit directly on their buffer,
-    so a view taken after a restore still finds them as its base.
+    which numpy itself would copy; one on a ``bytearray`` (``bytes``, an
+    ``array.array``) of the group, as a view of that (``_exporter``). Rebuilt
+    arrays sit directly on their buffer, so a view taken after a restore still
+    finds them as its base.
     """
     numpy = sys.modules["numpy"]  # an ndarray is here (see _reducer): numpy is imported
     if obj.dtype == object:
@@ -855,7 +858,7 @@ def _reduce_array(obj: Any) -> Any:
     contiguous = root.flags.c_contiguous or root.flags.f_contiguous
     # A root of a subclass without state of its own (a ``recarray``, whose ``r.a`` is a view of it) is rebuilt
     # on its buffer as a plain array is, so that its views share its memory again.
-    plain = type(root) is numpy.ndarray or (_plain_array_class(type(root), numpy) and not vars(root))
+    plain = type(root) is numpy.ndarray or (_plain_array_class(type(root), numpy) and _finalized(root, numpy))
     if not mapped and (not plain or root.dtype.hasobject or not contiguous):
         return NotImplemented
     kind = type(obj) if type(obj) is not numpy.ndarray else None
@@ -864,8 +867,11 @@ def _reduce_array(obj: Any) -> Any:
     if kind is not None and vars(obj) and not kind.__module__.startswith("numpy"):
         # Attributes (a unit, a tag), which numpy's pickling drops: numpy's own subclasses keep what they need.
         return _with_attributes, (obj.view(numpy.ndarray), kind, dict(vars(obj)))
-    if kind is not None and vars(obj):  # a subclass with state of its own: numpy's pickling
+    if kind is not None and not _finalized(obj, numpy):  # a subclass with state of its own: numpy's pickling
         return NotImplemented
+    exporter = _exporter(root)
+    if exporter is not None:  # on the memory of another of the group's variables (``np.frombuffer(raw)``)
+        return _view_on(obj, exporter[0], kind or numpy.ndarray, exporter[1])
     memory: _Memory | None = getattr(_PICKLING, "memory", None)
     if root is obj and memory is not None and obj.dtype.kind not in "mM":
         holder = memory.storage_holding(obj)
@@ -894,15 +900,45 @@ def array_root(array: Any, numpy: Any) -> Any:
     return root
 
 
-def _view_on(obj: Any, root: Any, kind: type | None) -> Any:
-    """``obj`` as a view of ``root`` (``_view_of``), if it lies within it."""
-    lo, hi = _extent(root)
+def _view_on(obj: Any, root: Any, kind: type | None, extent: tuple[int, int] | None = None) -> Any:
+    """``obj`` as a view of ``root`` (``_view_of``), if it lies within the memory it has (``extent``, for a root
+    that is no array)."""
+    lo, hi = _extent(root) if extent is None else extent
     start, end = _extent(obj)
     if start < lo or end > hi:
         return NotImplemented
-    offset = obj.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    offset = obj.__array_interface__["data"][0] - lo
     view = (root, obj.dtype, obj.shape, obj.strides, offset, kind)
     return _view_of, view if obj.flags.writeable else (*view, False)
+
+
+def _finalized(array: Any, numpy: Any) -> bool:
+    """Whether an array has no attributes but those ``__array_finalize__`` gives a view of its memory as its class,
+    which a view rebuilt as that class has again: none, or a ``matrix``'s ``_getitem`` (true only inside its
+    ``[]``). ``np.asmatrix(base)`` came back apart from ``base``, as numpy's pickling of a matrix makes it."""
+    state = vars(array)
+    if not state or not type(array).__module__.startswith("numpy"):  # a notebook's attributes: ``_with_attributes``
+        return not state
+    return bool(state == vars(array.view(numpy.ndarray).view(type(array))))
+
+
+# The types of the objects besides arrays that arrays may lie on (``np.frombuffer(raw)``, ``bytes`` read-only),
+# which a group is saved with an array on, if they are its variables.
+_EXPORTERS = frozenset({bytes, bytearray, array.array})
+
+
+def _exporter(root: Any) -> tuple[Any, tuple[int, int]] | None:
+    """The variable of the group an array's memory is, if it is a ``bytes``, ``bytearray`` or ``array.array``
+    (``np.frombuffer(raw)``), with the addresses of that memory: the array is saved as a view of it, which a
+    write through either reaches again. Any other array on memory not numpy's is saved as a copy."""
+    base = root.base
+    if base is None:  # most arrays: their own memory
+        return None
+    exporters: set[int] = getattr(_PICKLING, "exporters", set())
+    held: Any = base.obj if type(base) is memoryview else base  # numpy holds a memoryview of a bytearray's
+    if id(held) not in exporters:
+        return None
+    return held, memory.span(memoryview(held))
 
 
 def _file_mapped(array: Any, numpy: Any) -> bool:
@@ -2133,10 +2169,12 @@ def _depth(cls: type) -> int:
 
 def _dump(serializer: str, objs: dict[str, Any], module: types.ModuleType) -> Packed:
     _PICKLING.memory = _Memory() if "torch" in sys.modules else None
+    _PICKLING.exporters = {id(obj) for obj in objs.values() if type(obj) in _EXPORTERS}  # alive while ``objs`` is
     try:
         return _dump_group(serializer, objs, module)
     finally:
         _PICKLING.memory = None
+        _PICKLING.exporters = set()
 
 
 def _dump_group(serializer: str, objs: dict[str, Any], module: types.ModuleType) -> Packed:

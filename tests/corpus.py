@@ -782,6 +782,15 @@ PATTERNS = [
         "type(rv_r) is np.recarray and rv_r.base is rv_t and rv_r.f[1] == 4.5",
     ),
     _p(
+        "matrix_view",
+        "numpy",
+        "import numpy as np\nmx_base = np.array([[1.0, 2.0], [3.0, 4.0]])\nmx_m = np.asmatrix(mx_base)\n"
+        "mx_own = np.matrix([[5.0, 6.0], [7.0, 8.0]])\nmx_row = mx_own[1]",
+        "type(mx_m) is np.matrix and mx_m.base is mx_base and (mx_m.__setitem__((0, 0), 9.0), mx_base[0, 0])[1] == 9.0"
+        " and type(mx_row) is np.matrix and (mx_own.__setitem__((1, 1), -1.0), mx_row[0, 1])[1] == -1.0"
+        " and (mx_m * mx_m)[1, 1] == 22.0",
+    ),
+    _p(
         "memoryview",
         "plain",
         "mv_data = bytearray(b'abcdef')\nmv_whole, mv_part = memoryview(mv_data), memoryview(mv_data)[2:4]",

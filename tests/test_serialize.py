@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import array
 import importlib.machinery
 import inspect
 import json
@@ -549,6 +550,21 @@ def test_read_only_arrays_and_views_come_back_read_only_and_a_window_view_on_its
     back["base"][3] = -1.0  # the views see the array's memory, as they did
     assert (back["windows"][1, 2], back["open"][0], back["wide"][0, 0]) == (-1.0, 0.0, 0.0)
     assert np.shares_memory(back["windows"], back["base"]) and np.shares_memory(back["wide"], back["base"])
+
+
+def test_an_array_on_a_bytearray_an_array_or_bytes_of_its_group_comes_back_on_it() -> None:
+    """``np.frombuffer(raw)`` shares the memory of ``raw``: each came back with a copy of its own, so a write
+    through one no longer reached the other."""
+    raw, floats, text = bytearray(range(8)), array.array("d", [1.0, 2.0]), bytes(range(4))
+    kept = {"raw": raw, "floats": floats, "text": text, "alone": np.frombuffer(bytearray(8), dtype=np.uint8)}
+    kept |= {"tail": np.frombuffer(raw, dtype=np.uint8)[2:], "doubles": np.frombuffer(floats)}
+    kept["codes"] = np.frombuffer(text, dtype=np.uint8)
+    module = types.ModuleType("__main__")
+    back = serialize.loads(serialize.dumps(kept, module), module)
+    back["tail"][0], back["doubles"][1] = 99, 7.0
+    assert (back["raw"][2], back["floats"][1]) == (99, 7.0)
+    assert back["codes"].base is back["text"] and not back["codes"].flags.writeable
+    assert back["alone"].flags.writeable and back["alone"].tolist() == [0] * 8
 
 
 def test_objects_whose_hash_reads_their_attributes_come_back_as_keys_of_what_they_lead_back_to(
