@@ -360,7 +360,7 @@ class LocalBlobs:
         return {key: self.sizes(data) for key, data in held.items()}
 
     def _write_fetched(self, files: dict[str, bytes]) -> None:
-        self._keep_free(sum(len(data) for data in files.values()), "fetched")
+        self.keep_free(sum(len(data) for data in files.values()), "the checkpoint was not fetched")
         with self.batch("fetched") as batch:
             for key, data in files.items():
                 batch.write(key, [data])
@@ -451,16 +451,17 @@ class LocalBlobs:
                 raise StoreFullError(f"{self.limit.full}; the checkpoint was not written")
             if room is not None:
                 self.limit.room = room - nbytes
-        self._keep_free(nbytes, "written")
+        self.keep_free(nbytes, "the checkpoint was not written")
 
-    def _keep_free(self, nbytes: int, what: str) -> None:
-        """Refuse a write that would take the filesystem under the store below its floor of free space."""
+    def keep_free(self, nbytes: int, outcome: str) -> None:
+        """Refuse a write that would take the filesystem under the store below its floor of free space, saying
+        the ``outcome`` (what was not done)."""
         if not self.limit.keep_free:
             return
         st = os.statvfs(self.root)
         spare = min(_IN_FLIGHT, self.limit.keep_free)
         if st.f_bavail * st.f_frsize - nbytes - spare < self.limit.keep_free:
-            raise StoreFullError(f"{nearly_full(self.root, self.limit.keep_free)}; the checkpoint was not {what}")
+            raise StoreFullError(f"{nearly_full(self.root, self.limit.keep_free)}; {outcome}")
 
     def hold(self, since: float) -> None:
         """Tell every gc that this process has saves in progress, the oldest begun at ``since`` (seconds since

@@ -204,13 +204,20 @@ class Checkpointer:
     # -- taking checkpoints ---------------------------------------------------
 
     def record_cell(self, count: int | None, source: str, ok: bool, duration: float) -> None:
-        """Add a finished cell to the session's history."""
+        """Add a finished cell to the session's history.
+
+        On a disk too full for it, the cell is left out of the history, said once (the state it left is still
+        owed: its checkpoint fails and is retried as any other on a full disk, and ``wait`` raises).
+        """
         status = "ok" if ok else "error"
-        self.last_cell = self.store.add_cell(self.session, self.last_cell, count, source, status, duration)
         self._state_cell = count
         if ok:
             self.configuration = shellconfig.merged(self.configuration, source)
             self.assigned = attributes.merged(self.assigned, source)
+        try:
+            self.last_cell = self.store.add_cell(self.session, self.last_cell, count, source, status, duration)
+        except StoreFullError as e:  # said once, until a checkpoint is written again
+            self._failing.tell(f"jupyter-ckpt: cells are not recorded in the notebook's history: {e}", reason="full")
 
     def after_cell(self, count: int | None, source: str, ok: bool, duration: float) -> int | None:
         """Record a finished cell and take the checkpoint the policy asks for at this boundary, if any.
@@ -456,9 +463,10 @@ class Checkpointer:
         if wait:
             self._fork.poll(block=True)
         reason = fork_unsafe_reason() or self._fork.stalled
-        if reason is not None and reason != self._fork_refused:
+        refused = None if reason is None else re.sub(r"\d[\d.]*", "N", reason)  # other numbers: the same condition
+        if refused is not None and refused != self._fork_refused:
             self._notify(f"jupyter-ckpt: writing checkpoints in the kernel itself: {reason}")
-        self._fork_refused = reason
+        self._fork_refused = refused
         if reason is None and self._fork.copies_fit():
             return self._fork
         if forced:

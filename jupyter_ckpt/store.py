@@ -373,14 +373,13 @@ class Store:
                 raise _translate_sqlite(e) from e
             try:
                 yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            try:
                 db.execute("COMMIT")
-            except sqlite3.OperationalError as e:
-                db.execute("ROLLBACK")
-                raise _translate_sqlite(e) from e
+            except BaseException as e:
+                if db.in_transaction:  # SQLite ends it itself on some errors (a full disk)
+                    db.execute("ROLLBACK")
+                if isinstance(e, sqlite3.OperationalError):
+                    raise _translate_sqlite(e) from e
+                raise
 
     def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         with self._lock:
@@ -557,6 +556,7 @@ class Store:
     ) -> int:
         """Record one executed cell, signed and chained to ``prev``, the cell before it in this lineage."""
         cell = dict(zip(CELL_FIELDS, (count, source, status, duration, time.time()), strict=True))
+        self.blobs.keep_free(len(source.encode()), "the cell was not recorded in the notebook's history")
         with self._transaction() as db:
             sid = self._session_id(db, session, create=True)
             cur = db.execute(
@@ -894,4 +894,6 @@ def new_uid() -> str:
 def _translate_sqlite(e: sqlite3.OperationalError) -> CheckpointError:
     if "full" in str(e):
         return StoreFullError(f"the disk under the store is full: {e}")
+    if "readonly" in str(e):
+        return CheckpointError(f"the checkpoint store cannot be written (a read-only disk or file?): {e}")
     return IntegrityError(f"the catalog could not be written: {e}")

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import gc
 import json
 import os
@@ -70,6 +71,8 @@ WATCH_EVERY = 0.02
 # A writing child that sleeps this long without using any CPU waits on something the fork did not copy (a lock
 # another thread of the kernel held, a thread team): it would wait forever, and every wait for it with it.
 STALL = 30.0
+# The exit code of a writer that found no room on the disk for its result.
+_NO_ROOM = 75
 # Seconds the watcher waits for the next child once none is alive: back-to-back cells find it running.
 WATCHER_LINGERS = 10.0
 
@@ -332,6 +335,11 @@ def _failure(child: _Child) -> WriterFailed:
         return WriterStopped(child.stopped)
     if child.status is not None and os.WIFSIGNALED(child.status) and os.WTERMSIG(child.status) == signal.SIGKILL:
         return WriterStopped("a checkpoint writer was killed (signal 9), most likely by the out-of-memory killer")
+    if child.status is not None and os.WIFEXITED(child.status) and os.WEXITSTATUS(child.status) == _NO_ROOM:
+        return WriterFailed(
+            f"StoreFullError: the disk under {child.result.parent} is full: the checkpoint's writer could not even "
+            "leave its result"
+        )
     return WriterFailed("the background writer died before finishing")
 
 
@@ -452,6 +460,8 @@ class ForkWriter:
                     tmp = result.with_suffix(".part")
                     tmp.write_text(text)
                     tmp.replace(result)
+                except OSError as e:  # the disk filled up, even for the result: said as such by its exit code
+                    code = _NO_ROOM if e.errno in (errno.ENOSPC, errno.EDQUOT) else 1
                 finally:
                     os._exit(code)
         os.close(wait_on)

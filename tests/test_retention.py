@@ -3,6 +3,7 @@ and maintenance typed in one notebook stays in that notebook."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -149,6 +150,32 @@ def small_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_disk_another_process_filled_is_said_once_and_wait_says_the_state_is_not_durable(
+    kernels: Any, small_disk: Path
+) -> None:
+    """The catalog's rollback after SQLite had ended the transaction itself hid the full disk: each cell said
+    "cannot rollback - no transaction is active", ``wait`` returned, and the state was lost. The cells' history
+    went below the floor of free space, and a save said its writer "died before finishing"."""
+    k = kernels("full.ipynb")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto on\nimport jupyter_ckpt")
+    k.ok("a = 1\n%checkpoint wait")
+    filler = small_disk / "someone-else.bin"
+    with open(filler, "wb") as f, contextlib.suppress(OSError):  # another process takes every byte left
+        while True:
+            f.write(b"\0" * (1 << 20))
+            f.flush()
+    said = "".join(k.run(cell).stderr for cell in ("b = 2", "c = 3", "d = 4"))
+    assert "rollback" not in said and said.count("cells are not recorded") == 1, said
+    for command in ("%checkpoint save", "jupyter_ckpt.wait()"):
+        r = k.run(command)
+        assert "full" in (r.error or r.stderr) and "died before finishing" not in (r.error or r.stderr), (command, r)
+    filler.unlink()
+    k.ok("e = 5\n%checkpoint wait")  # room again: the state is durable
+    again = kernels("full.ipynb")
+    again.ok("%load_ext jupyter_ckpt\n%checkpoint restore previous")
+    assert again.value("(a, b, c, d, e)") == (1, 2, 3, 4, 5)
 
 
 def test_a_long_session_of_fresh_data_never_fills_a_small_disk(kernels: Any, small_disk: Path) -> None:
