@@ -871,7 +871,7 @@ def _reduce_array(obj: Any) -> Any:
         return NotImplemented
     exporter = _exporter(root)
     if exporter is not None:  # on the memory of another of the group's variables (``np.frombuffer(raw)``)
-        return _view_on(obj, exporter[0], kind or numpy.ndarray, exporter[1])
+        return _view_on(obj, exporter[0], kind, exporter[1])
     memory: _Memory | None = getattr(_PICKLING, "memory", None)
     if root is obj and memory is not None and obj.dtype.kind not in "mM":
         holder = memory.storage_holding(obj)
@@ -908,6 +908,8 @@ def _view_on(obj: Any, root: Any, kind: type | None, extent: tuple[int, int] | N
     if start < lo or end > hi:
         return NotImplemented
     offset = obj.__array_interface__["data"][0] - lo
+    if kind is None and type(root) is not type(obj):  # a plain array on a subclass's (``recarray.a``) stays plain
+        kind = type(obj)
     view = (root, obj.dtype, obj.shape, obj.strides, offset, kind)
     return _view_of, view if obj.flags.writeable else (*view, False)
 

@@ -807,7 +807,8 @@ PATTERNS = [
         "record_field",
         "numpy",
         "import numpy as np\nrf_r = np.rec.array([(1, 2.0), (3, 4.0)], names='a,b')\nrf_a = rf_r.a",
-        "type(rf_r) is np.recarray and np.shares_memory(rf_r, rf_a) and (rf_a.__setitem__(1, 7), int(rf_r.a[1]))[1] == 7",
+        "type(rf_r) is np.recarray and type(rf_a) is np.ndarray and np.shares_memory(rf_r, rf_a)"
+        " and (rf_a.__setitem__(1, 7), int(rf_r.a[1]))[1] == 7",
     ),
     _p(
         "masked_hard",
