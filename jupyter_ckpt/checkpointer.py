@@ -131,6 +131,7 @@ class Checkpointer:
         self.timeline = Timeline(store)
         self.retention = Retention(store, limits or Limits(), self._protected, notify)
         self._saving: list[float] = []  # when each save not yet committed began, oldest first (the gc lease)
+        self._in_flight: dict[float, int] = {}  # the bytes each forked save not yet committed is expected to write
         self.replica = replica
         # Gives each save or restore, by what it does ("restoring kernel checkpoint #3"), where to tell its progress.
         self._progress = progress
@@ -403,7 +404,8 @@ class Checkpointer:
 
             started = time.perf_counter()
             try:
-                self.store.blobs.limit = self.retention.limit()
+                # The room under the budget, less what the writers still running are expected to take.
+                self.store.blobs.limit = self.retention.limit(pending=sum(self._in_flight.values()))
                 self.store.blobs.hold(self._saving[0] if self._saving else meta.at)
             except OSError as e:  # a store gone read-only, a directory it cannot write: nothing was written
                 why = f"cannot write to the checkpoint store {self.store.root}: {e.strerror or e}"
@@ -418,6 +420,7 @@ class Checkpointer:
                     writer.submit(job, done, self._progress("saving a kernel checkpoint") if wait else None)
                     if writer is self._fork:
                         self._forks += 1
+                        self._in_flight[meta.at] = self._needed(cap)
             finally:
                 self._release_if_idle()
             self.schedule.taken(time.perf_counter() - started)
@@ -435,6 +438,7 @@ class Checkpointer:
         """The save begun at ``at`` is committed or failed, and so is every one begun before it (saves are
         collected in order; a dropped one is never collected): move this kernel's gc lease to the oldest left."""
         self._saving = [t for t in self._saving if t > at]
+        self._in_flight = {t: n for t, n in self._in_flight.items() if t > at}
         if self._saving:
             self.store.blobs.hold(self._saving[0])
         else:
@@ -444,6 +448,7 @@ class Checkpointer:
         """No save is in progress any more: a gc may collect what the saves left unreferenced (LocalBlobs.hold)."""
         if self._fork is None or not self._fork.busy:
             self._saving.clear()
+            self._in_flight.clear()
             self.store.blobs.release()
             self.retention.idle()
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -82,6 +83,10 @@ def usage(store: Store, limits: Limits, size: int | None = None) -> Usage:
     return Usage(store.size() if size is None else size, budget, st.f_bavail * st.f_frsize, limits.floor(disk), why)
 
 
+# Seconds between two readings of the store's size while the kernel is idle: other kernels write to it too.
+MEASURE_EVERY = 5.0
+
+
 class Retention:
     """Keeps one kernel's store under its budget: the limit each save writes under, and thinning after commits.
 
@@ -104,6 +109,7 @@ class Retention:
         self._protect = protect
         self._notify = notify
         self._size = store.size()  # kept up to date by commits and passes, so a save need not sum the catalog
+        self._measured = time.monotonic()  # when ``_size`` was last read from the store (``idle``)
         self._lock = threading.Lock()
         self._wanted = threading.Event()
         self._need = 0  # bytes the next checkpoint is expected to write
@@ -117,14 +123,15 @@ class Retention:
     def usage(self) -> Usage:
         return usage(self.store, self.limits, self._size)
 
-    def limit(self) -> WriteLimit:
-        """What a save may write: the room under the budget, and the floor of free space."""
+    def limit(self, pending: int = 0) -> WriteLimit:
+        """What a save may write: the room under the budget (less the bytes ``pending``, what writes still running
+        are expected to take), and the floor of free space."""
         u = self.usage()
         if u.size + u.free - u.floor < u.budget:  # the floor of free space is what binds
             full = nearly_full(self.store.root, u.floor)
         else:
             full = f"the checkpoint store is at its size budget ({human_bytes(u.budget)}, {u.why})"
-        return WriteLimit(max(0, u.allowed - u.size), u.floor, full)
+        return WriteLimit(max(0, u.allowed - u.size - pending), u.floor, full)
 
     def committed(self, new_bytes: int) -> bool:
         """A checkpoint took ``new_bytes``: thin in the background unless another of its size still fits.
@@ -159,8 +166,16 @@ class Retention:
 
     def idle(self) -> None:
         """No save of this kernel is in progress: collect what failed saves left, which a gc keeps while a save
-        that began before them is in progress (``Store.gc``)."""
+        that began before them is in progress (``Store.gc``); and measure the store again, which other kernels
+        write to as well, thinning it if they took it past its budget."""
         if self._dirty:
+            self._start()
+        if time.monotonic() - self._measured < MEASURE_EVERY:  # at a cell's start too: not a query every time
+            return
+        u = usage(self.store, self.limits)
+        with self._lock:
+            self._size, self._measured = u.size, time.monotonic()
+        if u.size > u.allowed:
             self._start()
 
     def _start(self) -> None:
