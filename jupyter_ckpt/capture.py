@@ -25,6 +25,7 @@ import sys
 import time
 import types
 import weakref
+from array import array as _STDLIB_ARRAY
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -250,6 +251,10 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int, spans: _Span
         elif numpy is not None and isinstance(o, numpy.ndarray):
             base = serialize.array_root(o, numpy)
             _claim(owner, id(base), name, met)
+            # On a buffer of the notebook's (``np.frombuffer(raw)``): one group, so that it is saved as a view of it.
+            holder = base.base.obj if isinstance(base.base, memoryview) else base.base
+            if isinstance(holder, (bytearray, bytes, _STDLIB_ARRAY)):
+                stack.append(holder)
             if spans is not None:
                 spans.arrays.append(base)
             if t is not numpy.ndarray:

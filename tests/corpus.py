@@ -782,6 +782,13 @@ PATTERNS = [
         "type(rv_r) is np.recarray and rv_r.base is rv_t and rv_r.f[1] == 4.5",
     ),
     _p(
+        "frombuffer",
+        "numpy",
+        "import numpy as np, array\nfbf_raw = bytearray(range(8))\nfbf_a = np.frombuffer(fbf_raw, dtype=np.uint8)\n"
+        "fbf_arr = array.array('d', [1.0, 2.0])\nfbf_na = np.frombuffer(fbf_arr)",
+        "(fbf_a.__setitem__(0, 99), fbf_raw[0])[1] == 99 and (fbf_arr.__setitem__(1, 7.0), fbf_na[1])[1] == 7.0",
+    ),
+    _p(
         "matrix_view",
         "numpy",
         "import numpy as np\nmx_base = np.array([[1.0, 2.0], [3.0, 4.0]])\nmx_m = np.asmatrix(mx_base)\n"
