@@ -35,6 +35,7 @@ from .retention import Limits, Retention, usage
 from .schedule import Scheduler
 from .store import NEW_KERNEL, Cell, CheckpointRecord, Store, check_tag
 from .timeline import Thinned, Timeline, steps_back
+from .units import human_bytes
 from .writer import ForkWriter, SyncWriter, WriterStopped, fork_unsafe_reason, resident_bytes, system_seconds
 from .writewatch import HUGE, Seen, WriteWatch, observed
 
@@ -49,6 +50,9 @@ Written = tuple[Manifest, dict[str, BlobInfo], list[Seen]]
 # one huge page, 0.7-3 ms.
 WRITABLE_SLICE = HUGE
 PULL_WAIT = 60.0  # seconds a look at the timeline waits for the remote one to be pulled at kernel start
+
+# The libraries whose arrays, frames and tensors a checkpoint writes from their own memory, not pickled whole.
+_BUFFERED = ("numpy", "pandas", "torch")
 
 
 def no_progress(what: str) -> Progress:
@@ -173,6 +177,7 @@ class Checkpointer:
         self._fork_refused: str | None = None
         self._writer_stopped = Notice(self._notify)  # why a writer was last stopped for memory in this kernel
         self._failing = Notice(self._notify)  # why automatic checkpoints fail, said once until one succeeds
+        self._short_of_memory = Notice(self._notify)  # a write in the kernel would not fit (``_inline_fits``)
         self._lock = threading.RLock()
         self._sync = SyncWriter()
         self._fork = ForkWriter(store.blobs.tmp, _encode, _decode) if background else None
@@ -365,6 +370,8 @@ class Checkpointer:
             writer = self._writer_for(wait, forced)
             if writer is None:
                 self._owed = (trigger, status, cell)
+                if wait and self._short_of_memory.current is not None:  # asked for now: said now, as an error
+                    raise CheckpointError("checkpoint failed: too little memory left to write it; try again later")
                 return None
             cap = capture.collect(self.module.__dict__, self._hidden(), self.policy.exclude, self._start, self.assigned)
             cap.configuration = self.configuration  # replaced, never changed in place, as cells run
@@ -476,7 +483,31 @@ class Checkpointer:
             return self._fork
         if forced:
             self._fork.poll(block=True)
-        return None if self._fork.busy else self._sync
+        return None if self._fork.busy or not self._inline_fits() else self._sync
+
+    def _inline_fits(self) -> bool:
+        """Whether a write in the kernel itself would leave the headroom's reserve. It pickles each group whole
+        in memory: at most about the kernel's private memory, less the arrays it writes from their own memory.
+        When it would not, that is said once and the state stays owed, written once there is room (a kernel
+        killed for memory by its own checkpoint is the loss the tool must never cause)."""
+        room, private = memory.headroom(), memory.copy_estimate()
+        if room is None or private is None:
+            return True
+        arrays = sum(  # at the top level only: an array in a list counts as pickled, which errs on the safe side
+            serialize.size_hint(v)
+            for v in list(self.module.__dict__.values())
+            if type(v).__module__.partition(".")[0] in _BUFFERED
+        )
+        need = max(0, private - arrays)
+        if need <= room.free - memory.reserve(room):
+            self._short_of_memory.clear()
+            return True
+        self._short_of_memory.tell(
+            f"jupyter-ckpt: not checkpointed for now: writing from the kernel itself could take up to "
+            f"{human_bytes(need)}, and only {room}; the state is written once there is room",
+            reason="inline",
+        )
+        return False
 
     def _finish(
         self,

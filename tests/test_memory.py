@@ -231,7 +231,10 @@ def test_after_a_writer_is_stopped_the_state_is_written_inline_until_the_copies_
     module.__dict__["big"] = np.random.default_rng(0).random(20_000_000)  # 160 MB: its child writes a while
     notes: list[str] = []
     ckpt = Checkpointer(store, "stopped.ipynb", module, notify=notes.append, background=True)
-    monkeypatch.setattr(memory, "reserve", lambda room: room.free + GIB)  # as if memory ran short at once
+    assert ckpt._fork is not None
+    room = memory.headroom()
+    assert room is not None
+    monkeypatch.setattr(ckpt._fork, "_reserve", room.free + GIB)  # to the watcher, as if memory ran short at once
     ckpt.record_cell(1, "big = ...", True, 1.0)
     assert ckpt.save(trigger="cell", cell=1) is None, notes  # forked; the watcher stops the child within 20 ms
     ckpt.wait()  # the stopped child's state, written inline
@@ -343,6 +346,53 @@ def test_a_rewrite_beside_a_writer_with_little_memory_left_kills_nothing(
     fresh = kernels("memory.ipynb")
     fresh.ok("%load_ext jupyter_ckpt\n%checkpoint restore latest")
     assert fresh.value("float(a[::4096].sum())") == checksum
+    if kills is not None:
+        assert oom_kills() == kills
+
+
+@contextlib.contextmanager
+def memory_group(pid: int) -> Iterator[Path]:
+    """A memory cgroup (v1, as this host has) holding the process ``pid`` and what it forks, for the block."""
+    root = Path("/sys/fs/cgroup/memory")
+    if not (root / "cgroup.procs").exists() or not os.access(root, os.W_OK):
+        pytest.skip("needs the cgroup v1 memory controller, writable")
+    group = root / f"jupyter-ckpt-test-{os.getpid()}"
+    group.mkdir()
+    try:
+        (group / "cgroup.procs").write_text(str(pid))
+        yield group
+    finally:
+        for member in (group / "cgroup.procs").read_text().split():
+            with contextlib.suppress(OSError):  # gone meanwhile
+                (root / "cgroup.procs").write_text(member)
+        group.rmdir()
+
+
+def test_a_write_from_the_kernel_itself_waits_for_the_room_it_needs(kernels: Any) -> None:
+    """A write in the kernel pickles each group whole in its memory. With too little memory left for a forked
+    writer, the kernel wrote a dict of 3 million strings itself and was killed for memory, its cells' work
+    lost; it now says it waits for room, and writes the state once there is."""
+    kills = oom_kills()
+    k = kernels("objects.ipynb")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto off")
+    with memory_group(k.pid) as group:
+        (group / "memory.limit_in_bytes").write_text(str(4 * GIB))
+        k.ok("d = {i: 'x' * 60 + str(i) for i in range(3_000_000)}")  # about 500 MiB of objects, no array
+        used = int((group / "memory.usage_in_bytes").read_text())
+        (group / "memory.limit_in_bytes").write_text(str(used + 400 * MIB))  # the reserve, and 144 MiB more
+        said = k.run("%checkpoint auto on\nx = 1").stderr
+        waited = k.run("%checkpoint wait")  # for the writer, which is stopped; then the kernel would write it
+        assert "too little memory left to write it" in waited.stderr, waited
+        said += waited.stderr + k.run("y = 2").stderr
+        assert said.count("not checkpointed for now: writing from the kernel itself could take up to") == 1, said
+        assert k.value("len(d)") == 3_000_000  # alive, its work in place
+        (group / "memory.limit_in_bytes").write_text(str(4 * GIB))  # memory is back
+        k.ok("%checkpoint wait")
+    assert k.value("[r.cell for r in __import__('jupyter_ckpt').list()]")  # the state, durable
+    k.close()
+    fresh = kernels("objects.ipynb")
+    fresh.ok("%load_ext jupyter_ckpt\n%checkpoint restore latest")
+    assert fresh.value("(len(d), x, y)") == (3_000_000, 1, 2)
     if kills is not None:
         assert oom_kills() == kills
 
