@@ -229,11 +229,18 @@ class Retention:
             if retry is not None:
                 retry()
         elif retry is not None:  # a save did fail for want of room (not a guess after a commit that still fitted)
+            if after.allowed < after.budget:  # the floor of free space binds: a larger budget would not help
+                advice = (
+                    "Free disk space, lower c.Checkpoints.min_free or min_free_share, or delete tagged checkpoints."
+                )
+            else:
+                advice = (
+                    "Raise c.Checkpoints.max_store_size or max_store_share, delete tagged checkpoints, or free space."
+                )
             message = (
                 f"jupyter-ckpt: the newest checkpoint needs about {human_bytes(need)}, but the store can take only "
                 f"{human_bytes(max(0, after.allowed - after.size))} more: {after.describe()}. Everything it may "
-                "thin is thinned (tagged checkpoints and each notebook's newest good states stay). Raise "
-                "c.Checkpoints.max_store_size or max_store_share, delete tagged checkpoints, or free disk space."
+                f"thin is thinned (tagged checkpoints and each notebook's newest good states stay). {advice}"
             )
             with self._lock:
                 self._told = self._too_big.tell(message, reason="too big") or self._told
