@@ -49,7 +49,9 @@ of that sharing (``_SharedValues``).
 Notebook functions wrapped in ``functools.lru_cache`` / ``cache`` are saved as
 the function and the cache's parameters; their cached results are not kept.
 Open files are saved as path, mode and position and reopened on restore; one
-opened for writing is reopened for appending, never truncated. A dict's view
+opened for writing is reopened for appending, never truncated. A gzip, bz2 or
+lzma file read from a path (as text too) is reopened at its place in the
+decompressed data; one open for writing is refused, with why. A dict's view
 (``d.keys()``, ``types.MappingProxyType(d)``) is saved as a view of its dict,
 which comes back live, not as a view of a copy.
 """
@@ -1128,11 +1130,14 @@ def _memoryview_of(data: bytes, item_format: str, shape: tuple[int, ...], readon
     return _memoryview_part(data if readonly else bytearray(data), 0, len(data), item_format, shape, readonly)
 
 
-def _reopen(path: str, mode: str, position: int | None, encoding: str | None, errors: str | None) -> Any:
-    """Open a file saved by ``_reduce_file`` again, where it was."""
+def _reopen(
+    path: str, mode: str, position: int | None, encoding: str | None, errors: str | None, opener: Any = open
+) -> Any:
+    """Open a file saved by ``_reduce_file`` again, where it was: by ``open``, or by ``opener`` (gzip's, bz2's or
+    lzma's ``open``) for a compressed one."""
     if not os.path.exists(path):
         raise FileNotFoundError(errno.ENOENT, "the file an open handle pointed at is gone", path)
-    f = open(path, mode) if "b" in mode else open(path, mode, encoding=encoding, errors=errors)  # noqa: SIM115
+    f = opener(path, mode) if "b" in mode else opener(path, mode, encoding=encoding, errors=errors)
     if position is not None:
         f.seek(position)
     return f
@@ -1143,14 +1148,66 @@ def _open_devnull(path: Any, flags: int) -> int:
     return os.open(os.devnull, os.O_RDWR)
 
 
-def _closed_file(name: Any, mode: str, unbuffered: bool, encoding: str | None, errors: str | None) -> Any:
-    """A closed file of the type, ``name`` and ``mode`` ``_reduce_file`` saved, made on the null device: the
-    file at ``name`` is not opened at all."""
-    f: Any = open(os.devnull, mode, 0 if unbuffered else -1, encoding, errors, opener=_open_devnull)  # noqa: SIM115
-    raw = f.buffer.raw if isinstance(f, io.TextIOWrapper) else getattr(f, "raw", f)
-    raw.name = name
+def _closed_file(
+    name: Any, mode: str, unbuffered: bool, encoding: str | None, errors: str | None, opener: Any = None
+) -> Any:
+    """A closed file of the type, ``name`` and ``mode`` ``_reduce_file`` saved, made on the null device, or for a
+    compressed one by ``opener`` on an empty buffer: the file at ``name`` is not opened at all."""
+    if opener is None:
+        f: Any = open(os.devnull, mode, 0 if unbuffered else -1, encoding, errors, opener=_open_devnull)  # noqa: SIM115
+        raw = f.buffer.raw if isinstance(f, io.TextIOWrapper) else getattr(f, "raw", f)
+    else:
+        f = opener(io.BytesIO(), mode, encoding=encoding, errors=errors)
+        raw = f.buffer if isinstance(f, io.TextIOWrapper) else f
+    if opener is None or name is not None:  # only a gzip file keeps its name when closed
+        raw.name = name
     f.close()
     return f
+
+
+# The compressed files of the standard library, by module (whose ``open`` opens one again): class and what to call one.
+_COMPRESSED = {
+    "gzip": ("GzipFile", "a gzip file"),
+    "bz2": ("BZ2File", "a bz2 file"),
+    "lzma": ("LZMAFile", "an lzma file"),
+}
+
+
+def _compressed(t: type) -> str | None:
+    """The module (gzip, bz2 or lzma) whose compressed file ``t`` is, if it is one."""
+    module = getattr(t, "__module__", None)
+    if not isinstance(module, str) or module not in _COMPRESSED:
+        return None
+    return module if getattr(sys.modules.get(module), _COMPRESSED[module][0], None) is t else None
+
+
+def _reduce_compressed(f: Any, inner: Any, kind: str) -> Any:
+    """``_reduce_file``'s reduction of a gzip, bz2 or lzma file ``inner`` (``f`` itself, or the text file over it)."""
+    text = f is not inner
+    encoding, errors = (f.encoding, f.errors) if text else (None, None)
+    opener = sys.modules[kind].open
+    if f.closed:
+        try:
+            reading = inner.readable()
+        except ValueError:  # a closed bz2 or lzma file no longer knows, nor its path
+            reading = True
+        mode = ("r" if reading else "w") + ("t" if text else "b")
+        return _closed_file, (vars(inner).get("name"), mode, False, encoding, errors, opener)
+    if not inner.readable():
+        raise pickle.PicklingError(
+            f"{_COMPRESSED[kind][1]} open for writing cannot be reopened where it was: its compressed stream is"
+            " unfinished"
+        )
+    # The file it opened on its path, not one it was given (``gzip.open(buffer)``).
+    own = getattr(inner, "myfileobj", None) or (inner._fp if getattr(inner, "_closefp", False) else None)
+    name = getattr(own, "name", None)
+    if not isinstance(name, (str, bytes)):
+        raise pickle.PicklingError(
+            f"{_COMPRESSED[kind][1]} reading a file object, not a path, cannot be reopened where it was"
+        )
+    if kind == "lzma":  # the format and filters it reads by (a raw stream has no header that tells them)
+        opener = functools.partial(opener, **getattr(getattr(inner._buffer, "raw", None), "_decomp_args", {}))
+    return _reopen, (os.path.abspath(os.fsdecode(name)), "rt" if text else "rb", f.tell(), encoding, errors, opener)
 
 
 def _reduce_file(f: Any) -> Any:
@@ -1163,11 +1220,21 @@ def _reduce_file(f: Any) -> Any:
     that ``with open(p, "w") as f:`` leaves) comes back closed, with its name and
     mode, and its path untouched: dill's reduction opened it again with its mode,
     which truncated the file the cell had written.
+
+    A gzip, bz2 or lzma file opened on a path to read, or the text file over
+    one (``gzip.open(p, "rt")``), is opened again by its module's ``open`` at
+    its position in the decompressed data (``_reduce_compressed``); one open
+    for writing is refused: a restore could only append a second stream after
+    the first one's unfinished end.
     """
+    text = isinstance(f, io.TextIOWrapper)
+    inner = getattr(f, "buffer", None) if text else f
+    kind = _compressed(type(inner))
+    if kind is not None:
+        return _reduce_compressed(f, inner, kind)
     name, mode = getattr(f, "name", None), getattr(f, "mode", None)
     if not isinstance(mode, str):
         return NotImplemented
-    text = isinstance(f, io.TextIOWrapper)
     if f.closed:
         encoding, errors = (f.encoding, f.errors) if text else (None, None)
         return _closed_file, (name, mode, isinstance(f, io.FileIO), encoding, errors)
@@ -1717,7 +1784,7 @@ def _reducer(t: type) -> Callable[[Any], Any] | None:
 
 def _type_reducer(t: type) -> Callable[[Any], Any] | None:
     numpy = sys.modules.get("numpy")
-    if t in _FILE_TYPES:
+    if t in _FILE_TYPES or _compressed(t) is not None:
         return _reduce_file
     if t is _RLOCK:
         return _reduce_rlock

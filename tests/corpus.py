@@ -722,6 +722,26 @@ PATTERNS = [
         " and [f.mode for f in (cf_w, cf_p, cf_xb)] == ['w', 'w+', 'xb'] and type(cf_xb) is io.BufferedWriter"
         " and cf_xb.name == cf_x",
     ),
+    _p(  # read line by line: each comes back reopened on its path where it was in the decompressed data
+        "compressed_readers",
+        "stdlib",
+        "import bz2, gzip, lzma, os, tempfile\ncr_dir = tempfile.mkdtemp(prefix='jupyter-ckpt-corpus-')\n"
+        "cr_rows = ''.join(f'row {i},caf\u00e9\\n' for i in range(3000))\n"
+        "for _cr_m, _cr_e in ((gzip, 'gz'), (bz2, 'bz2'), (lzma, 'xz')):\n"
+        "    with _cr_m.open(os.path.join(cr_dir, 'rows.csv.' + _cr_e), 'wt', encoding='latin-1') as cr_w:\n"
+        "        cr_w.write(cr_rows)\ndel _cr_m, _cr_e\n"
+        "cr_gz = gzip.open(os.path.join(cr_dir, 'rows.csv.gz'), 'rt', encoding='latin-1', errors='replace')\n"
+        "cr_gzb = gzip.open(os.path.join(cr_dir, 'rows.csv.gz'))\n"
+        "cr_bz = bz2.open(os.path.join(cr_dir, 'rows.csv.bz2'), 'rt', encoding='latin-1')\n"
+        "cr_xz = lzma.open(os.path.join(cr_dir, 'rows.csv.xz'))\n"
+        "cr_seen = [cr_gz.readline(), cr_gzb.readline(), cr_bz.read(2500), cr_xz.read(40000)]",
+        "[cr_gz.readline(), cr_gzb.readline(), cr_bz.readline(), cr_xz.readline()]"
+        " == ['row 1,caf\u00e9\\n', b'row 1,caf\\xe9\\n', 'f\u00e9\\n', b'36,caf\\xe9\\n']"
+        " and (cr_gz.encoding, cr_gz.errors, cr_bz.encoding) == ('latin-1', 'replace', 'latin-1')"
+        " and type(cr_gzb) is gzip.GzipFile and type(cr_xz) is lzma.LZMAFile and type(cr_bz.buffer) is bz2.BZ2File"
+        " and cr_gzb.name == cr_gz.buffer.name == os.path.join(cr_dir, 'rows.csv.gz')"
+        " and cr_w.closed and type(cr_w.buffer) is lzma.LZMAFile",
+    ),
     _p(
         "zoneinfo",
         "stdlib",

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import array
+import bz2
+import gzip
 import importlib.machinery
 import inspect
 import json
+import lzma
 import pickle
 import re
 import subprocess
@@ -658,6 +661,38 @@ def test_a_closed_file_comes_back_closed_with_its_name_and_mode_and_its_file_unt
         n: (type(f), f.name, f.mode, True) for n, f in handles.items()
     }
     assert [path.read_bytes() for path, _ in made.values()] == [b"1234"] * 3
+
+
+def test_a_compressed_file_read_comes_back_where_it_was_and_one_written_is_refused_in_words(tmp_path: Path) -> None:
+    """A gzip, bz2 or lzma file, or ``gzip.open(p, "rt")``'s text file over one, was skipped with an internal
+    reason (``'_io.TextIOWrapper' object has no attribute 'mode'``, ``'BZ2File' object has no attribute 'name'``)."""
+    rows = "".join(f"{i},d\u00e9j\u00e0\n" for i in range(5000))
+    for module in (gzip, bz2, lzma):
+        with module.open(tmp_path / f"rows.{module.__name__}", "wt", encoding="utf-16-le") as closed:
+            closed.write(rows)
+    with (
+        gzip.open(tmp_path / "rows.gzip", "rt", encoding="utf-16-le", errors="replace") as text,
+        bz2.open(tmp_path / "rows.bz2") as raw,
+        lzma.open(tmp_path / "rows.lzma", "rt", encoding="utf-16-le") as xz,
+    ):
+        text.readline(), raw.read(9999), xz.read(33333)
+        packed = serialize.dumps({"text": text, "raw": raw, "xz": xz, "closed": closed}, types.ModuleType("__main__"))
+        expression = (
+            "(text.readline(), text.errors, raw.read(8).decode('utf-16-le'), xz.readline(),"
+            " type(closed.buffer).__name__, closed.closed)"
+        )
+        here = (text.readline(), "replace", raw.read(8).decode("utf-16-le"), xz.readline(), "LZMAFile", True)
+        assert read_back(tmp_path, packed, expression) == repr(here)
+    for module in (gzip, bz2, lzma):
+        with module.open(tmp_path / "written", "wt") as written:
+            written.write("kept")
+            with pytest.raises(
+                serialize.NotSerializable,
+                match=r"^PicklingError: an? \w+ file open for writing cannot be reopened where",
+            ):
+                serialize.dumps({"written": written}, types.ModuleType("__main__"))
+        with module.open(tmp_path / "written", "rt") as again:
+            assert again.read() == "kept"
 
 
 def test_pandas_objects_sharing_values_come_back_sharing_them_and_copy_on_write_still_keeps_them_apart() -> None:
