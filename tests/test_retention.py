@@ -192,7 +192,7 @@ def test_writers_running_at_once_share_the_budget(kernels: Any, jupyter_dirs: Pa
     k.run("%checkpoint wait")  # the newest state may not fit: said, not the point here
     on_disk = sum(p.stat().st_size for p in (small_disk / "store").rglob("*") if p.is_file())
     assert on_disk <= 16 << 20, on_disk
-    assert k.value("len(__import__('jupyter_ckpt').list())") >= 2  # the first two fit, and were kept
+    assert k.value("len(__import__('jupyter_ckpt').list())") >= 1  # what fits is kept (thinning picks which)
 
 
 def test_a_long_session_of_fresh_data_never_fills_a_small_disk(kernels: Any, small_disk: Path) -> None:
