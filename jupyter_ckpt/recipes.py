@@ -167,13 +167,7 @@ def _globals_of(function: ast.FunctionDef | ast.AsyncFunctionDef, declared: set[
     arguments = function.args
     own = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
     own |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
-    body = CellNames()
-    for statement in function.body:
-        reader = _Reader()
-        reader.visit(statement)
-        body.bound |= reader.names.bound
-        body.read |= reader.names.read
-        body.mutated |= reader.names.mutated
+    body = _names_of(function.body)
     own |= body.bound - declared
     return body.read - own, (body.mutated - own) | declared
 
@@ -203,10 +197,13 @@ def _through_calls(read: list[CellNames]) -> None:
 def cell_names(source: str) -> CellNames:
     """The names a cell binds, reads and mutates (IPython's ``%`` and ``!`` lines are left out)."""
     tree = parsed(source)
-    if tree is None:
-        return CellNames()
+    return CellNames() if tree is None else _names_of(tree.body)
+
+
+def _names_of(statements: list[ast.stmt]) -> CellNames:
+    """What statements run one after another (a cell's, a function's body) do with the names at their top level."""
     names = CellNames()
-    for statement in tree.body:
+    for statement in statements:
         reader = _Reader()
         reader.visit(statement)
         found = reader.names
