@@ -204,7 +204,7 @@ class Checkpointer:
         # or (pulled from the remote store) on another machine.
         self._mine: set[int] = set()
         if replica is not None:
-            replica.kept = self.retention.grew  # a fetched checkpoint's blobs count against the budget here
+            replica.kept = self.retention.measure  # a fetched checkpoint's blobs count against the budget here
             replica.start(session)  # pulls the session's remote timeline, then uploads what the remote lacks
 
     # -- taking checkpoints ---------------------------------------------------

@@ -55,6 +55,11 @@ class Usage:
     why: str  # what sets the budget, in the user's words
 
     @property
+    def floor_binds(self) -> bool:
+        """Whether the floor of free space, not the budget, is what limits the store now."""
+        return self.size + self.free - self.floor < self.budget
+
+    @property
     def allowed(self) -> int:
         """The most the store may hold now: its budget, or less where the disk is nearly full."""
         return max(0, min(self.budget, self.size + self.free - self.floor))
@@ -127,7 +132,7 @@ class Retention:
         """What a save may write: the room under the budget (less the bytes ``pending``, what writes still running
         are expected to take), and the floor of free space."""
         u = self.usage()
-        if u.size + u.free - u.floor < u.budget:  # the floor of free space is what binds
+        if u.floor_binds:
             full = nearly_full(self.store.root, u.floor)
         else:
             full = f"the checkpoint store is at its size budget ({human_bytes(u.budget)}, {u.why})"
@@ -145,12 +150,12 @@ class Retention:
             self._start()
         return told
 
-    def grew(self) -> None:
-        """Blob files came from elsewhere (a checkpoint fetched from the remote store): the store is measured
-        again, and thinned in the background if it is past what it may hold."""
+    def measure(self) -> None:
+        """Measure the store again, and thin it in the background if it is past what it may hold: blob files came
+        from elsewhere (a checkpoint fetched from the remote store), or other kernels wrote to it (``idle``)."""
         u = usage(self.store, self.limits)
         with self._lock:
-            self._size = u.size
+            self._size, self._measured = u.size, time.monotonic()
         if u.size > u.allowed:
             self._start()
 
@@ -170,13 +175,8 @@ class Retention:
         write to as well, thinning it if they took it past its budget."""
         if self._dirty:
             self._start()
-        if time.monotonic() - self._measured < MEASURE_EVERY:  # at a cell's start too: not a query every time
-            return
-        u = usage(self.store, self.limits)
-        with self._lock:
-            self._size, self._measured = u.size, time.monotonic()
-        if u.size > u.allowed:
-            self._start()
+        if time.monotonic() - self._measured >= MEASURE_EVERY:  # at a cell's start too: not a query every time
+            self.measure()
 
     def _start(self) -> None:
         self._wanted.set()
@@ -229,7 +229,7 @@ class Retention:
             if retry is not None:
                 retry()
         elif retry is not None:  # a save did fail for want of room (not a guess after a commit that still fitted)
-            if after.allowed < after.budget:  # the floor of free space binds: a larger budget would not help
+            if after.floor_binds:  # a larger budget would not help
                 advice = (
                     "Free disk space, lower c.Checkpoints.min_free or min_free_share, or delete tagged checkpoints."
                 )
