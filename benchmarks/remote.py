@@ -14,7 +14,9 @@ Measured side by side in one run, as ratios to what the same client does with th
   where S3 requires them) and obstore (Rust), putting and getting the same 4 MiB objects from 8 threads.
 
 moto keeps objects in memory and answers from Python, so absolute rates are moto's; the ratios are
-what the choices cost. Usage: ``.venv/bin/python benchmarks/remote.py [--mib 256]``.
+what the choices cost. Memory is made to cost the same to touch in every run as ``run.py`` does (free page
+reporting off, free memory touched first; ``--memory-as-found`` leaves it alone). Usage:
+``.venv/bin/python benchmarks/remote.py [--mib 256]``.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from run import host_backed_memory  # this script's directory is on sys.path
 
 from jupyter_ckpt.checkpointer import Checkpointer
 from jupyter_ckpt.remote import S3_CHECKSUMS, Remote, Replica
@@ -229,7 +232,17 @@ def main() -> None:
     p.add_argument("--cells", type=int, default=10, help="cells of the session whose uploaded bytes are counted")
     p.add_argument("--rounds", type=int, default=3, help="alternated rounds of the restore and its floors (medians)")
     p.add_argument("--objects", type=int, default=32, help="4 MiB objects per client in the client comparison")
+    p.add_argument("--memory-as-found", action="store_true", help="leave free page reporting as it is")
     args = p.parse_args()
+    with host_backed_memory(not args.memory_as_found) as memory:
+        result = measure(args)
+    result["memory"] = memory
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "remote.json").write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
     server, endpoint = start_moto()
     os.environ.update(
         AWS_ACCESS_KEY_ID="bench",
@@ -241,7 +254,7 @@ def main() -> None:
         import boto3
 
         boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="bench")
-        result = {
+        return {
             "tier": bench_tier("s3://bench/tier", server, args.mib, args.cells, args.rounds),
             "clients": bench_clients(endpoint, "bench", args.objects),
             "mib": args.mib,
@@ -249,9 +262,6 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(10)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "remote.json").write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":
