@@ -300,6 +300,27 @@ class Batch:
         raise e
 
 
+class _Held(io.BytesIO):
+    """A fetched blob file held in memory, read as a file: its payload is copied out with the GIL released
+    (``ctypes.memmove``), as a file's read releases it, so the chunks of one buffer are copied on every core
+    while the other threads run."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)  # shares the bytes: the header is read through it
+        self._data = data
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        start = self.tell()
+        n = max(0, min(buffer.nbytes, len(self._data) - start))
+        if n:
+            target = (ctypes.c_char * n).from_buffer(buffer)
+            source = ctypes.cast(ctypes.c_char_p(self._data), ctypes.c_void_p).value or 0
+            ctypes.memmove(target, source + start, n)
+            del target  # let go of the export, so the buffer can be released
+        self.seek(start + n)
+        return n
+
+
 class LocalBlobs:
     """Blob files in a directory: ``ab/<key>``, and ``tmp/`` for files being written."""
 
@@ -543,7 +564,7 @@ class LocalBlobs:
         """
         fetched = self._fetched.get(key)
         if fetched is not None:
-            return self._read_verified(key, io.BytesIO(fetched), into, len(fetched), checked=True)
+            return self._read_verified(key, _Held(fetched), into, len(fetched), checked=True)
         with self._open(key) as f:
             return self._read_verified(key, f, into, os.fstat(f.fileno()).st_size)
 

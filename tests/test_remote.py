@@ -391,6 +391,7 @@ def test_a_machine_killed_while_uploading_leaves_only_whole_checkpoints_in_the_b
 def test_a_restore_reads_the_downloaded_bytes_and_a_full_disk_here_loses_nothing(s3: S3, jupyter_dirs: Path) -> None:
     a, up = machine(jupyter_dirs / "a", s3)
     first = notebook(a, up)
+    first.module.big = np.random.default_rng(2).random(1_300_000)  # raw chunks: two whole and a part
     first.save()
     up.push()
     want = digest(first.module.__dict__)
