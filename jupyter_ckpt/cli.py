@@ -115,6 +115,8 @@ def _cmd_diff(store: Store, args: argparse.Namespace) -> None:
 
 
 def _cmd_gc(store: Store, args: argparse.Namespace) -> None:
+    if not args.grace >= 0:  # -5 or nan would let gc take the blobs a writer is still uploading
+        raise BadArgument(f"--grace must be a number of seconds, 0 or more, not {args.grace:g}")
     max_size = parse_size(args.max_size) if args.max_size else None
     timeline = Timeline(store)
     if args.session:

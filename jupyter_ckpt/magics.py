@@ -53,6 +53,22 @@ class CheckpointMagics(Magics):
     def ckpt(self) -> Checkpointer:
         return self._hooks.ckpt
 
+    def _no_stray_options(self, opts: argparse.Namespace) -> None:
+        """An option given to a command that does not take it (``save --replay``, ``list --only x``) is refused,
+        not ignored: the user meant something by it."""
+        takes = OPTIONS_OF.get(opts.command, ())
+        stray = [
+            flag
+            for dest, flag in OPTION_FLAGS.items()
+            if dest not in takes and getattr(opts, dest) not in (None, False)
+        ]
+        if stray:
+            accepted = ", ".join(OPTION_FLAGS[d] for d in takes) if takes else "no options"
+            raise UsageError(
+                f"{', '.join(stray)} {'does' if len(stray) == 1 else 'do'} not go with %checkpoint {opts.command}, "
+                f"which takes {accepted}"
+            )
+
     def _no_args(self, opts: argparse.Namespace) -> None:
         if opts.args:
             raise UsageError(f"%checkpoint {opts.command} takes no arguments, got {' '.join(opts.args)!r}")
@@ -74,10 +90,11 @@ class CheckpointMagics(Magics):
 
     def _list(self, opts: argparse.Namespace) -> None:
         self._no_args(opts)
-        if opts.n < 1:
+        n = 20 if opts.n is None else opts.n
+        if n < 1:
             raise UsageError("-n must be at least 1")
         records = self.ckpt.checkpoints()
-        print(format_table(records if opts.all else records[-opts.n :], self.ckpt.head, numbers(records)))
+        print(format_table(records if opts.all else records[-n:], self.ckpt.head, numbers(records)))
 
     def _restore(self, opts: argparse.Namespace) -> None:
         ref = self._one_ref(opts, "latest")
@@ -161,11 +178,20 @@ class CheckpointMagics(Magics):
         if not opts.args:
             raise UsageError("%checkpoint exclude needs at least one NAME")
         print("excluded: " + (", ".join(self.ckpt.exclude(opts.args).exclude) or "nothing"))
+        undefined = [name for name in dict.fromkeys(opts.args) if name not in vars(self.ckpt.module)]
+        if undefined:  # a typo would otherwise go unnoticed until the variable is checkpointed after all
+            print(f"not defined now: {', '.join(undefined)} (kept out of checkpoints once defined)")
 
     def _include(self, opts: argparse.Namespace) -> None:
         if not opts.args:
             raise UsageError("%checkpoint include needs at least one NAME")
+        was = set(self.ckpt.policy.exclude)
         print("excluded: " + (", ".join(self.ckpt.include(opts.args).exclude) or "nothing"))
+        never = [name for name in dict.fromkeys(opts.args) if name not in was]
+        if never:  # nothing to put back: a typo, or a name that was never kept out
+            print(
+                f"not excluded before: {', '.join(never)} (nothing changed for {'it' if len(never) == 1 else 'them'})"
+            )
 
     def _history(self, opts: argparse.Namespace) -> None:
         ref = self._one_ref(opts, "") if opts.args else None
@@ -176,17 +202,20 @@ class CheckpointMagics(Magics):
     def _timeline(self, opts: argparse.Namespace) -> Any:
         from .widget import Timeline
 
+        self._no_args(opts)
         return Timeline(self.ckpt)
 
     def _delete(self, opts: argparse.Namespace) -> None:
         gone = self.ckpt.delete(self._one_ref(opts))
-        print(f"kernel checkpoint (id {gone.id}) deleted (its data goes at the next gc)")
+        tagged = f" tagged {gone.tag!r}" if gone.tag else ""
+        print(f"kernel checkpoint (id {gone.id}){tagged} deleted (its data goes at the next gc)")
 
     def _gc(self, opts: argparse.Namespace) -> None:
         self._no_args(opts)
+        keep_last = 20 if opts.keep_last is None else opts.keep_last
         max_size = parse_size(opts.max_size) if opts.max_size else None
-        thinned = self.ckpt.gc(keep_last=opts.keep_last, max_size=max_size, everywhere=opts.all)
-        print(format_thinned(thinned, self.ckpt.store.size(), max_size, opts.keep_last))
+        thinned = self.ckpt.gc(keep_last=keep_last, max_size=max_size, everywhere=opts.all)
+        print(format_thinned(thinned, self.ckpt.store.size(), max_size, keep_last))
 
     def _wait(self, opts: argparse.Namespace) -> None:
         self._no_args(opts)
@@ -241,7 +270,7 @@ class CheckpointMagics(Magics):
     )
     @argument("-m", "--message", help="save: a note stored with the checkpoint")
     @argument("-t", "--tag", help="save: name the checkpoint (a savepoint: never thinned away); tag: the new tag")
-    @argument("-n", type=int, default=20, help="list: show the last N checkpoints (default 20)")
+    @argument("-n", type=int, help="list: show the last N checkpoints (default 20)")
     @argument(
         "--all",
         action="store_true",
@@ -255,7 +284,7 @@ class CheckpointMagics(Magics):
     )
     @argument("--every", type=int, help="auto: checkpoint after every Nth cell")
     @argument("--interval", type=float, help="auto: checkpoint once this many seconds have passed")
-    @argument("--keep-last", type=int, default=20, help="gc: always keep the newest N checkpoints (default 20)")
+    @argument("--keep-last", type=int, help="gc: always keep the newest N checkpoints (default 20)")
     @argument(
         "--max-size",
         help="gc: then thin more old untagged checkpoints until the store fits this size, e.g. 2G",
@@ -306,9 +335,33 @@ class CheckpointMagics(Magics):
         opts.args = [unquoted(a) for a in opts.args]
         if opts.command not in self.COMMANDS:
             raise UsageError(f"unknown %checkpoint command {opts.command!r}; one of: {', '.join(self.COMMANDS)}")
+        self._no_stray_options(opts)
         _, run = self.COMMANDS[opts.command]
         with self._translated():
             return run(self, opts)
+
+
+# Each option of %checkpoint as the user types it, and the commands that take it; any other command refuses it.
+OPTION_FLAGS = {
+    "message": "-m",
+    "tag": "-t",
+    "n": "-n",
+    "all": "--all",
+    "only": "--only",
+    "replay": "--replay",
+    "every": "--every",
+    "interval": "--interval",
+    "keep_last": "--keep-last",
+    "max_size": "--max-size",
+}
+OPTIONS_OF = {
+    "save": ("message", "tag"),
+    "list": ("n", "all"),
+    "restore": ("only", "replay"),
+    "auto": ("every", "interval"),
+    "gc": ("keep_last", "max_size", "all"),
+    "tag": ("tag",),
+}
 
 
 def unquoted(text: str) -> str:

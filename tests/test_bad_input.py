@@ -168,6 +168,20 @@ ROWS = [
         cli=(("export", "{a}", "{store}/blobs/state.pkl"), 1, "is inside the checkpoint store"),
     ),
     Bad("a negative count", cli=(("gc", "--keep-last", "-3"), 1, "--keep-last cannot be negative")),
+    # gc took them: a remote blob younger than -5 s, or than nan s, is none, so a writer's upload in flight went.
+    Bad("a negative grace", cli=(("gc", "--grace", "-5"), 1, "--grace must be a number of seconds, 0 or more")),
+    Bad("a grace that is no number", cli=(("gc", "--grace", "nan"), 1, "--grace must be a number of seconds")),
+    # Each was ignored: ``save --replay`` saved, ``list --only x`` listed, ``restore -m`` restored.
+    Bad(
+        "an option of another command",
+        magic=("%checkpoint save --replay", "--replay does not go with %checkpoint save"),
+    ),
+    Bad(
+        "an option of list to restore",
+        magic=("%checkpoint restore {a} -n 3", "-n does not go with %checkpoint restore"),
+    ),
+    Bad("an option to a command that takes none", magic=("%checkpoint undo --all", "which takes no options")),
+    Bad("arguments to timeline", magic=("%checkpoint timeline {a}", "%checkpoint timeline takes no arguments")),
     Bad(
         "a tag that is a REF word",
         rest=("PATCH", "checkpoints/{a}", {"body": {"tag": "latest"}}, 400, "cannot be a tag"),
@@ -309,3 +323,22 @@ async def test_bad_input_gets_one_clear_line_everywhere_and_changes_nothing(
         if undo:
             undo()
     assert await nb.value("n") == 3  # no failed restore touched the namespace
+
+
+def test_exclude_include_and_delete_say_what_they_did_with_a_name_they_did_not_expect(kernels: Any) -> None:
+    """``exclude`` of a name not defined (a typo?) and ``include`` of one never excluded said nothing of it, and
+    ``delete`` of a savepoint did not say that it was one."""
+    k = kernels()
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto off\nx = 1")
+    assert k.ok("%checkpoint exclude x tpyo").splitlines() == [
+        "excluded: tpyo, x",
+        "not defined now: tpyo (kept out of checkpoints once defined)",
+    ]
+    assert k.ok("%checkpoint include x typo").splitlines() == [
+        "excluded: tpyo",
+        "not excluded before: typo (nothing changed for it)",
+    ]
+    cid = k.value("__import__('jupyter_ckpt').save(tag='keep')")
+    assert k.ok("%checkpoint delete keep").strip() == (
+        f"kernel checkpoint (id {cid}) tagged 'keep' deleted (its data goes at the next gc)"
+    )
