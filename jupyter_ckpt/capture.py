@@ -15,6 +15,7 @@ import abc
 import builtins
 import collections
 import contextlib
+import ctypes
 import gc
 import os
 import pickle
@@ -378,7 +379,11 @@ def _slot_values(o: Any, t: type) -> list[Any]:
             for d in vars(c).values()
             if type(d) is types.MemberDescriptorType and d.__objclass__ is c
         )
-        opaque = t.__flags__ & (serialize.HEAP_TYPE | _HAVE_GC) == _HAVE_GC and not issubclass(t, (dict, *_CONTAINERS))
+        opaque = (
+            bool(t.__flags__ & _HAVE_GC)
+            and not issubclass(t, (dict, *_CONTAINERS))
+            and (not t.__flags__ & serialize.HEAP_TYPE or any(map(_has_c_fields, t.__mro__)))
+        )
         known = _SLOTS[t] = descriptors, opaque
     descriptors, opaque = known
     held = gc.get_referents(o) if opaque else []
@@ -386,6 +391,18 @@ def _slot_values(o: Any, t: type) -> list[Any]:
         with contextlib.suppress(AttributeError):  # a slot never set
             held.append(descriptor.__get__(o, t))
     return held
+
+
+def _has_c_fields(c: type) -> bool:
+    """Whether class ``c`` adds fields of C to its instances that no member descriptor reads: a base of Cython
+    (pandas' ``NDArrayBacked``, whose ``Categorical`` keeps its dtype there, made a heap type as a class statement
+    makes one), or of C. A class statement adds only ``__slots__`` (one pointer each), a ``__dict__`` and a
+    ``__weakref__``; a class that adds either of those two is taken as one."""
+    base = c.__base__
+    if base is None or c.__dictoffset__ or c.__weakrefoffset__:
+        return False
+    slots = sum(1 for d in vars(c).values() if type(d) is types.MemberDescriptorType and d.__objclass__ is c)
+    return c.__basicsize__ > base.__basicsize__ + slots * ctypes.sizeof(ctypes.c_void_p)
 
 
 def _contents(o: Any) -> list[Any]:

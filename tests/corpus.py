@@ -333,6 +333,28 @@ PATTERNS = [
         "hk_a, hk_b = HkNode('a', hk_g), HkNode('b', hk_g)",
         "hk_g.index[hk_a] == 0 and hk_g.index[hk_b] == 1 and hk_a.graph is hk_g and HkNode('c', hk_g).graph is hk_g",
     ),
+    _p(
+        "protocol_generic",
+        "plain",
+        "from typing import Generic, Protocol, TypeVar, runtime_checkable\nPrgK = TypeVar('PrgK')\n@runtime_checkable\n"
+        "class PrgSized(Protocol):\n    def size(self) -> int: ...\nclass PrgStack(Generic[PrgK]):\n    def __init__(self):\n"
+        "        self.items = []\n    def size(self):\n        return len(self.items)\nprg_s = PrgStack[int]()\nprg_s.items.append(1)",
+        "isinstance(prg_s, PrgSized) and prg_s.size() == 1 and PrgStack[int].__origin__ is PrgStack and type(prg_s) is PrgStack"
+        " and not isinstance(1, PrgSized)",
+    ),
+    _p(
+        "class_getitem",
+        "plain",
+        "class CgBox:\n    made = []\n    def __class_getitem__(cls, item):\n        CgBox.made.append(item)\n"
+        "        return f'CgBox of {item.__name__}'\ncg_alias = CgBox[int]",
+        "cg_alias == 'CgBox of int' and CgBox[str] == 'CgBox of str' and CgBox.made[-2:] == [int, str]",
+    ),
+    _p(
+        "dict_missing",
+        "plain",
+        "class DmiUpper(dict):\n    def __missing__(self, key):\n        return key.upper()\ndmi_d = DmiUpper(a=1)\ndmi_d.note = 'n'",
+        "dmi_d['a'] == 1 and dmi_d['zz'] == 'ZZ' and 'zz' not in dmi_d and type(dmi_d) is DmiUpper and dmi_d.note == 'n'",
+    ),
     # -- standard library --------------------------------------------------------------------------
     _p(
         "lru_cache",
@@ -758,6 +780,34 @@ PATTERNS = [
         "fis_environ is os.environ and fis_shuffle.__self__ is random._inst and fis_out is sys.stdout"
         " and fis_root is logging.root",
     ),
+    _p(
+        "operator_objects",
+        "stdlib",
+        "import functools, operator\noo_ig = operator.itemgetter(1, 0)\noo_ag = operator.attrgetter('real', 'imag')\n"
+        "oo_mc = operator.methodcaller('split', ',', maxsplit=1)\noo_sum = functools.reduce(operator.add, [1, 2, 3])\n"
+        "oo_prod = functools.partial(functools.reduce, operator.mul)",
+        "oo_ig('ab') == ('b', 'a') and oo_ag(1 + 2j) == (1.0, 2.0) and oo_mc('a,b,c') == ['a', 'b,c'] and oo_sum == 6"
+        " and oo_prod([2, 3]) == 6",
+    ),
+    _p(
+        "template_userdict",
+        "stdlib",
+        "import collections, re, string\nrtu_p = re.compile(r'^a.b$', re.M | re.S | re.I)\n"
+        "rtu_t = string.Template('$who likes $what')\nclass RtuLower(collections.UserDict):\n"
+        "    def __setitem__(self, k, v):\n        super().__setitem__(k.lower(), v)\nrtu_d = RtuLower(A=1)",
+        "rtu_p.flags & re.M and rtu_p.flags & re.S and rtu_p.findall('x\\nA\\nB') == ['A\\nB']"
+        " and rtu_t.substitute(who='x', what='y') == 'x likes y' and rtu_d.data == {'a': 1}"
+        " and (rtu_d.__setitem__('Q', 2), rtu_d['q'])[1] == 2 and type(rtu_d) is RtuLower",
+    ),
+    _p(
+        "value_types",
+        "stdlib",
+        "import datetime, ipaddress, uuid\nsv_u = uuid.UUID('12345678-1234-5678-1234-567812345678')\n"
+        "sv_ip = ipaddress.ip_address('10.0.0.1')\nsv_net = ipaddress.ip_network('10.0.0.0/24')\n"
+        "sv_t = datetime.datetime(2024, 1, 1, 12, tzinfo=datetime.timezone(datetime.timedelta(hours=2)))",
+        "sv_u.hex == '12345678123456781234567812345678' and sv_ip in sv_net and sv_t.utcoffset() == datetime.timedelta(hours=2)"
+        " and sv_t.astimezone(datetime.timezone.utc).hour == 10",
+    ),
     # -- numpy ---------------------------------------------------------------------------------------
     _p(
         "array",
@@ -960,12 +1010,39 @@ PATTERNS = [
         "        return float(self._frame['x'].mean())\nacc_df = pd.DataFrame({'x': [1.0, 3.0]})",
         "acc_df.acc_geo.center() == 2.0 and type(acc_df.acc_geo) is AccGeo",
     ),
+    _p(
+        "categorical_dtype_shared",
+        "pandas",
+        "import pandas as pd\ncdt_levels = pd.CategoricalDtype(['lo', 'mid', 'hi'], ordered=True)\n"
+        "cdt_a = pd.Series(['lo', 'hi', 'mid'], dtype=cdt_levels)\ncdt_b = pd.Series(['mid', 'mid'], dtype=cdt_levels)",
+        "cdt_a.dtype is cdt_levels and cdt_b.dtype is cdt_levels and (cdt_a < 'hi').tolist() == [True, False, True]"
+        " and cdt_a.max() == 'hi'",
+    ),
+    _p(
+        "pandas_scalars",
+        "pandas",
+        "import pandas as pd\npdsc_ts = pd.Timestamp('2024-03-01 12:00', tz='US/Eastern')\npdsc_td = pd.Timedelta('1 days 2 hours')\n"
+        "pdsc_off = pd.DateOffset(months=1, days=2)\npdsc_bd = pd.offsets.BusinessDay(3)\npdsc_nat = pd.NaT",
+        "pdsc_ts + pdsc_td == pd.Timestamp('2024-03-02 14:00', tz='US/Eastern')"
+        " and pdsc_ts + pdsc_off == pd.Timestamp('2024-04-03 12:00', tz='US/Eastern') and pdsc_bd.n == 3"
+        " and pdsc_nat is pd.NaT and str(pdsc_ts.tz) == 'US/Eastern'",
+    ),
     # -- scipy ---------------------------------------------------------------------------------------
     _p(
         "from_import_scipy",
         "scipy",
         "import scipy.stats\nfrom scipy.stats import norm as fisc_norm",
         "fisc_norm is scipy.stats.norm and round(fisc_norm.cdf(0), 2) == 0.5",
+    ),
+    _p(
+        "sparse_shared",
+        "scipy",
+        "import numpy as np, scipy.sparse as sps\nsps_data = np.array([1.0, 2.0, 3.0])\n"
+        "sps_m = sps.csr_matrix((sps_data, np.array([0, 2, 1]), np.array([0, 2, 3])), shape=(2, 3))\n"
+        "sps_c = sps.coo_matrix((sps_data, (np.array([0, 1, 1]), np.array([0, 1, 2]))), shape=(2, 3))\n"
+        "sps_arr = sps.csr_array(np.eye(3))",
+        "np.shares_memory(sps_m.data, sps_data) and np.shares_memory(sps_c.data, sps_data) and sps_m.toarray()[0, 2] == 2.0"
+        " and sps_c.toarray()[1, 2] == 3.0 and type(sps_arr) is sps.csr_array and sps_arr.sum() == 3.0",
     ),
     # -- sympy ---------------------------------------------------------------------------------------
     _p(  # shapes of numbers JSON cannot hold, in the preview the background writer sends back as JSON
@@ -1036,6 +1113,25 @@ PATTERNS = [
         "pl_m = make_pipeline(FunctionTransformer(lambda z: z * 2), LinearRegression()).fit(pl_X, pl_y)\n"
         "pl_pred = pl_m.predict(pl_X[:3])",
         "np.allclose(pl_m.predict(pl_X[:3]), pl_pred)",
+    ),
+    _p(
+        "scaled_classifier",
+        "sklearn",
+        "import numpy as np\nfrom sklearn.pipeline import Pipeline\nfrom sklearn.preprocessing import StandardScaler\n"
+        "from sklearn.linear_model import LogisticRegression\nskp_X = np.random.default_rng(0).normal(size=(50, 3))\n"
+        "skp_y = (skp_X[:, 0] > 0).astype(int)\n"
+        "skp_m = Pipeline([('sc', StandardScaler()), ('lr', LogisticRegression())]).fit(skp_X, skp_y)\n"
+        "skp_p = skp_m.predict_proba(skp_X)",
+        "np.array_equal(skp_m.predict_proba(skp_X), skp_p) and skp_m.named_steps['sc'] is skp_m.steps[0][1]",
+    ),
+    # -- matplotlib ------------------------------------------------------------------------------------
+    _p(
+        "figure_axes",
+        "matplotlib",
+        "import matplotlib.pyplot as plt\nmf_fig, mf_ax = plt.subplots(1, 2)\nmf_ax[0].plot([1, 2, 3], [4, 5, 6])\n"
+        "mf_ax[0].set_title('t')",
+        "mf_ax[0].figure is mf_fig and mf_fig.axes[0] is mf_ax[0] and mf_ax[0].get_title() == 't'"
+        " and list(mf_ax[0].lines[0].get_ydata()) == [4, 5, 6]",
     ),
     # -- torch -----------------------------------------------------------------------------------------
     _p(

@@ -472,6 +472,16 @@ def test_what_a_c_type_holds_is_grouped_with_it_but_not_what_a_traceback_reaches
     assert groups == [["child", "root"], ["cursor", "rows"], ["error"]]
 
 
+def test_what_a_cython_base_of_a_library_class_holds_is_grouped_with_it() -> None:
+    """A ``Categorical`` keeps its dtype in a field of its Cython base (``NDArrayBacked``, a heap type as a class
+    statement's is): series made with one ``CategoricalDtype`` share it, and came back with one dtype each."""
+    levels = pd.CategoricalDtype(["lo", "hi"], ordered=True)
+    a, b = pd.Series(["lo", "hi"], dtype=levels), pd.Series(["hi"], dtype=levels)
+    other = pd.Series(["x"], dtype="category")
+    groups = group({"levels": levels, "a": a, "b": b, "other": other})
+    assert groups == [["a", "b", "levels"], ["other"]]
+
+
 def test_variables_too_large_to_trace_are_kept_together() -> None:
     big = {f"big{i}": [[j] for j in range(50)] for i in range(3)}
     groups = group({**big, "small": [[1]]}, budget=10)
