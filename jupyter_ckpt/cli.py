@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .config import default_store_dir, open_replica, open_store, store_location
-from .errors import BadArgument, CheckpointError, IntegrityError, naming
+from .errors import BadArgument, CheckpointError, IntegrityError, naming, reading_store
 from .format import format_diff, format_table, format_thinned
 from .remote_catalog import RemoteCatalog
 from .restore import diff_manifests, restore_namespace
@@ -222,7 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.refused.append(str(e))
         if getattr(args, "session", None):
             args.session = _session(store, args.session)
-        return int(COMMANDS[args.command](store, args) or 0)
+        with reading_store(store.root):
+            return int(COMMANDS[args.command](store, args) or 0)
     except CheckpointError as e:
         print(f"jupyter ckpt: error: {e}", file=sys.stderr)
         return e.exit_code

@@ -8,7 +8,9 @@ command line into a one-line message and an exit code.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 
 class CheckpointError(Exception):
@@ -62,6 +64,32 @@ def naming(checkpoint: str) -> Iterator[None]:
         yield
     except IntegrityError as e:
         raise type(e)(f"checkpoint {checkpoint}: {e}") from None
+
+
+class StoreUnreadable(CheckpointError):
+    """A file of the store the system will not open or read (a directory where a file belongs, no permission, an
+    I/O error): the store is damaged or its disk is failing, and nothing was changed."""
+
+    http_status = 500
+    exit_code = 3
+
+
+@contextlib.contextmanager
+def reading_store(root: str | os.PathLike[str]) -> Iterator[None]:
+    """An ``OSError`` on a file inside the store ``root`` (``blobs`` made a file, a blob made unreadable) becomes a
+    ``StoreUnreadable`` naming the file: one line at every surface instead of a traceback. An ``OSError`` on any
+    other file (the user's, in a replayed cell) passes through unchanged."""
+    try:
+        yield
+    except OSError as e:
+        if not isinstance(e.filename, (str, bytes, os.PathLike)) or not _inside(e.filename, root):
+            raise
+        raise StoreUnreadable(f"cannot read {os.fsdecode(e.filename)} in the checkpoint store: {e.strerror}") from None
+
+
+def _inside(path: str | bytes | os.PathLike[str] | os.PathLike[bytes], root: str | os.PathLike[str]) -> bool:
+    top = Path(os.path.realpath(root))
+    return Path(os.path.realpath(os.fsdecode(path))).is_relative_to(top)
 
 
 class UnsafePermissions(IntegrityError):

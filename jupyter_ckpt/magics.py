@@ -12,7 +12,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 
 from .checkpointer import Checkpointer
-from .errors import CheckpointError
+from .errors import CheckpointError, reading_store
 from .format import describe_policy, describe_usage, format_diff, format_table, format_thinned
 from .session import SessionKey
 from .timeline import numbers
@@ -45,7 +45,8 @@ class CheckpointMagics(Magics):
     @contextmanager
     def _translated(self) -> Iterator[None]:
         try:
-            yield
+            with reading_store(self.ckpt.store.root):
+                yield
         except CheckpointError as e:
             raise UsageError(str(e)) from None
 

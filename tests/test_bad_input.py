@@ -84,6 +84,21 @@ def _moved_manifest(root: Path, ids: dict[str, Any]) -> Callable[[], None]:
     return lambda: _sql(root, "UPDATE checkpoints SET manifest=?, mac=? WHERE id=?", *original, ids["b"])
 
 
+def _blobs_made_a_file(root: Path, ids: dict[str, Any]) -> Callable[[], None]:
+    """The store's ``blobs`` directory moved away and a file put in its place: every blob read fails with ENOTDIR,
+    which no surface turned into its one line (a traceback in the cell and from the CLI)."""
+    blobs, aside = root / "blobs", root.parent / "blobs-aside"
+    blobs.rename(aside)
+    blobs.write_bytes(b"")
+    blobs.chmod(0o600)
+
+    def undo() -> None:
+        blobs.unlink()
+        aside.rename(blobs)
+
+    return undo
+
+
 def _open_to_others(root: Path, ids: dict[str, Any]) -> Callable[[], None]:
     mode = root.stat().st_mode & 0o777
     root.chmod(0o777)
@@ -236,6 +251,13 @@ ROWS = [
         rest=("POST", "checkpoints/{b}/restore", {"body": {"kernel_id": "{kernel}"}}, 409, "signed for another"),
         magic=("%checkpoint restore {b}", "signed for another checkpoint"),
         damage=_moved_manifest,
+    ),
+    Bad(
+        "a store whose blobs cannot be read",
+        cli=(("export", "{b}", "{absent}"), 3, "in the checkpoint store: Not a directory"),
+        rest=("POST", "checkpoints/{b}/restore", {"body": {"kernel_id": "{kernel}"}}, 502, "Not a directory"),
+        magic=("%checkpoint restore {b}", "in the checkpoint store: Not a directory"),
+        damage=_blobs_made_a_file,
     ),
     Bad(
         "a store others can write",
