@@ -269,25 +269,31 @@ class CheckpointMagics(Magics):
         help="REF(s) for restore/diff/history/delete/tag, on|off|budget for auto, NAMEs for exclude/include, "
         "the session's NAME (a notebook's path, or any name) for session",
     )
-    @argument("-m", "--message", help="save: a note stored with the checkpoint")
-    @argument("-t", "--tag", help="save: name the checkpoint (a savepoint: never thinned away); tag: the new tag")
-    @argument("-n", type=int, help="list: show the last N checkpoints (default 20)")
+    @argument("-m", "--message", action="append", help="save: a note stored with the checkpoint")
+    @argument(
+        "-t",
+        "--tag",
+        action="append",
+        help="save: name the checkpoint (a savepoint: never thinned away); tag: the new tag",
+    )
+    @argument("-n", type=int, action="append", help="list: show the last N checkpoints (default 20)")
     @argument(
         "--all",
         action="store_true",
         help="list: show every checkpoint of the session; gc: thin every notebook's checkpoints, not only this one's",
     )
-    @argument("--only", help="restore: only these comma-separated variables")
+    @argument("--only", action="append", help="restore: only these comma-separated variables")
     @argument(
         "--replay",
         action="store_true",
         help="restore: also rebuild the variables the checkpoint could not hold by running their cells again",
     )
-    @argument("--every", type=int, help="auto: checkpoint after every Nth cell")
-    @argument("--interval", type=float, help="auto: checkpoint once this many seconds have passed")
-    @argument("--keep-last", type=int, help="gc: always keep the newest N checkpoints (default 20)")
+    @argument("--every", type=int, action="append", help="auto: checkpoint after every Nth cell")
+    @argument("--interval", type=float, action="append", help="auto: checkpoint once this many seconds have passed")
+    @argument("--keep-last", type=int, action="append", help="gc: always keep the newest N checkpoints (default 20)")
     @argument(
         "--max-size",
+        action="append",
         help="gc: then thin more old untagged checkpoints until the store fits this size, e.g. 2G",
     )
     @line_magic
@@ -331,6 +337,12 @@ class CheckpointMagics(Magics):
             opts = parse_argstring(self.checkpoint, line)
         except ValueError as e:  # the shell-like splitting: an unbalanced quote
             raise UsageError(f"%checkpoint {line.strip()}: {e}") from None
+        for name, value in vars(opts).items():  # each option is given once: ``--only x --only y`` kept only y
+            if name in OPTION_FLAGS and isinstance(value, list):
+                if len(value) > 1:
+                    several = " (--only a,b for several variables)" if name == "only" else ""
+                    raise UsageError(f"{OPTION_FLAGS[name]} is given {len(value)} times; give it once{several}")
+                setattr(opts, name, value[0])
         for name, value in vars(opts).items():  # ``-t "my tag"``: IPython's splitting keeps the quotes
             setattr(opts, name, unquoted(value) if isinstance(value, str) else value)
         opts.args = [unquoted(a) for a in opts.args]

@@ -196,6 +196,8 @@ ROWS = [
         magic=("%checkpoint restore {a} -n 3", "-n does not go with %checkpoint restore"),
     ),
     Bad("an option to a command that takes none", magic=("%checkpoint undo --all", "which takes no options")),
+    # The last one won: ``--only x --only y`` restored y alone, ``-t a -t b`` tagged b.
+    Bad("an option given twice", magic=("%checkpoint restore {a} --only n --only m", "--only is given 2 times")),
     Bad("arguments to timeline", magic=("%checkpoint timeline {a}", "%checkpoint timeline takes no arguments")),
     Bad(
         "a tag that is a REF word",
