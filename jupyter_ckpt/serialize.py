@@ -1244,7 +1244,17 @@ def _reduce_file(f: Any) -> Any:
     if f.writable():
         mode, position = "a" + ("+" if "+" in mode else "") + ("b" if binary else ""), None
     else:
-        position = f.tell()
+        try:
+            position = f.tell()
+        except OSError as e:
+            if not (text and f.seekable()):
+                raise
+            # Python keeps no position for a text file that ``next`` or a ``for`` loop reads (nor for the
+            # ``csv.reader`` over it): its cell, replayed, opens it and reads to there again.
+            raise pickle.PicklingError(
+                "a text file read by next() or a for loop has no position Python can tell (read it with readline()"
+                " to keep it where it is)"
+            ) from e
     return _reopen, (os.path.abspath(name), mode, position, f.encoding if text else None, f.errors if text else None)
 
 

@@ -663,6 +663,25 @@ def test_a_closed_file_comes_back_closed_with_its_name_and_mode_and_its_file_unt
     assert [path.read_bytes() for path, _ in made.values()] == [b"1234"] * 3
 
 
+def test_a_text_file_read_by_next_is_refused_in_words_and_one_read_by_readline_comes_back_there(tmp_path: Path) -> None:
+    """``header = next(f)`` leaves a file whose position Python will not tell: it was skipped with Python's
+    ``OSError: telling position disabled by next() call``, which says nothing of what to do."""
+    path = tmp_path / "rows.csv"
+    path.write_text("a,b\n1,2\n3,4\n")
+    with open(path) as iterated, open(path) as read:
+        next(iterated), read.readline()
+        with pytest.raises(
+            serialize.NotSerializable,
+            match=r"^PicklingError: a text file read by next\(\) or a for loop has no position",
+        ):
+            serialize.dumps({"iterated": iterated}, types.ModuleType("__main__"))
+        back = serialize.loads(
+            serialize.dumps({"read": read}, types.ModuleType("__main__")), types.ModuleType("__main__")
+        )
+        assert (back["read"].readline(), next(iterated)) == ("1,2\n", "1,2\n")  # ``iterated`` read on as before
+        back["read"].close()
+
+
 def test_a_compressed_file_read_comes_back_where_it_was_and_one_written_is_refused_in_words(tmp_path: Path) -> None:
     """A gzip, bz2 or lzma file, or ``gzip.open(p, "rt")``'s text file over one, was skipped with an internal
     reason (``'_io.TextIOWrapper' object has no attribute 'mode'``, ``'BZ2File' object has no attribute 'name'``)."""
