@@ -34,10 +34,25 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"jupyter ckpt: error: {message} (see {self.prog} --help)\n")
 
 
+class _Once(argparse.Action):
+    """An option with a value, refused when given twice: argparse keeps the last one (``gc --max-size 1G --max-size
+    5G`` thinned to 5G, ``--session a --session b`` read b)."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None
+    ) -> None:
+        given = f"_given_{self.dest}"
+        if getattr(namespace, given, False):
+            parser.error(f"{option} is given twice; give it once")
+        setattr(namespace, given, True)
+        setattr(namespace, self.dest, values)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="jupyter ckpt", description="Inspect and maintain jupyter-ckpt stores.")
     p.add_argument(
         "--store",
+        action=_Once,
         default="",
         help=f"store directory (default: {default_store_dir()}), or an object store URL such as s3://bucket/prefix "
         "(default: $JUPYTER_CKPT_URL), whose checkpoints are listed through the local directory",
@@ -47,18 +62,21 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("session", nargs="?", help="a session key (the notebook path)")
     show = sub.add_parser("show", help="one checkpoint: metadata, variables, cells")
     show.add_argument("ref", help="checkpoint id, or a tag/latest/last-good with --session")
-    show.add_argument("--session", help="session for a tag or latest")
+    show.add_argument("--session", action=_Once, help="session for a tag or latest")
     show.add_argument("--json", action="store_true", help="print the verified manifest as JSON")
     d = sub.add_parser("diff", help="variables added, removed and changed between two checkpoints")
     d.add_argument("a")
     d.add_argument("b")
-    d.add_argument("--session")
+    d.add_argument("--session", action=_Once)
     gc = sub.add_parser("gc", help="thin old untagged checkpoints of every session and delete unreferenced blobs")
-    gc.add_argument("--session", help="thin only this session (a notebook path)")
-    gc.add_argument("--keep-last", type=int, default=20, help="newest checkpoints per session always kept")
-    gc.add_argument("--max-size", help="then thin more until the store fits, e.g. 5G")
+    gc.add_argument("--session", action=_Once, help="thin only this session (a notebook path)")
+    gc.add_argument(
+        "--keep-last", type=int, default=20, action=_Once, help="newest checkpoints per session always kept"
+    )
+    gc.add_argument("--max-size", action=_Once, help="then thin more until the store fits, e.g. 5G")
     gc.add_argument(
         "--grace",
+        action=_Once,
         type=float,
         default=24 * 3600,
         help="with an object store: seconds an unreferenced remote blob is kept (a writer may still be uploading)",
@@ -67,7 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     ex = sub.add_parser("export", help="write a checkpoint as a file dill.load_module() reads")
     ex.add_argument("ref")
     ex.add_argument("file")
-    ex.add_argument("--session")
+    ex.add_argument("--session", action=_Once)
     sub.add_parser("enable", help="load jupyter_ckpt in every IPython kernel of this user")
     sub.add_parser("disable", help="stop loading jupyter_ckpt in every kernel")
     return p

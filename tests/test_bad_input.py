@@ -186,6 +186,8 @@ ROWS = [
     # gc took them: a remote blob younger than -5 s, or than nan s, is none, so a writer's upload in flight went.
     Bad("a negative grace", cli=(("gc", "--grace", "-5"), 1, "--grace must be a number of seconds, 0 or more")),
     Bad("a grace that is no number", cli=(("gc", "--grace", "nan"), 1, "--grace must be a number of seconds")),
+    # The last one won: ``gc --max-size 1G --max-size 5G`` thinned to 5G.
+    Bad("an option given twice", cli=(("gc", "--max-size", "1K", "--max-size", "5G"), 2, "--max-size is given twice")),
     # Each was ignored: ``save --replay`` saved, ``list --only x`` listed, ``restore -m`` restored.
     Bad(
         "an option of another command",
