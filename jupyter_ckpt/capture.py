@@ -383,6 +383,7 @@ def _slot_values(o: Any, t: type) -> list[Any]:
             bool(t.__flags__ & _HAVE_GC)
             and not issubclass(t, (dict, *_CONTAINERS))
             and (not t.__flags__ & serialize.HEAP_TYPE or any(map(_has_c_fields, t.__mro__)))
+            and not _block_manager(t)  # its arrays and axes are read (``_contents``), not its blocks' bookkeeping
         )
         known = _SLOTS[t] = descriptors, opaque
     descriptors, opaque = known
@@ -417,10 +418,14 @@ def _contents(o: Any) -> list[Any]:
         if isinstance(o, base):
             iterate: Callable[[Any], Iterable[Any]] = base.__iter__  # type: ignore[attr-defined]
             return list(iterate(o))
-    manager = getattr(sys.modules.get("pandas.core.internals.managers"), "BaseBlockManager", None)
-    if manager is not None and isinstance(o, manager):
+    if _block_manager(type(o)):
         return [*o.arrays, *o.axes]
     return []
+
+
+def _block_manager(t: type) -> bool:
+    manager = getattr(sys.modules.get("pandas.core.internals.managers"), "BaseBlockManager", None)
+    return manager is not None and issubclass(t, manager)
 
 
 class Partition:
