@@ -178,14 +178,36 @@ def _cmd_export(store: Store, args: argparse.Namespace) -> None:
     fetched = args.replica.fetched(record.id) if args.replica is not None else contextlib.nullcontext()
     with naming(str(record.id)), fetched:
         report = restore_namespace(store.blobs, module, record.id, manifest)
-    try:  # the whole namespace: private to its owner, like the store
-        f = os.fdopen(os.open(args.file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
-    except OSError as e:
-        raise BadArgument(f"cannot write {args.file}: {e.strerror}") from None
-    with f, as_main(module):
-        dill.dump_module(f, module="__main__", refimported=True)
+    _write_export(args.file, lambda f: dill.dump_module(f, module="__main__", refimported=True), module)
     missing = f"; not included: {', '.join(sorted(report.not_restored))}" if report.not_restored else ""
     print(f"checkpoint {record.id} written to {args.file} (load it with dill.load_module){missing}")
+
+
+def _write_export(path: str, dump: Callable[[Any], None], module: types.ModuleType) -> None:
+    """Write an export whole or not at all: into a new file beside ``path``, renamed onto it once complete. A full
+    disk left a traceback and a truncated file, and an existing file at ``path`` was emptied first. A path that is
+    no regular file (``/dev/stdout``, a pipe) is written in place."""
+    target = Path(path)
+    in_place = target.exists() and not target.is_file()
+    written = target if in_place else target.with_name(f".{target.name}.{os.getpid()}.export")
+    try:  # the whole namespace: private to its owner, like the store
+        flags = os.O_WRONLY if in_place else os.O_WRONLY | os.O_CREAT | os.O_EXCL
+        f = os.fdopen(os.open(written, flags, 0o600), "wb")
+    except OSError as e:
+        raise BadArgument(f"cannot write {path}: {e.strerror}") from None
+    try:
+        with f, as_main(module):
+            dump(f)
+        if not in_place:
+            os.replace(written, target)
+    except BaseException as e:
+        if not in_place:
+            with contextlib.suppress(OSError):
+                os.unlink(written)
+        if isinstance(e, OSError):
+            unchanged = "" if in_place else f"; {path} was not changed"
+            raise BadArgument(f"cannot write {path}: {e.strerror}{unchanged}") from None
+        raise
 
 
 def _profile_config() -> Path:

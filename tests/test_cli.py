@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import types
@@ -174,3 +175,31 @@ def test_a_kernel_whose_store_url_cannot_be_used_checkpoints_locally(kernels: An
     assert "cannot be used: " in loaded.stderr and "checkpoints are kept locally only" in loaded.stderr
     k.ok("%checkpoint save -t here\nx = 2\n%checkpoint restore here")
     assert k.value("x") == 1
+
+
+def test_an_export_that_cannot_be_written_whole_changes_nothing(store: Store, tmp_path: Path) -> None:
+    """A full disk, or a file size limit, while the export was written: a traceback, a truncated file, and an
+    existing file at that path emptied first."""
+    module = types.ModuleType("__main__")
+    module.rows = list(range(100_000))  # about 370 KB exported
+    cid = Checkpointer(store, "work/analysis.ipynb", module).save()
+    full = cli("export", str(cid), "/dev/full")
+    assert (
+        full.returncode == 1 and full.stderr == "jupyter ckpt: error: cannot write /dev/full: No space left on device\n"
+    )
+
+    kept = tmp_path / "out" / "state.pkl"
+    kept.parent.mkdir()
+    kept.write_bytes(b"an earlier export")
+    limited = subprocess.run(  # files this process writes stop at 100 KiB (EFBIG: Python ignores SIGXFSZ)
+        [sys.executable, "-m", "jupyter_ckpt.cli", "export", str(cid), str(kept)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (100 << 10, 100 << 10)),
+    )
+    assert limited.returncode == 1, limited
+    assert limited.stderr == f"jupyter ckpt: error: cannot write {kept}: File too large; {kept} was not changed\n"
+    assert kept.read_bytes() == b"an earlier export" and list(kept.parent.iterdir()) == [kept]
+    assert cli("export", str(cid), str(kept)).returncode == 0  # and without the limit, the export replaces it
+    assert dill.load_module_asdict(str(kept))["rows"] == module.rows
