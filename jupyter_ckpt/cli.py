@@ -227,8 +227,15 @@ def _set_enabled(enabled: bool) -> None:
     if enabled:
         extensions.append(EXTENSION)
     app["extensions"] = extensions
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(config, indent=2) + "\n")
+    written = path.with_name(f".{path.name}.{os.getpid()}")
+    try:  # whole or not at all: a full disk left the user's profile truncated
+        path.parent.mkdir(parents=True, exist_ok=True)
+        written.write_text(json.dumps(config, indent=2) + "\n")
+        os.replace(written, path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            written.unlink()
+        raise BadArgument(f"cannot write the IPython profile's {path}: {e.strerror}; nothing was changed") from None
     print(f"jupyter_ckpt {'enabled' if enabled else 'disabled'} in {path}")
 
 

@@ -203,3 +203,24 @@ def test_an_export_that_cannot_be_written_whole_changes_nothing(store: Store, tm
     assert kept.read_bytes() == b"an earlier export" and list(kept.parent.iterdir()) == [kept]
     assert cli("export", str(cid), str(kept)).returncode == 0  # and without the limit, the export replaces it
     assert dill.load_module_asdict(str(kept))["rows"] == module.rows
+
+
+def test_enable_on_a_full_disk_leaves_the_profile_as_it_was(jupyter_dirs: Path) -> None:
+    """``jupyter ckpt enable`` rewrote the IPython profile's config in place: out of room, the user's settings were
+    cut short and a traceback shown."""
+    config = Path(os.environ["IPYTHONDIR"]) / "profile_default" / "ipython_config.json"
+    config.parent.mkdir(parents=True)
+    settings = {"InteractiveShell": {"banner1": "x" * (200 << 10)}}  # larger than the limit below
+    config.write_text(json.dumps(settings))
+    r = subprocess.run(  # files this process writes stop at 100 KiB (EFBIG: Python ignores SIGXFSZ)
+        [sys.executable, "-m", "jupyter_ckpt.cli", "enable"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (100 << 10, 100 << 10)),
+    )
+    assert r.returncode == 1, r
+    assert r.stderr == (
+        f"jupyter ckpt: error: cannot write the IPython profile's {config}: File too large; nothing was changed\n"
+    )
+    assert json.loads(config.read_text()) == settings and list(config.parent.iterdir()) == [config]
