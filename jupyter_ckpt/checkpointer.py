@@ -690,6 +690,7 @@ class Checkpointer:
         ``-N`` counts from the state the last cell left (``_step_from_now``).
         """
         mode = self.replay_mode if replay_mode is None else check_mode(replay_mode)
+        only = variable_names(only)
         with self._lock:
             try:
                 if (steps := steps_back(ref)) is not None:
@@ -1031,6 +1032,11 @@ class Checkpointer:
         with self._lock:
             target = self.resolve(ref)
             self.timeline.delete([target.id])
+            if target.id == self.head and self._unsaved is None:
+                # The namespace is still in the deleted checkpoint's state, which no checkpoint holds now: an undo
+                # or a restore checkpoints it first, as a state the policy skipped, and counts back from it (not
+                # from the parent the head moves to, which went one state too far and dropped this one).
+                self._unsaved = (target.trigger, target.status, target.cell)
             self._upload_soon()
             self._recover_head()
             return target
@@ -1051,6 +1057,23 @@ class Checkpointer:
             self._upload_soon()
             self._recover_head()
             return thinned
+
+
+def variable_names(only: Iterable[str] | str | None) -> list[str] | None:
+    """The variables a restore is limited to: a string is one name, or several separated by commas as in
+    ``--only a,b`` (it was read letter by letter: ``only="xy"`` restored ``x`` and ``y``). None is all of them."""
+    if only is None:
+        return None
+    names: list[Any] = [only]  # not iterable: refused below
+    if isinstance(only, str):
+        names = only.split(",")
+    elif isinstance(only, Iterable):
+        names = list(only)
+    if not all(isinstance(n, str) for n in names):
+        raise BadArgument(f"a restore is limited to variables by their names (str), not {only!r}")
+    if not (names := [n.strip() for n in names if n.strip()]):
+        raise BadArgument("no variable named to restore: give one or more names (a,b), or none to restore them all")
+    return names
 
 
 def _encode(outcome: Written) -> list[Any]:

@@ -99,11 +99,8 @@ class CheckpointMagics(Magics):
 
     def _restore(self, opts: argparse.Namespace) -> None:
         ref = self._one_ref(opts, "latest")
-        only = [n.strip() for n in opts.only.split(",") if n.strip()] if opts.only else None
-        if opts.only is not None and not only:
-            raise UsageError("--only needs at least one variable name")
-        report = self.ckpt.restore(ref, only=only, replay_mode="auto" if opts.replay else None)
-        self._hooks.skip_cell = only is None
+        report = self.ckpt.restore(ref, only=opts.only, replay_mode="auto" if opts.replay else None)
+        self._hooks.skip_cell = opts.only is None
         print(report.summary())
 
     def _replay(self, opts: argparse.Namespace) -> None:

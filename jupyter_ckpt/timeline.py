@@ -44,9 +44,17 @@ def numbers(records: Iterable[CheckpointRecord]) -> dict[int, int]:
     return {r.id: n for n, r in enumerate(sorted(records, key=lambda r: r.id), start=1)}
 
 
+def ref_text(ref: str | int) -> str:
+    """A REF as text; anything but an id (int) or a string (``restore(None)``, ``diff(3.5)``, ``True``) is refused,
+    where its text would have been looked up as a tag."""
+    if isinstance(ref, bool) or not isinstance(ref, (str, int)):
+        raise BadArgument(f"a REF is a checkpoint id (int) or text (a tag, latest, -1), not {type(ref).__name__}")
+    return str(ref).strip()
+
+
 def steps_back(ref: str | int) -> int | None:
     """N of a REF ``-N`` (N states back from the head); None for any other REF."""
-    text = str(ref).strip()
+    text = ref_text(ref)
     if not re.fullmatch(r"-\d+", text):
         return None
     if not (steps := int(text[1:])):
@@ -182,8 +190,8 @@ class Timeline:
         ``last-good`` (the newest good state), ``-N`` (N different states back from ``head`` along the parent
         links) or ``previous`` (the newest good state of the kernels before this one: of checkpoints not
         in ``mine``)."""
+        text = ref_text(ref)
         records = self.committed(session)
-        text = str(ref).strip()
         if text == "previous":
             previous = self.previous(session, mine)
             if previous is None:

@@ -225,6 +225,7 @@ def test_help_is_complete(kernels: Any) -> None:
     assert "Kernel checkpoints:" in doc and "not Jupyter's" in doc
     assert "``#N``: its number in this notebook" in doc and "``previous``:" in doc
     assert "session: help.ipynb" in k.ok("%ckpt status")  # the short alias
+    assert k.ok("print(get_ipython().find_line_magic('ckpt').__doc__)") == doc  # "Alias for `%checkpoint`." before
 
 
 def test_quoted_arguments_are_taken_without_their_quotes(kernels: Any, store: Store) -> None:
@@ -428,6 +429,53 @@ def test_a_restore_after_cells_not_checkpointed_loses_nothing_and_an_undo_says_h
     assert replaced[1:] == ("cell", ["x"]) and restore[1] == "restore"
     k.ok(f"%checkpoint restore {replaced[0]}")
     assert k.value("x") == 10
+
+
+def test_an_undo_after_deleting_the_newest_checkpoint_goes_back_one_state_and_keeps_the_deleted_one(
+    kernels: Any,
+) -> None:
+    """Deleting the checkpoint of the state the namespace is in moved the head to its parent as if the namespace
+    were there: the next undo counted from the parent, one state too far, and dropped the deleted state."""
+    k = kernels("deleted.ipynb")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto off\nimport jupyter_ckpt")
+    k.ok("w = 0")
+    k.ok("%checkpoint save")
+    k.ok("y = 1")
+    k.ok("%checkpoint save")
+    k.ok("x = 3")
+    k.ok("%checkpoint save")
+    k.ok("%checkpoint delete latest")
+    k.ok("%checkpoint undo")  # the state before x = 3
+    assert k.value("sorted(n for n in ('w', 'x', 'y') if n in globals())") == ["w", "y"]
+    saved = k.value("[r.id for r in jupyter_ckpt.list() if r.changed == ['x']]")  # checkpointed before the undo
+    assert len(saved) == 1
+    k.ok(f"%checkpoint restore {saved[0]}")
+    assert k.value("[w, x, y]") == [0, 3, 1]
+
+
+def test_the_python_api_reads_only_as_names_and_refuses_what_is_no_ref(kernels: Any) -> None:
+    """``restore(c, only="xy")`` read the string letter by letter: it restored ``x`` and ``y`` over the user's
+    values and left ``xy``. A REF of another type was looked up as a tag named after its text."""
+    k = kernels("api.ipynb")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto off\nimport jupyter_ckpt")
+    k.ok("x, y, xy = 1, 2, 3")
+    k.ok("c = jupyter_ckpt.save()")
+    k.ok("x, y, xy = 10, 20, 30")
+    k.ok("jupyter_ckpt.restore(c, only='xy')")
+    assert k.value("[x, y, xy]") == [10, 20, 3]
+    k.ok("jupyter_ckpt.restore(c, only='x, y')")  # several, as ``--only x,y``
+    assert k.value("[x, y, xy]") == [1, 2, 3]
+    k.ok("x = 5")
+    for call, said in (
+        ("jupyter_ckpt.restore(c, only=[])", "no variable named to restore"),
+        ("jupyter_ckpt.restore(c, only=[1])", "by their names (str), not [1]"),
+        ("jupyter_ckpt.restore(None)", "a REF is a checkpoint id (int) or text"),
+        ("jupyter_ckpt.restore(True)", "not bool"),
+        ("jupyter_ckpt.diff(3.5)", "not float"),
+    ):
+        error = k.run(call).error
+        assert error is not None and error.startswith("BadArgument") and said in error, (call, error)
+    assert k.value("[x, y, xy]") == [5, 2, 3]
 
 
 def test_an_undo_after_a_cell_that_changed_nothing_says_so(kernels: Any) -> None:
