@@ -339,8 +339,9 @@ def load(shell: InteractiveShell) -> None:
     )
     cell_hooks = CellHooks(shell, ckpt, config, notices, session, own)
     setattr(shell, _ON_SHELL, cell_hooks)
-    shell.register_magics(CheckpointMagics(shell, hooks=cell_hooks))
-    shell.magics_manager.register_alias("ckpt", "checkpoint", "line")
+    magics = CheckpointMagics(shell, hooks=cell_hooks)
+    shell.register_magics(magics)
+    shell.magics_manager.register_function(magics.checkpoint, "line", "ckpt")  # the same magic: ``%ckpt?`` is its help
     follow_options(config, ckpt)
     # %config Checkpoints lists the options, and sets them. (IPython infers the list's type from its first item.)
     shell.configurables.append(config)  # type: ignore[arg-type]
