@@ -522,6 +522,8 @@ class LocalBlobs:
             return open(self.path(key), "rb")
         except FileNotFoundError:
             raise IntegrityError(f"blob {key} is missing from the store") from None
+        except OSError as e:  # a directory in its place, no permission, a failing disk: as damaged as a missing one
+            raise IntegrityError(f"blob {key} cannot be read: {e.strerror}") from None
 
     def _header(self, key: str, f: io.BufferedIOBase, size: int) -> tuple[int, int, int, bytes]:
         """Check a blob file's header against its size: returns codec, header size, payload size and MAC."""

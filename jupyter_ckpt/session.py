@@ -63,24 +63,31 @@ def session_name(name: str) -> str:
 
     Raises BadArgument, saying why, for a name no notebook could have.
     """
-    if not name.strip():
-        raise BadArgument("a session name needs at least one character that is not a space")
-    if name != name.strip():
-        raise BadArgument(f"{name!r} cannot be a session name: it starts or ends with a space")
-    if len(name) > NAME_MAX:
-        raise BadArgument(f"a session name has at most {NAME_MAX} characters, not {len(name)}")
-    if _CONTROL.search(name):
-        raise BadArgument(f"{name!r} cannot be a session name: it holds a control character")
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        raise BadArgument("a session name must be valid text (it holds a lone surrogate)") from None
+    check_label(name, "a session name", NAME_MAX)
     if not names_a_path(name):
         return name
     path = notebook_path(name)
     if os.path.isdir(path):
         raise BadArgument(f"{name!r} cannot be a session name: it is a directory, not a notebook")
     return path
+
+
+def check_label(text: str, what: str, most: int) -> None:
+    """The rules a session name and a tag share, as text shown on one line of a table: not blank, no space at
+    either end, no control character, valid UTF-8, at most ``most`` characters. Raises BadArgument saying why
+    not (``what``: "a tag")."""
+    if not isinstance(text, str) or not text.strip():
+        raise BadArgument(f"{what} needs at least one character that is not a space")
+    if text != text.strip():
+        raise BadArgument(f"{text!r} cannot be {what}: it starts or ends with a space")
+    if len(text) > most:
+        raise BadArgument(f"{what} has at most {most} characters, not {len(text)}")
+    if _CONTROL.search(text):
+        raise BadArgument(f"{text!r} cannot be {what}: it holds a control character")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadArgument(f"{what} must be valid text (it holds a lone surrogate)") from None
 
 
 def names_a_path(name: str) -> bool:

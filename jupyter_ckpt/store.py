@@ -58,6 +58,7 @@ from .errors import (
 )
 from .manifest import FORMAT_VERSION, Manifest
 from .permissions import check_private
+from .session import check_label
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -187,16 +188,7 @@ def parse_id(text: str) -> int | None:
 
 def check_tag(tag: str) -> str:
     """The one validation of a tag, for every surface: returns it, or raises BadArgument saying why not."""
-    if not isinstance(tag, str) or not tag.strip():
-        raise BadArgument("a tag needs at least one character that is not a space")
-    if tag != tag.strip():
-        raise BadArgument(f"{tag!r} cannot be a tag: it starts or ends with a space")
-    if len(tag) > TAG_MAX:
-        raise BadArgument(f"a tag has at most {TAG_MAX} characters, not {len(tag)}")
-    try:
-        tag.encode("utf-8")
-    except UnicodeEncodeError:
-        raise BadArgument("a tag must be valid text (it holds a lone surrogate)") from None
+    check_label(tag, "a tag", TAG_MAX)  # a control character broke the tables that list it
     if parse_id(tag) is not None or tag in ("latest", "last-good", "previous") or re.fullmatch(r"#\d+", tag):
         raise BadArgument(f"{tag!r} cannot be a tag: it would read as a checkpoint reference")
     if tag.startswith("-"):

@@ -221,6 +221,11 @@ ROWS = [
         rest=("PATCH", "checkpoints/{b}", {"body": {"tag": "start"}}, 400, "already used"),
         magic=("%checkpoint tag {b} -t start", "tag 'start' is already used"),
     ),
+    Bad(  # it broke the tables that list it
+        "a tag with a control character",
+        rest=("PATCH", "checkpoints/{a}", {"body": {"tag": "a\nb"}}, 400, "control character"),
+        magic=("%checkpoint tag {a} -t a\x1bb", "control character"),
+    ),
     Bad(
         "a tag that is not text (a lone surrogate)",
         rest=("PATCH", "checkpoints/{a}", {"body": '{"tag": "\\ud800"}'}, 400, "lone surrogate"),
@@ -258,9 +263,15 @@ ROWS = [
     ),
     Bad(
         "a store whose blobs cannot be read",
-        cli=(("export", "{b}", "{absent}"), 3, "in the checkpoint store: Not a directory"),
-        rest=("POST", "checkpoints/{b}/restore", {"body": {"kernel_id": "{kernel}"}}, 502, "Not a directory"),
-        magic=("%checkpoint restore {b}", "in the checkpoint store: Not a directory"),
+        cli=(("export", "{b}", "{absent}"), 3, "cannot be read: Not a directory"),
+        rest=("POST", "checkpoints/{b}/restore", {"body": {"kernel_id": "{kernel}"}}, 409, "cannot be read"),
+        magic=("%checkpoint restore {b}", "cannot be read: Not a directory"),
+        damage=_blobs_made_a_file,
+    ),
+    Bad(
+        "a store whose blob directory cannot be listed",
+        cli=(("gc",), 3, "in the checkpoint store: Not a directory"),
+        magic=("%checkpoint gc", "in the checkpoint store: Not a directory"),
         damage=_blobs_made_a_file,
     ),
     Bad(

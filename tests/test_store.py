@@ -94,6 +94,9 @@ def test_truncated_and_missing_blobs_are_refused(store: Store) -> None:
         store.blobs.read(info.key)
     with pytest.raises(IntegrityError, match="malformed blob key"):
         store.blobs.read("../../secret")
+    path.mkdir()  # a directory where the file belongs: damaged as a missing one is (it was an IsADirectoryError)
+    with pytest.raises(IntegrityError, match="cannot be read: Is a directory"):
+        store.blobs.read(info.key)
 
 
 def test_a_tampered_manifest_is_refused(store: Store) -> None:
