@@ -336,12 +336,23 @@ def _kind(t: type) -> int:
             # Not a subclass written in Python (``class Money(float)``, an IntEnum): it is pickled with its class
             # and attributes, which other variables may share.
             kind = _ATOM
+        elif _plain_dtype(t):
+            kind = _ATOM
         elif t not in _BUILTIN_CONTAINERS and serialize.may_be_by_reference(t):
             kind = _NAMED
         else:
             kind = _DATA
         _KINDS[t] = kind
     return kind
+
+
+def _plain_dtype(t: type) -> bool:
+    """A pandas dtype without parameters (``Int64Dtype``, ``BooleanDtype``): its instances are all equal, and pandas
+    hands out one of them to every nullable column, which joined every such frame of a notebook into one group
+    (each change pickled them all again). It is pickled with each variable, as an atom is. A dtype with
+    parameters (a ``CategoricalDtype``'s categories) is walked: shared, it stays shared."""
+    base = getattr(sys.modules.get("pandas.core.dtypes.base"), "ExtensionDtype", None)
+    return base is not None and issubclass(t, base) and not getattr(t, "_metadata", ())
 
 
 def _travels(t: type) -> bool:

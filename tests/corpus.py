@@ -1027,6 +1027,15 @@ PATTERNS = [
         " and pdsc_ts + pdsc_off == pd.Timestamp('2024-04-03 12:00', tz='US/Eastern') and pdsc_bd.n == 3"
         " and pdsc_nat is pd.NaT and str(pdsc_ts.tz) == 'US/Eastern'",
     ),
+    _p(
+        "nullable_frames",
+        "pandas",
+        "import pandas as pd\nnu_a = pd.DataFrame({'n': [1, None], 'ok': [True, None]}).convert_dtypes()\n"
+        "nu_b = pd.DataFrame({'n': [2, 3]}).convert_dtypes()",
+        "str(nu_a['n'].dtype) == str(nu_b['n'].dtype) == 'Int64' and nu_a['n'].dtype == nu_b['n'].dtype"
+        " and str(pd.concat([nu_a, nu_b])['n'].dtype) == 'Int64' and nu_a['n'].isna().tolist() == [False, True]"
+        " and nu_a['ok'].dtype == 'boolean' and (nu_b['n'] + 1).tolist() == [3, 4]",
+    ),
     # -- scipy ---------------------------------------------------------------------------------------
     _p(
         "from_import_scipy",

@@ -482,6 +482,15 @@ def test_what_a_cython_base_of_a_library_class_holds_is_grouped_with_it() -> Non
     assert groups == [["a", "b", "levels"], ["other"]]
 
 
+def test_frames_of_nullable_columns_are_not_joined_by_pandas_one_dtype() -> None:
+    """pandas gives every ``Int64`` column the same ``Int64Dtype()``: every such frame of a notebook was one group,
+    all pickled again whenever one changed."""
+    a = pd.DataFrame({"n": [1, None]}).convert_dtypes()
+    b = pd.DataFrame({"n": [2, 3], "ok": [True, None]}).convert_dtypes()
+    assert a["n"].dtype is b["n"].dtype  # as pandas made them
+    assert group({"a": a, "b": b}) == [["a"], ["b"]]
+
+
 def test_variables_too_large_to_trace_are_kept_together() -> None:
     big = {f"big{i}": [[j] for j in range(50)] for i in range(3)}
     groups = group({**big, "small": [[1]]}, budget=10)
