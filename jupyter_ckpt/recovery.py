@@ -23,7 +23,7 @@ from typing import Any
 from jupyter_events import EventLogger
 
 from .errors import CheckpointError, UnknownSession
-from .kernelclient import KernelConnection
+from .kernelclient import KernelConnection, KernelDied
 from .service import CheckpointService
 from .timeline import good_states
 
@@ -71,6 +71,8 @@ class CrashLoop:
     newest_cell: int | None
     tried: list[int] = field(default_factory=list)
     stopped: bool = False
+    restoring: int | None = None  # the checkpoint being restored now
+    more: bool = False  # whether another state is tried if this one kills the kernel
 
 
 class CrashRecovery:
@@ -93,6 +95,10 @@ class CrashRecovery:
         self._deaths: set[str] = set()
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._loops: dict[str, CrashLoop] = {}
+        # The session each kernel checkpoints into, as it said at its start: its notebook's path then. A notebook
+        # renamed while its kernel runs keeps that kernel in the old session; the kernel the restarter starts
+        # after a crash is on the new path (jupyter_server updates the kernel's environment).
+        self._sessions: dict[str, str] = {}
 
     def start(self) -> None:
         self.bus.register_event_schema(CRASH_SCHEMA)
@@ -113,6 +119,7 @@ class CrashRecovery:
             self._deaths.discard(kernel_id)
             self.service.recovering.discard(kernel_id)
             self._loops.pop(kernel_id, None)
+            self._sessions.pop(kernel_id, None)
             return
         kernels = self.service.kernels
         if action == "start":
@@ -133,6 +140,7 @@ class CrashRecovery:
         """The restarter found the kernel process dead; whatever ran in it is lost."""
         self._deaths.add(kernel_id)
         self.service.recovering.add(kernel_id)
+        self._died_restoring(kernel_id)
         task = self._tasks.pop(kernel_id, None)
         if task is not None:
             task.cancel()
@@ -157,6 +165,7 @@ class CrashRecovery:
     async def _load(self, kernel_id: str) -> None:
         async with self._connect(kernel_id, resume=True) as kernel:
             session = await kernel.call("catch_up")
+        self._sessions[kernel_id] = session
         self.log.info("jupyter-ckpt: kernel %s checkpoints session %s", kernel_id, session)
 
     def _states(self, session: str) -> tuple[list[int], int | None]:
@@ -164,9 +173,32 @@ class CrashRecovery:
         timeline = self.service.timeline
         return good_states(timeline.checkpoints(session)), timeline.store.newest_cell(session)
 
+    def _follow_rename(self, kernel_id: str, old: str, new: str) -> None:
+        """The notebook was renamed (or moved) while its kernel ran, and that kernel died: what it checkpointed
+        under the old path goes to the new one, where the restarted kernel is, unless the new path has a session
+        of its own or another kernel still checkpoints under the old one (in a worker thread)."""
+        store = self.service.store
+        if any(k != kernel_id and s == old for k, s in self._sessions.items()):
+            return
+        try:
+            if store.checkpoints(new):
+                return
+        except UnknownSession:
+            pass
+        try:
+            store.move_session(old, new)
+        except CheckpointError as e:
+            self.log.warning("jupyter-ckpt: the checkpoints of %s stay there, not under %s: %s", old, new, e)
+        else:
+            self.log.info("jupyter-ckpt: notebook %s renamed %s: its checkpoints moved along", old, new)
+
     async def _recover(self, kernel_id: str) -> None:
         async with self._connect(kernel_id, resume=False) as kernel:
             session: str = await kernel.call("session")
+            before = self._sessions.get(kernel_id, session)
+            if before != session:
+                await self.service.in_thread(self._follow_rename, kernel_id, before, session)
+            self._sessions[kernel_id] = session
             try:
                 states, newest_cell = await self.service.in_thread(self._states, session)
             except UnknownSession:
@@ -201,12 +233,15 @@ class CrashRecovery:
             target = untried[0]
             # Counted before the attempt: a state that kills the kernel while it loads is not tried twice.
             loop.tried.append(target)
+            loop.restoring, loop.more = target, len(loop.tried) < MAX_TRIES and len(untried) > 1
             # Until its event is out, the restore is listed as running: a client never sees neither.
             restoring = {"session": session, "what": "restoring its last good state", "done": 0, "total": 0}
             self.service.restoring[kernel_id] = restoring
             try:
                 await kernel.follow_progress(restoring.update)  # what the kernel's progress display says
                 result = await kernel.call("restore", checkpoint=target, trigger="crash-restore")
+            except KernelDied:
+                self._died_restoring(kernel_id)
             except CheckpointError as e:
                 self._publish("crash-restore-failed", session, kernel_id, target, loop.tried, str(e))
             else:
@@ -221,7 +256,22 @@ class CrashRecovery:
                     result["replay_cells"],
                 )
             finally:
+                loop.restoring = None
                 self.service.restoring.pop(kernel_id, None)
+
+    def _died_restoring(self, kernel_id: str) -> None:
+        """Say so if the kernel died while a crash-restore loaded a checkpoint (once, whichever of the restarter
+        and the restore's own request notices first): the state may be what kills it (a C extension that
+        crashes as it loads), and it is not restored again."""
+        loop = self._loops.get(kernel_id)
+        restoring = self.service.restoring.pop(kernel_id, None)
+        if loop is None or loop.restoring is None or restoring is None:
+            return
+        target, loop.restoring = loop.restoring, None
+        message = f"the kernel died while checkpoint {target} was being restored; it is not restored again" + (
+            ": the previous good checkpoint is tried next" if loop.more else ""
+        )
+        self._publish("crash-restore-failed", restoring["session"], kernel_id, target, loop.tried, message)
 
     def _publish(
         self,

@@ -233,3 +233,58 @@ async def test_the_crash_notification_can_tell_how_far_the_restore_is(notebook: 
     assert told["what"] == "restoring kernel checkpoint #1 into the new kernel after a crash"
     assert told["done"] == told["total"] > 16_000_000  # the array was read: its 16 MB and the pickles
     assert await nb.value("(big.shape, slow)") == ((2_000_000,), "rebuilt")
+
+
+async def test_a_state_that_kills_the_kernel_as_it_is_restored_is_said_and_not_restored_again(notebook: Any) -> None:
+    """A crash loop inside the restore itself: loading the newest good state kills the new kernel (as a C
+    extension that segfaults as it loads does). The user is told that state killed it, not "nothing was done. Try
+    again"; the one before it comes back."""
+    nb = await notebook("loop.ipynb")
+    await nb.ok("x = 1")
+    await nb.ok(
+        "class Bomb:\n    def __reduce__(self):\n        import os\n        return (os._exit, (1,))\nbomb = Bomb()"
+    )
+    good, bombed = await nb.wait_for_checkpoints(2)
+    nb.kill()
+    _, failed = await nb.next_crash_event(0, timeout=60)
+    _, restored = await nb.next_crash_event(1, timeout=60)
+    assert (failed["type"], failed["checkpoint"], failed["tried"]) == (
+        "crash-restore-failed",
+        bombed["id"],
+        [bombed["id"]],
+    )
+    assert failed["message"] == (
+        f"the kernel died while checkpoint {bombed['id']} was being restored; it is not restored again: the previous "
+        "good checkpoint is tried next"
+    )
+    assert (restored["type"], restored["checkpoint"], restored["tried"]) == (
+        "crash-restore",
+        good["id"],
+        [bombed["id"], good["id"]],
+    )
+    assert await nb.value("(x, 'bomb' in dir())") == (1, False)
+    assert len(nb.crashes) == 2
+
+
+async def test_a_notebook_renamed_while_its_kernel_runs_gets_its_state_back_after_a_crash(
+    notebook: Any, api: Any
+) -> None:
+    """JupyterLab renames a notebook and moves its session to the new path; the running kernel goes on under the
+    old one, and the kernel the restarter starts after a crash is on the new path. It was restored nothing
+    ("the kernel died before its first checkpoint"): the state is back, and the timeline is the new path's."""
+    nb = await notebook("draft.ipynb")
+    await nb.ok("x = 1")
+    await nb.ok("y = 2")
+    records = await nb.wait_for_checkpoints(2)
+    await api("PATCH", "api", "contents", "draft.ipynb", body={"path": "final.ipynb"})
+    (session,) = await api("GET", "api", "sessions")
+    await api("PATCH", "api", "sessions", session["id"], body={"path": "final.ipynb", "name": "final.ipynb"})
+
+    nb.kill()
+    _, event = await nb.next_crash_event(0)
+    assert (event["type"], event["checkpoint"], event["path"]) == ("crash-restore", records[-1]["id"], "final.ipynb")
+    assert await nb.value("(x, y)") == (1, 2)
+    nb.path = "final.ipynb"
+    timeline = await nb.wait_for_checkpoints(4)
+    assert [r["trigger"] for r in timeline] == ["cell", "cell", "crash-restore", "cell"]
+    assert [s["path"] for s in (await api("GET", "api", "ckpt", "sessions"))["sessions"]] == ["final.ipynb"]
