@@ -9,6 +9,7 @@ Checkpointer the extension keeps on the shell.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,7 @@ from IPython.core.interactiveshell import InteractiveShell
 
 from .errors import CheckpointError
 from .extension import CellHooks, hooks
+from .session import SERVER, SessionKey
 
 
 def _session(cell_hooks: CellHooks) -> str:
@@ -25,6 +27,18 @@ def _session(cell_hooks: CellHooks) -> str:
 def _catch_up(cell_hooks: CellHooks) -> str:
     """Checkpoint the cells a frontend ran before the extension was loaded; the kernel's session."""
     cell_hooks.catch_up()
+    return cell_hooks.ckpt.session
+
+
+def _rename(cell_hooks: CellHooks, old: str, new: str) -> str:
+    """The server renamed this kernel's notebook from ``old`` to ``new`` (both session keys): its checkpoints and
+    the kernel go on under the new path, and the kernel no longer goes back to the old one at its next cell (its
+    ``JPY_SESSION_NAME`` is the old path). A session the user named, or another notebook's, stays. The kernel's
+    session."""
+    if cell_hooks.session.source == SERVER and cell_hooks.ckpt.session == old:
+        cell_hooks.ckpt.move_to(new, take_along=True)
+        os.environ["JPY_SESSION_NAME"] = new
+        cell_hooks.session = SessionKey(new, SERVER)
     return cell_hooks.ckpt.session
 
 
@@ -52,6 +66,7 @@ def _offer(cell_hooks: CellHooks) -> dict[str, Any] | None:
 VERBS: dict[str, Callable[..., Any]] = {
     "session": _session,
     "catch_up": _catch_up,
+    "rename": _rename,
     "save": _save,
     "restore": _restore,
     "replay": _replay,

@@ -28,6 +28,7 @@ from .service import CheckpointService
 from .timeline import good_states
 
 KERNEL_ACTIONS = "https://events.jupyter.org/jupyter_server/kernel_actions/v1"
+CONTENTS = "https://events.jupyter.org/jupyter_server/contents_service/v1"
 CRASH_EVENTS = "https://events.jupyter.org/jupyter_ckpt/crash_recovery/v1"
 CRASH_SCHEMA = {
     "$id": CRASH_EVENTS,
@@ -103,9 +104,11 @@ class CrashRecovery:
     def start(self) -> None:
         self.bus.register_event_schema(CRASH_SCHEMA)
         self.bus.add_listener(schema_id=KERNEL_ACTIONS, listener=self._on_kernel_action)
+        self.bus.add_listener(schema_id=CONTENTS, listener=self._on_contents)
 
     async def stop(self) -> None:
         self.bus.remove_listener(schema_id=KERNEL_ACTIONS, listener=self._on_kernel_action)
+        self.bus.remove_listener(schema_id=CONTENTS, listener=self._on_contents)
         tasks = list(self._tasks.values())
         for task in tasks:
             task.cancel()
@@ -135,6 +138,25 @@ class CrashRecovery:
         self.service.recovering.discard(kernel_id)
         if self.autoload:
             self._run(kernel_id, self._load(kernel_id))
+
+    async def _on_contents(self, logger: Any, schema_id: str, data: dict[str, Any]) -> None:
+        """A notebook renamed (or moved) in the server: its checkpoints go along, and so do its running kernels,
+        so that its timeline, ``previous`` in its next kernel and crash recovery find them under the new path."""
+        if data.get("action") != "rename" or not data.get("source_path") or not data.get("path"):
+            return
+        old, new = (self.service.session_keys(data[name])[1] for name in ("source_path", "path"))
+        kernels = [k for k, s in self._sessions.items() if s == old and k not in self._deaths]
+        for kernel_id in kernels:
+            try:
+                async with self._connect(kernel_id, resume=True) as kernel:
+                    self._sessions[kernel_id] = await kernel.call("rename", old=old, new=new)
+            except CheckpointError as e:  # a kernel busy past the timeout: moved along if it crashes (_recover)
+                self.log.warning("jupyter-ckpt: kernel %s stays in session %s for now: %s", kernel_id, old, e)
+        if not kernels:
+            try:
+                await self.service.in_thread(self._follow_rename, "", old, new)
+            except CheckpointError as e:  # a store this server cannot open: the rename itself went through
+                self.log.warning("jupyter-ckpt: the checkpoints of %s stay there, not under %s: %s", old, new, e)
 
     def _died(self, kernel_id: str) -> None:
         """The restarter found the kernel process dead; whatever ran in it is lost."""

@@ -288,3 +288,21 @@ async def test_a_notebook_renamed_while_its_kernel_runs_gets_its_state_back_afte
     timeline = await nb.wait_for_checkpoints(4)
     assert [r["trigger"] for r in timeline] == ["cell", "cell", "crash-restore", "cell"]
     assert [s["path"] for s in (await api("GET", "api", "ckpt", "sessions"))["sessions"]] == ["final.ipynb"]
+
+
+async def test_a_notebook_renamed_while_its_kernel_runs_takes_its_checkpoints_along(notebook: Any, api: Any) -> None:
+    """Untitled.ipynb, renamed once the work is worth keeping: its timeline is the new name's at once, the next
+    cells go on there, and nothing is left under the old name for the next Untitled.ipynb to offer."""
+    nb = await notebook("Untitled.ipynb")
+    await nb.ok("x = 1")
+    (first,) = await nb.wait_for_checkpoints(1)
+    await api("PATCH", "api", "contents", "Untitled.ipynb", body={"path": "model.ipynb"})
+    (session,) = await api("GET", "api", "sessions")
+    await api("PATCH", "api", "sessions", session["id"], body={"path": "model.ipynb", "name": "model.ipynb"})
+    nb.path = "model.ipynb"
+    assert [r["id"] for r in await nb.wait_for_checkpoints(1)] == [first["id"]]
+    await nb.ok("y = 2")
+    timeline = await nb.wait_for_checkpoints(2)
+    assert [r["parent"] for r in timeline] == [None, first["id"]]
+    assert [s["path"] for s in (await api("GET", "api", "ckpt", "sessions"))["sessions"]] == ["model.ipynb"]
+    assert (await nb.ok("%checkpoint session")).endswith("/model.ipynb (JPY_SESSION_NAME, from jupyter_server)\n")
