@@ -14,6 +14,8 @@ It reaches kernels through ``kernelclient`` and the store through the
 from __future__ import annotations
 
 import asyncio
+import os
+import posixpath
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
@@ -140,11 +142,30 @@ class CrashRecovery:
             self._run(kernel_id, self._load(kernel_id))
 
     async def _on_contents(self, logger: Any, schema_id: str, data: dict[str, Any]) -> None:
-        """A notebook renamed (or moved) in the server: its checkpoints go along, and so do its running kernels,
-        so that its timeline, ``previous`` in its next kernel and crash recovery find them under the new path."""
+        """A notebook, or a folder of notebooks, renamed (or moved) in the server: their checkpoints go along, and
+        so do their running kernels, so that the timeline, ``previous`` in a next kernel and crash recovery find
+        them under the new path."""
         if data.get("action") != "rename" or not data.get("source_path") or not data.get("path"):
             return
-        old, new = (self.service.session_keys(data[name])[1] for name in ("source_path", "path"))
+        # As jupyter_server names a notebook in JPY_SESSION_NAME, from its folder as it is now (a folder renamed
+        # is a folder at its new path: the key of its path is not that folder's).
+        kernels = self.service.kernels
+        old, new = (
+            os.path.join(kernels.cwd_for_path(posixpath.dirname(data[name])), posixpath.basename(data[name]))  # type: ignore[no-untyped-call]
+            for name in ("source_path", "path")
+        )
+        try:
+            stored = [s["key"] for s in await self.service.in_thread(self.service.store.sessions)]
+        except CheckpointError as e:  # a store this server cannot open: the rename itself went through
+            self.log.warning("jupyter-ckpt: the checkpoints under %s stay there, not under %s: %s", old, new, e)
+            return
+        inside = os.path.join(old, "")
+        keys = {k for k in [*stored, *self._sessions.values()] if k.startswith(inside)} | {old}
+        for key in sorted(keys):
+            await self._rename(key, new + key[len(old) :])
+
+    async def _rename(self, old: str, new: str) -> None:
+        """Session ``old`` goes on as ``new``: in its running kernels, else in the store alone."""
         kernels = [k for k, s in self._sessions.items() if s == old and k not in self._deaths]
         for kernel_id in kernels:
             try:
@@ -155,7 +176,7 @@ class CrashRecovery:
         if not kernels:
             try:
                 await self.service.in_thread(self._follow_rename, "", old, new)
-            except CheckpointError as e:  # a store this server cannot open: the rename itself went through
+            except CheckpointError as e:
                 self.log.warning("jupyter-ckpt: the checkpoints of %s stay there, not under %s: %s", old, new, e)
 
     def _died(self, kernel_id: str) -> None:

@@ -306,3 +306,23 @@ async def test_a_notebook_renamed_while_its_kernel_runs_takes_its_checkpoints_al
     assert [r["parent"] for r in timeline] == [None, first["id"]]
     assert [s["path"] for s in (await api("GET", "api", "ckpt", "sessions"))["sessions"]] == ["model.ipynb"]
     assert (await nb.ok("%checkpoint session")).endswith("/model.ipynb (JPY_SESSION_NAME, from jupyter_server)\n")
+
+
+async def test_a_folder_renamed_takes_the_checkpoints_of_its_notebooks_along(notebook: Any, api: Any) -> None:
+    """The notebooks of a folder renamed, one with a running kernel and one closed: both timelines are found under
+    the new folder, and the running kernel goes on there."""
+    closed = await notebook("project/old.ipynb")
+    await closed.ok("a = 1")
+    await closed.wait_for_checkpoints(1)
+    await api("DELETE", "api", "sessions", (await api("GET", "api", "sessions"))[0]["id"])
+    nb = await notebook("project/live.ipynb")
+    await nb.ok("b = 2")
+    await nb.wait_for_checkpoints(1)
+    await api("PATCH", "api", "contents", "project", body={"path": "renamed"})
+    (session,) = await api("GET", "api", "sessions")
+    await api("PATCH", "api", "sessions", session["id"], body={"path": "renamed/live.ipynb", "name": "live.ipynb"})
+    nb.path = "renamed/live.ipynb"
+    await nb.ok("c = 3")
+    assert len(await nb.wait_for_checkpoints(2)) == 2
+    paths = [s["path"] for s in (await api("GET", "api", "ckpt", "sessions"))["sessions"]]
+    assert sorted(paths) == ["renamed/live.ipynb", "renamed/old.ipynb"]
