@@ -29,6 +29,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from numbers import Integral
 from typing import Any
 
 from .errors import BadArgument, CheckpointError, UnknownCheckpoint, UnknownSession
@@ -47,9 +48,9 @@ def numbers(records: Iterable[CheckpointRecord]) -> dict[int, int]:
 def ref_text(ref: str | int) -> str:
     """A REF as text; anything but an id (int) or a string (``restore(None)``, ``diff(3.5)``, ``True``) is refused,
     where its text would have been looked up as a tag."""
-    if isinstance(ref, bool) or not isinstance(ref, (str, int)):
+    if isinstance(ref, bool) or not isinstance(ref, (str, Integral)):  # numpy's integers are ids too
         raise BadArgument(f"a REF is a checkpoint id (int) or text (a tag, latest, -1), not {type(ref).__name__}")
-    return str(ref).strip()
+    return ref.strip() if isinstance(ref, str) else str(int(ref))
 
 
 def steps_back(ref: str | int) -> int | None:
