@@ -522,7 +522,7 @@ class Checkpointer:
         try:
             if error is not None:
                 raise error
-            self._recover_head()
+            self._recover_head(committing=True)
             manifest = capture.link(result[0], self.head, self._head_manifest)
             cid = self.store.commit(self.session, manifest, result[1])
             fits_again = self.retention.committed(sum(b.stored for b in result[1].values() if b.new))
@@ -588,12 +588,20 @@ class Checkpointer:
             path.unlink(missing_ok=True)
         return adopted
 
-    def _recover_head(self) -> None:
-        """If the head was deleted elsewhere (the server's API, a ``gc``), move it back as the store moves the
-        deleted one's children: to its parent, or to the session's newest checkpoint if that is gone too."""
+    def _recover_head(self, *, committing: bool = False) -> None:
+        """If the head was deleted (``delete``, the server's API, a ``gc``), move it back as the store moves the
+        deleted one's children: to its parent, or to the session's newest checkpoint if that is gone too.
+
+        The namespace is still in the deleted checkpoint's state (unless cells ran since, or a checkpoint of a
+        later state is being ``committing``), which no checkpoint holds now: an undo or a restore checkpoints it
+        first, as a state the policy skipped, and counts back from it. Counted from the parent, an undo went one
+        state too far and dropped this one."""
         if self.head is None or self.store.exists(self.head):
             return
-        parent = self._head_manifest["parent"] if self._head_manifest else None
+        gone = self._head_manifest
+        if gone is not None and self._unsaved is None and not committing:
+            self._unsaved = ("cell", gone["status"], gone["cell"])
+        parent = gone["parent"] if gone else None
         if parent is None or not self.store.exists(parent):
             newest = self.checkpoints_committed()
             parent = newest[-1].id if newest else None
@@ -694,6 +702,7 @@ class Checkpointer:
         with self._lock:
             try:
                 if (steps := steps_back(ref)) is not None:
+                    self._catch_up()  # the head as the store has it now: deleted meanwhile, the state is unsaved
                     ref = self._step_from_now(steps)
                 target = self.resolve(ref)
             except UnknownCheckpoint as e:
@@ -1032,11 +1041,6 @@ class Checkpointer:
         with self._lock:
             target = self.resolve(ref)
             self.timeline.delete([target.id])
-            if target.id == self.head and self._unsaved is None:
-                # The namespace is still in the deleted checkpoint's state, which no checkpoint holds now: an undo
-                # or a restore checkpoints it first, as a state the policy skipped, and counts back from it (not
-                # from the parent the head moves to, which went one state too far and dropped this one).
-                self._unsaved = (target.trigger, target.status, target.cell)
             self._upload_soon()
             self._recover_head()
             return target
