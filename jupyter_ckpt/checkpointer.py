@@ -702,7 +702,6 @@ class Checkpointer:
         with self._lock:
             try:
                 if (steps := steps_back(ref)) is not None:
-                    self._catch_up()  # the head as the store has it now: deleted meanwhile, the state is unsaved
                     ref = self._step_from_now(steps)
                 target = self.resolve(ref)
             except UnknownCheckpoint as e:
@@ -809,6 +808,7 @@ class Checkpointer:
         and dropped that state. Checked first: the steps must reach from it (one fewer from the newest
         checkpoint), so a REF that cannot be reached changes nothing. A store too full for it does not keep
         the restore from running: that is said, and the steps count from the newest checkpoint, one fewer."""
+        self._catch_up()  # the head as the store has it now: deleted meanwhile, its state is unsaved (_recover_head)
         if self._unsaved is None:
             return f"-{steps}"
         fewer = f"-{steps - 1}" if steps > 1 else "latest" if self.head is None else str(self.head)
