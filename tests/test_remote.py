@@ -140,6 +140,7 @@ def test_a_store_that_takes_connections_and_never_answers_is_said_once_and_holds
     assert len(ckpt.checkpoints()) == 2 and time.monotonic() - again < 1  # the next look does not wait again
     assert sum("cannot be used" in line for line in said) == 1, said  # the pull's and the uploads' failures: once
     replica.stop()
+    listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept(); close() alone does not, on Linux
     listener.close()
     accepting.join()
     for connection in held:
