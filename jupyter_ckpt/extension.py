@@ -27,7 +27,7 @@ from . import shellconfig
 from .cellcode import only_checkpoint_magics
 from .checkpointer import Checkpointer, Policy
 from .config import Checkpoints, open_replica
-from .errors import CheckpointError
+from .errors import CheckpointError, reading_store
 from .format import previous_session_line
 from .notice import Notice
 from .progress import PROGRESS_MIME
@@ -320,23 +320,27 @@ def load(shell: InteractiveShell) -> None:
     except CheckpointError as e:  # no client for the URL: local checkpoints go on, and the user is told
         notify(f"jupyter-ckpt: {e}; checkpoints are kept locally only")
         replica = None
-    ckpt = Checkpointer(
-        store,
-        session.key,
-        shell.user_module,
-        hidden=lambda: cell_hooks.hidden(),
-        notify=notices.append,
-        policy=default,
-        background=config.background,
-        lazy=config.lazy_restore,
-        replay_mode=config.replay,
-        scheduler=Scheduler(budget=config.budget, max_lag=config.max_lag),
-        run_cell=lambda source, namespace: exec(compile(shell.transform_cell(source), "<replay>", "exec"), namespace),  # type: ignore[no-untyped-call]  # IPython is unannotated
-        configure=lambda lines: shellconfig.apply(shell, lines),
-        replica=replica,
-        progress=lambda what: ProgressLine(what, config.progress_after),
-        limits=config.limits(),
-    )
+    with reading_store(store.root):  # it adopts the results killed kernels' writers left in the store
+        ckpt = Checkpointer(
+            store,
+            session.key,
+            shell.user_module,
+            hidden=lambda: cell_hooks.hidden(),
+            notify=notices.append,
+            policy=default,
+            background=config.background,
+            lazy=config.lazy_restore,
+            replay_mode=config.replay,
+            scheduler=Scheduler(budget=config.budget, max_lag=config.max_lag),
+            run_cell=lambda source, namespace: exec(
+                compile(shell.transform_cell(source), "<replay>", "exec"),  # type: ignore[no-untyped-call]  # IPython is unannotated
+                namespace,
+            ),
+            configure=lambda lines: shellconfig.apply(shell, lines),
+            replica=replica,
+            progress=lambda what: ProgressLine(what, config.progress_after),
+            limits=config.limits(),
+        )
     cell_hooks = CellHooks(shell, ckpt, config, notices, session, own)
     setattr(shell, _ON_SHELL, cell_hooks)
     magics = CheckpointMagics(shell, hooks=cell_hooks)

@@ -15,7 +15,7 @@ from typing import Any
 
 from IPython.core.interactiveshell import InteractiveShell
 
-from .errors import CheckpointError
+from .errors import CheckpointError, reading_store
 from .extension import CellHooks, hooks
 from .session import SERVER, SessionKey
 
@@ -85,4 +85,5 @@ def dispatch(shell: InteractiveShell, request: str) -> str:
     cell_hooks = hooks(shell)
     if cell_hooks is None:
         raise CheckpointError("jupyter-ckpt did not load in this kernel")
-    return json.dumps(verb(cell_hooks, **call["args"]))
+    with reading_store(cell_hooks.ckpt.store.root):  # a store file the system will not read: one clear error
+        return json.dumps(verb(cell_hooks, **call["args"]))

@@ -812,3 +812,23 @@ def test_the_default_policy_checkpoints_idle_cells_and_bounds_the_lag_of_back_to
     assert batch[-1] == 6 and 2 <= len(batch) <= 3 and max(steps) <= 4
     assert "policy: after every cell, within the overhead budget" in status
     assert f"cells not checkpointed: {7 - len(batch)} (back to back, over the overhead budget)" in status
+
+
+def test_a_store_file_the_kernel_cannot_read_is_one_line_at_load_and_in_the_server_s_requests(
+    kernels: Any, store: Store
+) -> None:
+    """A result a killed kernel's writer left, made a directory: ``%load_ext`` showed an IsADirectoryError traceback,
+    and the server's requests to a kernel that meets it (a notebook renamed) failed as "the kernel raised" it."""
+    record = store.blobs.tmp / "result.999999999.0.json"  # of a writer whose kernel is gone
+    record.mkdir()
+    k = kernels()
+    unreadable = f"StoreUnreadable: cannot read {record} in the checkpoint store: Is a directory"
+    result = k.run("%load_ext jupyter_ckpt")
+    assert result.error == unreadable and len(result.traceback) == 1, result
+    record.rmdir()
+    k.ok("%load_ext jupyter_ckpt")
+    record.mkdir()
+    old = k.value("__import__('jupyter_ckpt').extension.active().session")
+    rename = json.dumps({"verb": "rename", "args": {"old": old, "new": old + ".renamed"}, "resume": True})
+    request = f"from jupyter_ckpt.kernel_api import dispatch\ndispatch(get_ipython(), {rename!r})"
+    assert k.run(request).error == unreadable  # the server's request, as kernelclient sends it

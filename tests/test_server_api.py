@@ -333,3 +333,20 @@ async def test_a_new_kernel_offers_what_the_last_one_left_until_it_restores(api:
     assert await api("GET", *CKPT, "offer", params={"kernel_id": second.kernel_id}) == {"offer": None}
     code, message = await api.error("GET", *CKPT, "offer")
     assert code == 400 and "'kernel_id'" in message
+
+
+async def test_a_store_file_the_kernel_cannot_read_is_one_clear_error(
+    api: Any, ckpt_app: Any, jp_create_notebook: Any
+) -> None:
+    """A writer's result record in the store made a directory (a damaged store, as a blob directory made a file
+    is): the kernel's answer was a 502, "the kernel raised IsADirectoryError". It names the file now, as the
+    magic and the command line do, and nothing is changed."""
+    record = ckpt_app.store.blobs.tmp / "result.999999999.0.json"  # of a writer whose kernel is gone
+    record.mkdir()
+    jp_create_notebook("damaged.ipynb")
+    model = {"path": "damaged.ipynb", "type": "notebook", "kernel": {"name": "python3"}}
+    kernel_id = (await api("POST", "api", "sessions", body=model))["kernel"]["id"]
+    body = {"session": "damaged.ipynb", "kernel_id": kernel_id}
+    unreadable = f"cannot read {record} in the checkpoint store: Is a directory"
+    assert await api.error("POST", *CKPT, "checkpoints", body=body) == (500, unreadable)
+    assert record.is_dir() and await api("GET", *CKPT, "sessions") == {"sessions": []}
