@@ -53,13 +53,6 @@ def checkpoint_id(text: str) -> int:
     return cid
 
 
-def _optional_text(body: dict[str, Any], name: str) -> str | None:
-    value = body.get(name)
-    if value is not None and not isinstance(value, str):
-        raise BadArgument(f"{name!r} must be a string or null")
-    return value
-
-
 class CkptHandler(APIHandler):
     auth_resource = AUTH_RESOURCE
 
@@ -67,14 +60,23 @@ class CkptHandler(APIHandler):
     def ckpt(self) -> CheckpointService:
         return self.settings[SERVICE]  # type: ignore[no-any-return]
 
-    def json_body(self, *required: str) -> dict[str, Any]:
-        """The request's JSON object, with every ``required`` field a string."""
+    def json_body(self, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict[str, Any]:
+        """The request's JSON object: every ``required`` field a string, each ``optional`` one a string or null
+        when given, and no other field (a misspelt one was ignored: ``{"tags": "x"}`` changed nothing, and said
+        200)."""
         body = self.get_json_body()  # malformed JSON is a 400 already
         if not isinstance(body, dict):
             raise BadArgument("the request body must be a JSON object")
+        unknown = [name for name in body if name not in required + optional]
+        if unknown:
+            fields = ", ".join(repr(name) for name in required + optional)
+            raise BadArgument(f"unknown field {unknown[0]!r} in the request body, which takes {fields}")
         for name in required:
             if not isinstance(body.get(name), str):
                 raise BadArgument(f"the request body needs {name!r}, a string")
+        for name in optional:
+            if body.get(name) is not None and not isinstance(body[name], str):
+                raise BadArgument(f"{name!r} must be a string or null")
         return body
 
     def reply(self, data: dict[str, Any], status: int = 200) -> None:
@@ -104,9 +106,8 @@ class CheckpointsHandler(CkptHandler):
     @authorized
     @http_errors
     async def post(self) -> None:
-        body = self.json_body("session", "kernel_id")
-        message, tag = _optional_text(body, "message"), _optional_text(body, "tag")
-        record = await self.ckpt.save(body["session"], body["kernel_id"], message, tag)
+        body = self.json_body(("session", "kernel_id"), ("message", "tag"))
+        record = await self.ckpt.save(body["session"], body["kernel_id"], body.get("message"), body.get("tag"))
         self.set_header("Location", url_path_join(self.base_url, "api/ckpt/checkpoints", str(record["id"])))
         self.reply(record, status=201)
 
@@ -123,10 +124,10 @@ class CheckpointHandler(CkptHandler):
     @http_errors
     async def patch(self, ref: str) -> None:
         cid = checkpoint_id(ref)
-        body = self.json_body()
+        body = self.json_body((), ("tag",))
         if "tag" not in body:
             raise BadArgument("the request body needs 'tag', a string or null")
-        self.reply(await self.ckpt.tag(cid, _optional_text(body, "tag")))
+        self.reply(await self.ckpt.tag(cid, body["tag"]))
 
     @tornado.web.authenticated
     @authorized
@@ -143,8 +144,8 @@ class RestoreHandler(CkptHandler):
     @http_errors
     async def post(self, ref: str) -> None:
         cid = checkpoint_id(ref)
-        body = self.json_body("kernel_id")
-        self.reply(await self.ckpt.restore(cid, body["kernel_id"], _optional_text(body, "replay")))
+        body = self.json_body(("kernel_id",), ("replay",))
+        self.reply(await self.ckpt.restore(cid, body["kernel_id"], body.get("replay")))
 
 
 class ReplayHandler(CkptHandler):
@@ -152,7 +153,7 @@ class ReplayHandler(CkptHandler):
     @authorized
     @http_errors
     async def post(self) -> None:
-        body = self.json_body("kernel_id")
+        body = self.json_body(("kernel_id",))
         self.reply({"variables": await self.ckpt.replay(body["kernel_id"])})
 
 

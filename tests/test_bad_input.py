@@ -226,6 +226,10 @@ ROWS = [
         rest=("PATCH", "checkpoints/{a}", {"body": {"tag": "a\nb"}}, 400, "control character"),
         magic=("%checkpoint tag {a} -t a\x1bb", "control character"),
     ),
+    Bad(  # ignored: the reply was 200 and the checkpoint as it was, so a misspelt field looked done
+        "a field the request does not take",
+        rest=("PATCH", "checkpoints/{a}", {"body": {"tag": "t", "tags": "u"}}, 400, "unknown field 'tags'"),
+    ),
     Bad(
         "a tag that is not text (a lone surrogate)",
         rest=("PATCH", "checkpoints/{a}", {"body": '{"tag": "\\ud800"}'}, 400, "lone surrogate"),

@@ -165,6 +165,18 @@ async def test_malformed_requests_get_clear_errors_and_change_nothing(
         (("PATCH", *one), {"body": "[1]"}, 400, "must be a JSON object"),
         (("PATCH", *one), {"body": {}}, 400, "needs 'tag'"),
         (("PATCH", *one), {"body": {"tag": 5}}, 400, "must be a string or null"),
+        # A field the endpoint does not take was ignored, and the reply said 200 with nothing done.
+        (("PATCH", *one), {"body": {"tags": "x"}}, 400, "unknown field 'tags' in the request body, which takes 'tag'"),
+        (("PATCH", *one), {"body": {"tag": "x", "message": "y"}}, 400, "unknown field 'message'"),
+        (("POST", *one, "restore"), {"body": {"kernel_id": "x", "only": ["n"]}}, 400, "unknown field 'only'"),
+        (("POST", *one, "restore"), {"body": {"kernel_id": "x", "replay": True}}, 400, "'replay' must be a string"),
+        (("POST", *CKPT, "replay"), {"body": {"kernel_id": "x", "cells": [1]}}, 400, "unknown field 'cells'"),
+        (
+            ("POST", *CKPT, "checkpoints"),
+            {"body": {"session": timeline["path"], "kernel_id": "x", "label": "y"}},
+            400,
+            "which takes 'session', 'kernel_id', 'message', 'tag'",
+        ),
         *[
             (("PATCH", *one), {"body": {"tag": tag}}, 400, why)
             for tag, why in [
@@ -176,7 +188,8 @@ async def test_malformed_requests_get_clear_errors_and_change_nothing(
             ]
         ],
         (("POST", *one, "restore"), {"body": ""}, 400, "must be a JSON object"),
-        (("POST", *one, "restore"), {"body": {"kernel": "x"}}, 400, "needs 'kernel_id'"),
+        (("POST", *one, "restore"), {"body": {}}, 400, "needs 'kernel_id'"),
+        (("POST", *one, "restore"), {"body": {"kernel": "x"}}, 400, "unknown field 'kernel'"),
         (("POST", *CKPT, "checkpoints", "999", "restore"), {"body": {"kernel_id": "x"}}, 404, "no checkpoint 999"),
         (("POST", *CKPT, "checkpoints"), {"body": {"session": timeline["path"]}}, 400, "needs 'kernel_id'"),
         (
