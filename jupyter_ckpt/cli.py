@@ -22,13 +22,18 @@ from .serialize import as_main
 from .session import session_name
 from .store import Store
 from .timeline import Timeline, numbers
-from .units import human_bytes, parse_size
+from .units import human_bytes, parse_size, read_negative_sizes
 
 EXTENSION = "jupyter_ckpt"
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse's parser, whose errors are one line like every other error of the command (exit 2)."""
+    """argparse's parser, whose errors are one line like every other error of the command (exit 2), and that reads
+    ``--max-size -5G`` as a (negative) size."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        read_negative_sizes(self)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"jupyter ckpt: error: {message} (see {self.prog} --help)\n")

@@ -16,7 +16,7 @@ from .errors import CheckpointError, reading_store
 from .format import describe_policy, describe_usage, format_diff, format_table, format_thinned
 from .session import SessionKey
 from .timeline import numbers
-from .units import human_bytes, parse_size
+from .units import human_bytes, parse_size, read_negative_sizes
 
 # IPython.core.magic_arguments is unannotated: the three functions used here, with their types.
 _Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
@@ -350,6 +350,8 @@ class CheckpointMagics(Magics):
         with self._translated():
             return run(self, opts)
 
+
+read_negative_sizes(CheckpointMagics.checkpoint.parser)  # type: ignore[attr-defined]  # magic_arguments made it
 
 # Each option of %checkpoint as the user types it, and the commands that take it; any other command refuses it.
 OPTION_FLAGS = {

@@ -152,6 +152,11 @@ ROWS = [
         rest=("GET", "events", {"params": {"since": "yesterday"}}, 400, "'since' must be a number"),
         magic=("%checkpoint gc --max-size lots", "'lots' is not a size"),
     ),
+    Bad(  # read as an option: "--max-size: expected one argument"
+        "a negative size",
+        cli=(("gc", "--max-size", "-5G"), 1, "'-5G' is a negative size: give 0 or more"),
+        magic=("%checkpoint gc --max-size -5G", "'-5G' is a negative size: give 0 or more"),
+    ),
     Bad(
         "a number that is not finite, to the REST API",
         rest=("GET", "events", {"params": {"since": "nan"}}, 400, "'since' must be a number"),
