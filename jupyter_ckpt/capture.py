@@ -493,6 +493,21 @@ def group(
     return partition.groups(sorted(variables))
 
 
+def sharing(
+    holders: dict[str, Any], others: dict[str, Any], namespace: dict[str, Any], budget: int = REACH_BUDGET
+) -> dict[str, set[str]]:
+    """For each of ``others`` that no holder holds, the ``holders`` it shares an object with (an optimizer, and the
+    model whose parameters it holds); ``{}`` where a walk cannot finish. The walk does not enter ``namespace``."""
+    owner: dict[int, str] = {id(vars(builtins)): _NAMESPACE, id(namespace): _NAMESPACE}
+    try:
+        for name, value in holders.items():
+            _reach(value, name, owner, budget)
+        free = {n: v for n, v in others.items() if id(v) not in owner}
+        return {n: _reach(v, n, owner, budget) & holders.keys() for n, v in free.items()}
+    except Exception:  # _Overflow, or an object the walk could not read (``group``)
+        return {}
+
+
 RANDOM = "random streams"  # how the timeline's changed column names the global random states
 _NAMESPACE = ""  # the owner ``group`` records for the namespace: no variable has that name
 

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import serialize
-from .capture import Partition
+from .capture import Partition, sharing
 from .cellcode import MUTATORS, parsed
 from .errors import BadArgument
 from .store import Cell
@@ -230,6 +230,10 @@ class Part:
     # For each cell, what it reads that no cell had bound yet but a later one binds (``sum = 0`` after a cell
     # that called ``sum``): taken out of its namespace before it runs, so that it reads the builtin it read.
     unbound: list[set[str]]
+    # What else the cells bind, each with the first later cell the part does not run that uses it (None: none
+    # does). One that the cells made sharing a rebuilt variable's objects (the optimizer of a model made
+    # anew) is taken with it where no such cell follows (``_companions``).
+    also: dict[str, int | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -344,12 +348,49 @@ def plan(missing: Iterable[str], cells: list[Cell]) -> Recipe:
                     for i in indices
                 ],
                 [{n for n in index.stale[i] - absent if index.binding(n, i) is None} for i in indices],
+                _also(names, indices, read, index, cells),
             )
         )
     chosen = sorted(set().union(*needs.values())) if needs else []
     recipe.cells = [cells[i] for i in chosen]
     recipe.mutated = set().union(*(read[i].mutated for i in chosen))
     return recipe
+
+
+def _also(
+    names: list[str], indices: list[int], read: list[CellNames], index: _Index, cells: list[Cell]
+) -> dict[str, int | None]:
+    """``Part.also``: what the cells at ``indices`` bind besides ``names``, each with the count of the first later
+    cell that uses it and is not one of them (None: there is none)."""
+    also: dict[str, int | None] = {}
+    for name in set().union(*(read[i].bound for i in indices)) - set(names):
+        last = max(i for i in indices if name in read[i].bound)
+        after = [i for i in index.touched[name] if i > last and i not in indices]
+        also[name] = cells[after[0]]["count"] if after else None
+    return also
+
+
+def _companions(part: Part, made: dict[str, Any], rebuilt: list[str], restored: dict[str, Any]) -> dict[str, str]:
+    """The restored variables the part's cells ``made`` again holding objects of a ``rebuilt`` one (an optimizer,
+    the parameters of a model), with what becomes of each: taken from the replay with it, unless a later cell
+    that replay does not run uses it (then it is kept as restored, and no longer shares them). One a rebuilt
+    variable holds itself (the list an iterator reads) is kept as restored, as every restored variable is."""
+    fresh = {n: v for n, v in made.items() if n in part.also and n in restored and v is not restored[n]}
+    if not rebuilt or not fresh:
+        return {}
+    outcome = {}
+    for name, shared in sharing({n: made[n] for n in rebuilt}, fresh, made).items():
+        partners = ", ".join(sorted(shared))
+        if not partners:
+            continue
+        later = part.also[name]
+        outcome[name] = (
+            f"replayed with {partners} (they share objects)"
+            if later is None
+            else f"kept as restored, no longer sharing objects with {partners}: cell [{later}] uses it after"
+            " the cells replay ran"
+        )
+    return outcome
 
 
 def _round_trip(value: Any) -> Any:
@@ -422,6 +463,7 @@ def _run_part(part: Part, restored: dict[str, Any], namespace: dict[str, Any], r
         except Exception as e:
             why = f"not replayed: cell [{cell['count']}] failed when run again: {type(e).__name__}: {e}"
             stopped.update(dict.fromkeys(users, why))
+    made = dict(scratch)
     # What a function or generator the cells made looks up when it runs later: the restored namespace, as it
     # looked up the kernel's then, not the older values the part bound for its cells.
     scratch.update(restored)
@@ -429,11 +471,15 @@ def _run_part(part: Part, restored: dict[str, Any], namespace: dict[str, Any], r
     for name in part.names:
         if name in stopped:
             outcome[name] = stopped[name]
-        elif name in scratch:
-            namespace[name] = scratch[name]
+        elif name in made:
             outcome[name] = "replayed"
         else:
             outcome[name] = "the replayed cells did not assign it"
+    rebuilt = [n for n in part.names if outcome[n] == "replayed"]
+    outcome.update(_companions(part, made, rebuilt, restored))
+    for name, what in outcome.items():
+        if what == "replayed" or what.startswith("replayed with"):
+            namespace[name] = scratch[name] = made[name]
     return outcome
 
 

@@ -99,6 +99,9 @@ class RestoreReport:
             else:
                 extra = f"; {self.replay[name]}" if name in self.replay else ""
                 line += f"\n  not restored: {name} ({why}{extra})"
+        for name, why in sorted(self.replay.items()):
+            if name not in self.not_restored:  # restored, and made again with a variable replay rebuilt
+                line += f"\n  {name}: {why}"
         if self.replayable:
             line += f"\n  %checkpoint replay would rebuild {self.replayable} by running this code again:"
             for cell in self.replay_cells:

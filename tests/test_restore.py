@@ -19,6 +19,7 @@ from jupyter_ckpt.checkpointer import Checkpointer
 from jupyter_ckpt.errors import BadArgument, IntegrityError
 from jupyter_ckpt.manifest import Manifest
 from jupyter_ckpt.memory import libc
+from jupyter_ckpt.recipes import exec_cell, plan, run_recipe
 from jupyter_ckpt.restore import diff_manifests, restore_namespace
 from jupyter_ckpt.store import Store
 
@@ -440,3 +441,23 @@ def test_a_large_array_read_in_full_is_held_in_huge_pages_as_numpy_held_it(store
     Checkpointer(store, "nb.ipynb", fresh, lazy=False).restore()
     assert np.array_equal(fresh.__dict__["table"], module.__dict__["table"])
     assert huge_bytes(fresh.__dict__["table"]) >= TABLE // 2
+
+
+def test_replay_takes_what_its_cells_made_on_a_rebuilt_variable_s_objects_unless_a_later_cell_uses_it() -> None:
+    """``index`` holds the list ``box`` holds; ``box`` is missing and rebuilt, the restored ``index`` holds a copy
+    of the old list. Taken from the replay, it holds the rebuilt one's; used by a cell replay does not run, it is
+    kept as restored and the report says they no longer share it."""
+    made = "box = {'items': [1]}\nindex = {'of_box': box['items']}"
+    history = [{"count": 1, "source": made, "status": "ok"}]
+    namespace: dict[str, Any] = {"index": {"of_box": [1]}}
+    outcome = run_recipe(plan(["box"], history), namespace, exec_cell)
+    assert outcome == {"box": "replayed", "index": "replayed with box (they share objects)"}
+    assert namespace["index"]["of_box"] is namespace["box"]["items"]
+
+    history.append({"count": 2, "source": "index['seen'] = True", "status": "ok"})
+    namespace = {"index": {"of_box": [1], "seen": True}}
+    restored = namespace["index"]
+    outcome = run_recipe(plan(["box"], history), namespace, exec_cell)
+    assert namespace["index"] is restored and outcome["index"] == (
+        "kept as restored, no longer sharing objects with box: cell [2] uses it after the cells replay ran"
+    )

@@ -6,6 +6,7 @@ import random
 import sys
 import textwrap
 import types
+from typing import Any
 
 import pytest
 import torch
@@ -154,3 +155,29 @@ def test_a_tensor_made_from_a_numpy_array_comes_back_on_the_array_s_memory(store
     batch[0, 0, 0] = 7.0
     pairs[0][0][1] = 2.0  # in the tuple, the tensor before its array
     assert (batch[40, 0, 0].item(), a_tail[8, 0, 0].item(), images[0, 0, 0], pairs[0][1][1]) == (5.0, 5.0, 7.0, 2.0)
+
+
+def test_an_optimizer_made_with_a_model_that_replay_rebuilds_drives_the_rebuilt_model(kernels: Any) -> None:
+    """The model holds a generator, so it is skipped and rebuilt by replay; its optimizer was checkpointed. It came
+    back on the parameters of the model as saved, not on the rebuilt model's: ``opt.step()`` trained nothing, and
+    said nothing. Made again by the cells replay runs, the optimizer now comes from them too."""
+    k = kernels("replayed_model.ipynb")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto off")
+    k.ok(
+        "import torch\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.fc = torch.nn.Linear(2, 1)\n        self.feed = (i for i in range(3))\n"
+        "torch.manual_seed(0)\nnet = Net()"
+    )
+    k.ok("opt = torch.optim.SGD(net.parameters(), lr=0.1)\nnet.fc(torch.ones(1, 2)).sum().backward()\nopt.step()")
+    k.ok("%checkpoint save")
+    expected = k.value("net.fc.weight.tolist()")
+    k.close()
+
+    fresh = kernels("replayed_model.ipynb")
+    fresh.ok("%load_ext jupyter_ckpt")
+    out = fresh.ok("%checkpoint restore latest --replay")
+    assert "rebuilt by running its cells again: net" in out and "opt: replayed with net (they share objects)" in out
+    assert fresh.value("net.fc.weight.tolist()") == expected
+    assert fresh.value("opt.param_groups[0]['params'][0] is net.fc.weight") is True
+    fresh.ok("net.fc(torch.ones(1, 2)).sum().backward()\nopt.step()")
+    assert fresh.value("net.fc.weight.tolist()") != expected  # the optimizer trains the model in the namespace
