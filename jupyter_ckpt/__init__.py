@@ -25,7 +25,9 @@ __all__ = [
     "list",
     "restore",
     "save",
+    "tag",
     "undo",
+    "untag",
     "wait",
 ]
 
@@ -67,6 +69,17 @@ def undo() -> RestoreReport:
 def diff(a: str | int | None = None, b: str | int | None = None) -> Diff:
     """Variables added, removed and changed from ``a`` (default: last checkpoint) to ``b`` (default: now)."""
     return _ckpt().diff(a, b)
+
+
+def tag(ref: str | int, name: str) -> CheckpointRecord:
+    """Name the checkpoint ``ref``: a savepoint, never thinned away; returns its record."""
+    return _ckpt().tag(ref, name)
+
+
+def untag(ref: str | int) -> CheckpointRecord:
+    """Take the tag of the checkpoint ``ref`` (its id, or the tag itself) away: thinning may take it then; returns
+    its record."""
+    return _ckpt().tag(ref, None)
 
 
 def list() -> builtins.list[CheckpointRecord]:  # noqa: A001 - the verb users know

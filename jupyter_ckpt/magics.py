@@ -232,6 +232,14 @@ class CheckpointMagics(Magics):
         record = self.ckpt.tag(self._one_ref(opts, "latest"), opts.tag)
         print(f"kernel checkpoint {self._name(record.id)} tagged {record.tag!r}")
 
+    def _untag(self, opts: argparse.Namespace) -> None:
+        record = self.ckpt.resolve(self._one_ref(opts))
+        if record.tag is None:
+            print(f"kernel checkpoint {self._name(record.id)} has no tag (nothing changed)")
+            return
+        self.ckpt.tag(record.id, None)
+        print(f"kernel checkpoint {self._name(record.id)} untagged (it was {record.tag!r}; thinning may take it now)")
+
     # The commands of %checkpoint, in the order its help lists them: what each does, and the method that does it.
     COMMANDS: ClassVar[dict[str, tuple[str, Callable[[CheckpointMagics, argparse.Namespace], Any]]]] = {
         "save": ("checkpoint now (the default)", _save),
@@ -249,6 +257,7 @@ class CheckpointMagics(Magics):
         "gc": ("thin old checkpoints and drop unreferenced data", _gc),
         "wait": ("until the state the cells left is on disk", _wait),
         "tag": ("name REF (a savepoint)", _tag),
+        "untag": ("take REF's tag away (thinning may take it then)", _untag),
         "replay": ("run the cells that rebuild what the last restore could not", _replay),
         "session": ("which session this kernel checkpoints into, or name it", _session),
     }
@@ -263,7 +272,7 @@ class CheckpointMagics(Magics):
     @argument(
         "args",
         nargs="*",
-        help="REF(s) for restore/diff/history/delete/tag, on|off|budget for auto, NAMEs for exclude/include, "
+        help="REF(s) for restore/diff/history/delete/tag/untag, on|off|budget for auto, NAMEs for exclude/include, "
         "the session's NAME (a notebook's path, or any name) for session",
     )
     @argument("-m", "--message", action="append", help="save: a note stored with the checkpoint")
@@ -315,6 +324,7 @@ class CheckpointMagics(Magics):
             %checkpoint save -t baseline     # a savepoint named baseline
             %checkpoint list                 # the timeline
             %checkpoint restore baseline     # roll back to it
+            %checkpoint untag baseline       # no longer a savepoint
             %checkpoint restore #3           # to this notebook's third checkpoint
             %checkpoint restore previous     # to where the last kernel left off
             %checkpoint undo                 # back to before the last cell

@@ -832,3 +832,26 @@ def test_a_store_file_the_kernel_cannot_read_is_one_line_at_load_and_in_the_serv
     rename = json.dumps({"verb": "rename", "args": {"old": old, "new": old + ".renamed"}, "resume": True})
     request = f"from jupyter_ckpt.kernel_api import dispatch\ndispatch(get_ipython(), {rename!r})"
     assert k.run(request).error == unreadable  # the server's request, as kernelclient sends it
+
+
+def test_a_tag_is_taken_away_by_the_magic_and_the_python_api_as_the_sidebar_can(kernels: Any, store: Store) -> None:
+    """The sidebar and the REST API could untag (``tag`` null); the magic and the Python API could not."""
+    k = kernels("tags.ipynb")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto off\nimport jupyter_ckpt")
+    first = k.value("(x := 1, jupyter_ckpt.save(tag='baseline'))[1]")
+    second = k.value("(x := 2, jupyter_ckpt.tag(jupyter_ckpt.save(), 'two').id)[1]")
+    assert [(r.id, r.tag) for r in store.checkpoints("tags.ipynb")] == [(first, "baseline"), (second, "two")]
+    assert k.ok("%checkpoint untag baseline").strip() == (
+        f"kernel checkpoint #1 (id {first}) untagged (it was 'baseline'; thinning may take it now)"
+    )
+    no_tag = f"kernel checkpoint #1 (id {first}) has no tag (nothing changed)"
+    assert k.ok(f"%checkpoint untag {first}").strip() == no_tag
+    assert k.value("jupyter_ckpt.untag('two').tag") is None
+    assert [r.tag for r in store.checkpoints("tags.ipynb")] == [None, None]
+    for line, error in [
+        ("%checkpoint untag", "%checkpoint untag takes one REF"),
+        ("%checkpoint untag baseline", "no checkpoint or tag 'baseline'"),
+        (f"%checkpoint untag {second} -t two", "-t does not go with %checkpoint untag, which takes no options"),
+    ]:
+        assert k.run(line).stderr.startswith(f"UsageError: {error}"), line
+    assert "untag: take REF's tag away" in k.ok("print(get_ipython().find_line_magic('checkpoint').__doc__)")
