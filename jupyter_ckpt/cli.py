@@ -10,7 +10,7 @@ import sys
 import types
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, BinaryIO, NoReturn
 
 from .config import default_store_dir, open_replica, open_store, store_location
 from .errors import BadArgument, CheckpointError, IntegrityError, naming, reading_store
@@ -183,35 +183,39 @@ def _cmd_export(store: Store, args: argparse.Namespace) -> None:
     fetched = args.replica.fetched(record.id) if args.replica is not None else contextlib.nullcontext()
     with naming(str(record.id)), fetched:
         report = restore_namespace(store.blobs, module, record.id, manifest)
-    _write_export(args.file, lambda f: dill.dump_module(f, module="__main__", refimported=True), module)
+
+    def dump(f: BinaryIO) -> None:
+        with as_main(module):
+            dill.dump_module(f, module="__main__", refimported=True)
+
+    _write_whole(Path(args.file), dump, 0o600, args.file)  # the whole namespace: private to its owner, as the store
     missing = f"; not included: {', '.join(sorted(report.not_restored))}" if report.not_restored else ""
     print(f"checkpoint {record.id} written to {args.file} (load it with dill.load_module){missing}")
 
 
-def _write_export(path: str, dump: Callable[[Any], None], module: types.ModuleType) -> None:
-    """Write an export whole or not at all: into a new file beside ``path``, renamed onto it once complete. A full
-    disk left a traceback and a truncated file, and an existing file at ``path`` was emptied first. A path that is
-    no regular file (``/dev/stdout``, a pipe) is written in place."""
-    target = Path(path)
-    in_place = target.exists() and not target.is_file()
-    written = target if in_place else target.with_name(f".{target.name}.{os.getpid()}.export")
-    try:  # the whole namespace: private to its owner, like the store
-        flags = os.O_WRONLY if in_place else os.O_WRONLY | os.O_CREAT | os.O_EXCL
-        f = os.fdopen(os.open(written, flags, 0o600), "wb")
-    except OSError as e:
-        raise BadArgument(f"cannot write {path}: {e.strerror}") from None
+def _write_whole(path: Path, write: Callable[[BinaryIO], object], mode: int, what: str) -> None:
+    """Write ``path`` whole or not at all: into a new file beside it (``mode``), renamed onto it once complete. A full
+    disk left a traceback and a truncated file, and an existing file was emptied first. A path that is no regular
+    file (``/dev/stdout``, a pipe) is written in place. ``what`` names the file in the error."""
+    in_place = path.exists() and not path.is_file()
+    written = path if in_place else path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with f, as_main(module):
-            dump(f)
+        flags = os.O_WRONLY if in_place else os.O_WRONLY | os.O_CREAT | os.O_EXCL
+        f = os.fdopen(os.open(written, flags, mode), "wb")
+    except OSError as e:
+        raise BadArgument(f"cannot write {what}: {e.strerror}") from None
+    try:
+        with f:
+            write(f)
         if not in_place:
-            os.replace(written, target)
+            os.replace(written, path)
     except BaseException as e:
         if not in_place:
             with contextlib.suppress(OSError):
                 os.unlink(written)
         if isinstance(e, OSError):
-            unchanged = "" if in_place else f"; {path} was not changed"
-            raise BadArgument(f"cannot write {path}: {e.strerror}{unchanged}") from None
+            unchanged = "" if in_place else "; nothing was changed"
+            raise BadArgument(f"cannot write {what}: {e.strerror}{unchanged}") from None
         raise
 
 
@@ -232,15 +236,10 @@ def _set_enabled(enabled: bool) -> None:
     if enabled:
         extensions.append(EXTENSION)
     app["extensions"] = extensions
-    written = path.with_name(f".{path.name}.{os.getpid()}")
-    try:  # whole or not at all: a full disk left the user's profile truncated
+    text = (json.dumps(config, indent=2) + "\n").encode()
+    with contextlib.suppress(OSError):  # else the write says why it cannot write there
         path.parent.mkdir(parents=True, exist_ok=True)
-        written.write_text(json.dumps(config, indent=2) + "\n")
-        os.replace(written, path)
-    except OSError as e:
-        with contextlib.suppress(OSError):
-            written.unlink()
-        raise BadArgument(f"cannot write the IPython profile's {path}: {e.strerror}; nothing was changed") from None
+    _write_whole(path, lambda f: f.write(text), 0o666, f"the IPython profile's {path}")  # a full disk truncated it
     print(f"jupyter_ckpt {'enabled' if enabled else 'disabled'} in {path}")
 
 
