@@ -16,7 +16,9 @@ Replay runs the recipes after everything else is restored, each on its own: one
 that cannot run is reported with why, and the others still run. Recipes that
 share a cell are one *part* (a cell runs once, and two names one cell made stay
 one object), and each part runs in a scratch namespace of its own, seeded from
-the restored state; only the missing variables are taken from it. Restored
+the restored state; only the missing variables are taken from it, and what its
+cells made again holding a rebuilt variable's objects (the optimizer of a model
+rebuilt), unless a cell replay does not run uses it later. Restored
 variables that a part's cells mutate are deep-copied into its scratch namespace
 first, so replay cannot change what the restore brought back; an open file it
 reads is reopened at its position, and one it writes to is written through the

@@ -40,8 +40,9 @@ import finds is made again by ``namedtuple``, with its defaults and module, and
 what the notebook added. dill keeps a function's qualified name (one that
 ``functools.wraps`` gave it) where it would take its code's.
 A ``TypeVar`` or ``NewType`` made in the notebook is saved as the call that made
-it, not as a name the loading kernel has not bound yet, and an instance whose
-``__new__`` requires arguments pickle does not know is made by its builtin base's.
+it, not as a name the loading kernel has not bound yet, and so is an array or
+pointer type of ctypes (``c_double * 3``), which ctypes names as made in the
+notebook; an instance whose ``__new__`` requires arguments pickle does not know is made by its builtin base's.
 Arrays and views saved read-only come back read-only. pandas frames, series and
 indexes that shared values keep sharing them, and pandas' Copy-on-Write tracking
 of that sharing (``_SharedValues``).
@@ -107,6 +108,9 @@ _SEPARATOR = "\x00"
 _SAMPLE = 1000
 _LRU_WRAPPER = type(functools.lru_cache(maxsize=None)(len))
 _KEY_WRAPPER = type(functools.cmp_to_key(operator.sub))  # functools' C type, which pickle refuses
+# The metaclasses of ``c_double * 3`` and ``POINTER(c_double)``, classes ctypes makes (once each) in the module that
+# asks: made in a cell, they look like notebook classes, which no pickler can make again (``_reduce_ctypes_made``).
+_CTYPES_MADE = (type(ctypes.c_char * 1), type(ctypes.POINTER(ctypes.c_char)))
 WEAK_TYPES = frozenset({weakref.WeakSet, weakref.WeakValueDictionary, weakref.WeakKeyDictionary})
 WEAK_PROXIES = frozenset({weakref.ProxyType, weakref.CallableProxyType})
 # CPython's stable ABI (kept when deprecated): a borrowed reference, so taken as an address and read by ``cast``.
@@ -1755,6 +1759,13 @@ def _reduce_class(cls: type) -> Any:
     return _reduce_notebook_class(cls) if cls.__module__ == "__main__" else NotImplemented
 
 
+def _reduce_ctypes_made(cls: Any) -> Any:
+    """An array or pointer type of ctypes, as the call that made it: ctypes gives the same class again."""
+    if type(cls) is _CTYPES_MADE[0]:
+        return operator.mul, (cls._type_, cls._length_)
+    return ctypes.POINTER, (cls._type_,)
+
+
 def _set_state(obj: Any, state: Any) -> None:
     """What pickle does with an object's state when it has no ``__setstate__``, without asking it for one."""
     state, slots = state if isinstance(state, tuple) else (state, None)
@@ -1821,6 +1832,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_notebook_wrapper
     if issubclass(t, BaseException):
         return _reduce_exception if _rebuilt_without_init(t) else _reduce_chained
+    if t in _CTYPES_MADE:
+        return _reduce_ctypes_made
     if issubclass(t, type):
         return _reduce_class
     if numpy is not None and (t is numpy.ndarray or _plain_array_class(t, numpy)):

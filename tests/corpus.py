@@ -688,6 +688,14 @@ PATTERNS = [
         "hc_rows = [1, 2, 3]\nhc_cursor = iter(hc_rows)\nnext(hc_cursor)",
         "hc_root[0] is hc_b and hc_b.get('k') == '1' and (hc_rows.__setitem__(1, 20) or next(hc_cursor) == 20)",
     ),
+    _p(  # ctypes makes ``c_double * 3`` and ``POINTER(c_double)`` as classes of the module that asks: the notebook
+        "ctypes_arrays",
+        "stdlib",
+        "import ctypes\ncta_a = (ctypes.c_double * 3)(1.0, 2.0, 3.0)\ncta_grid = ((ctypes.c_int * 2) * 2)()\n"
+        "cta_grid[1][0] = 5\ncta_ptr = ctypes.POINTER(ctypes.c_double)\ncta_i = ctypes.c_int(7)",
+        "list(cta_a) == [1.0, 2.0, 3.0] and type(cta_a) is ctypes.c_double * 3 and cta_grid[1][0] == 5"
+        " and cta_ptr is ctypes.POINTER(ctypes.c_double) and ctypes.cast(cta_a, cta_ptr)[2] == 3.0 and cta_i.value == 7",
+    ),
     _p(
         "struct",
         "stdlib",
