@@ -42,7 +42,9 @@ what the notebook added. dill keeps a function's qualified name (one that
 A ``TypeVar`` or ``NewType`` made in the notebook is saved as the call that made
 it, not as a name the loading kernel has not bound yet, and so is an array or
 pointer type of ctypes (``c_double * 3``), which ctypes names as made in the
-notebook; an instance whose ``__new__`` requires arguments pickle does not know is made by its builtin base's.
+notebook; a PIL font read from bytes (``ImageFont.load_default()``) as made
+from those bytes again; an instance whose ``__new__`` requires arguments pickle
+does not know is made by its builtin base's.
 Arrays and views saved read-only come back read-only. pandas frames, series and
 indexes that shared values keep sharing them, and pandas' Copy-on-Write tracking
 of that sharing (``_SharedValues``).
@@ -453,6 +455,20 @@ def _reduce_method(method: types.MethodType) -> Any:
 def _widget_class(t: type) -> bool:
     widgets = sys.modules.get("ipywidgets")
     return widgets is not None and issubclass(t, widgets.Widget)
+
+
+def _font_class(t: type) -> bool:
+    fonts = sys.modules.get("PIL.ImageFont")
+    return fonts is not None and issubclass(t, fonts.FreeTypeFont)
+
+
+def _reduce_font(font: Any) -> Any:
+    """A PIL font read from a file object (``ImageFont.load_default()``, ``truetype(BytesIO(...))``) as made
+    again from the bytes it read: PIL pickles that file object, at its end, and reading it again found nothing
+    (OSError "cannot open resource" at every restore; dill too). One read from a path is PIL's to pickle."""
+    if isinstance(font.path, (str, bytes, os.PathLike)):
+        return NotImplemented
+    return type(font), (io.BytesIO(font.font_bytes), font.size, font.index, font.encoding, font.layout_engine)
 
 
 def _reduce_widget(widget: Any) -> Any:
@@ -1851,6 +1867,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_shell
     if _widget_class(t):
         return _reduce_widget
+    if _font_class(t):
+        return _reduce_font
     torch = sys.modules.get("torch")
     if torch is not None and issubclass(t, torch.Tensor):
         return _reduce_tensor

@@ -1089,6 +1089,18 @@ PATTERNS = [
         "at_p == AtPoint(4) and hash(at_p) == hash(AtPoint(4)) and at_bag.items[0] is at_p and AtBag('c').items == []"
         " and type(at_bag) is AtBag",
     ),
+    # -- pillow ----------------------------------------------------------------------------------------
+    _p(  # load_default() reads its font from bytes: PIL pickles the file object it read, at its end
+        "pil_images",
+        "pillow",
+        "from PIL import Image, ImageDraw, ImageFont\npli_im = Image.new('RGB', (40, 20), (10, 20, 30))\n"
+        "pli_im.info['note'] = 'x'\npli_pal = Image.new('P', (2, 2))\npli_pal.putpalette([0, 0, 0, 255, 0, 0] * 128)\n"
+        "pli_font = ImageFont.load_default(size=12)\npli_turned = ImageFont.TransposedFont(pli_font, Image.Transpose.ROTATE_90)\n"
+        "pli_box = pli_font.getbbox('hi')\nImageDraw.Draw(pli_im).text((0, 0), 'hi', font=pli_font, fill=(255, 255, 255))",
+        "pli_im.getpixel((39, 19)) == (10, 20, 30) and pli_im.getbbox() is not None and pli_im.info['note'] == 'x'"
+        " and pli_pal.getpalette()[3] == 255 and pli_font.getbbox('hi') == pli_box and pli_font.size == 12"
+        " and pli_turned.font is pli_font and ImageDraw.Draw(pli_im.copy()).textlength('hi', font=pli_font) > 0",
+    ),
     # -- traitlets and ipywidgets ------------------------------------------------------------------------
     _p(
         "library_metaclass_globals",
