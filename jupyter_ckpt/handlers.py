@@ -77,6 +77,12 @@ class CkptHandler(APIHandler):
         for name in optional:
             if body.get(name) is not None and not isinstance(body[name], str):
                 raise BadArgument(f"{name!r} must be a string or null")
+        for name, value in body.items():  # JSON can escape half a character; the catalog cannot store it
+            if isinstance(value, str) and not value.isascii():
+                try:
+                    value.encode()
+                except UnicodeEncodeError:
+                    raise BadArgument(f"{name!r} must be valid text (it holds a lone surrogate)") from None
         return body
 
     def reply(self, data: dict[str, Any], status: int = 200) -> None:

@@ -235,6 +235,16 @@ ROWS = [
         "a field the request does not take",
         rest=("PATCH", "checkpoints/{a}", {"body": {"tag": "t", "tags": "u"}}, 400, "unknown field 'tags'"),
     ),
+    Bad(  # the checkpoint failed once its data was written: "checkpoint failed: 'utf-8' codec can't encode"
+        "a message that is not text (a lone surrogate)",
+        rest=(
+            "POST",
+            "checkpoints",
+            {"body": {"session": "bad.ipynb", "kernel_id": "{kernel}", "message": "\udc80 note"}},
+            400,
+            "'message' must be valid text (it holds a lone surrogate)",
+        ),
+    ),
     Bad(
         "a tag that is not text (a lone surrogate)",
         rest=("PATCH", "checkpoints/{a}", {"body": '{"tag": "\\ud800"}'}, 400, "lone surrogate"),
