@@ -1036,17 +1036,10 @@ def _reduce_memoryview(obj: memoryview) -> Any:
 
 
 def _reduce_masked(obj: Any) -> Any:
-    """A masked array as numpy pickles it, with whether its mask is hard, which numpy's pickling drops: a write
-    to a masked element must leave it masked again."""
-    rebuild, args, state = obj.__reduce__()
-    return rebuild, args, (state, obj.hardmask), None, None, _set_masked_state
-
-
-def _set_masked_state(obj: Any, state: tuple[Any, bool]) -> None:
-    numpy_state, hard = state
-    obj.__setstate__(numpy_state)
-    if hard:
-        obj.harden_mask()
+    """A masked array as its data, a view of the memory it is on (the array it was made on, the masked array it
+    is a slice of), with its attributes: its mask, a view too, and whether that is hard. numpy's pickling copies
+    both, so a write through one no longer reached the other, and drops whether the mask is hard."""
+    return _with_attributes, (obj.view(sys.modules["numpy"].ndarray), type(obj), dict(vars(obj)))
 
 
 class _SharedValues:

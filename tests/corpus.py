@@ -907,6 +907,15 @@ PATTERNS = [
         "import numpy as np\nma_a = np.ma.masked_array([1, 2, 3], mask=[0, 1, 0])",
         "ma_a.sum() == 4 and bool(ma_a.mask[1])",
     ),
+    _p(  # numpy's pickling copies a masked array's data and mask: a write through one no longer reached the other
+        "masked_views",
+        "numpy",
+        "import numpy as np\nmav_base = np.arange(6.0)\nmav_m = np.ma.masked_array(mav_base, mask=mav_base > 3)\n"
+        "mav_tail = mav_m[2:]\nmav_plain = np.ma.array([1.0, 2.0])",
+        "(mav_m.__setitem__(2, -1.0), float(mav_tail[0]), mav_base[2])[1:] == (-1.0, -1.0)"
+        " and np.shares_memory(mav_tail.mask, mav_m.mask) and mav_tail.mask.tolist() == [False, False, True, True]"
+        " and mav_plain.mask is np.ma.nomask and mav_m.sum() == 3.0 and type(mav_tail) is np.ma.MaskedArray",
+    ),
     _p(
         "memmap",
         "numpy",
