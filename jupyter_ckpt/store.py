@@ -37,6 +37,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import sqlite3
 import threading
 import time
@@ -179,6 +180,8 @@ class CheckpointRecord:
 _ID = re.compile(r"[0-9]{1,18}")
 TAG_MAX = 100
 SECRET_MIN = 32  # bytes of key: HMAC-SHA256's own size
+# Free bytes under which a disk is too full for SQLite to open the catalog (its log's index is 32 KiB) or grow it.
+_ROOM_FOR_THE_LOG = 1 << 20
 
 
 def parse_id(text: str) -> int | None:
@@ -332,11 +335,17 @@ class Store:
                 try:
                     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
                     self._refuse_newer(conn)  # before anything is written: a newer store is left as it is
-                except sqlite3.OperationalError:
-                    if self._create or os.access(self.root, os.W_OK) or Path(f"{path}-wal").exists():
+                except sqlite3.OperationalError as e:
+                    # SQLite cannot make the write-ahead log's index: on read-only media (an archive, a snapshot),
+                    # or on a full disk, where it said "disk I/O error" and every command, list too, was refused.
+                    full = _full(self.root)
+                    log = Path(f"{path}-wal")  # made empty by the failed open, on a full disk
+                    logged = log.exists() and log.stat().st_size > 0
+                    if self._create or logged or (os.access(self.root, os.W_OK) and not full):
+                        if full:
+                            raise _no_room(self.root) from e
                         raise
-                    # Read-only media (an archive, a snapshot): SQLite cannot make the write-ahead log's index
-                    # there. No log is left to read, so the catalog is read as the file it is.
+                    # No log is left to read, so the catalog is read as the file it is.
                     conn = sqlite3.connect(
                         f"{path.as_uri()}?immutable=1", uri=True, isolation_level=None, check_same_thread=False
                     )
@@ -362,7 +371,7 @@ class Store:
             try:
                 db.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as e:
-                raise _translate_sqlite(e) from e
+                raise _translate_sqlite(e, self.root) from e
             try:
                 yield db
                 db.execute("COMMIT")
@@ -370,7 +379,7 @@ class Store:
                 if db.in_transaction:  # SQLite ends it itself on some errors (a full disk)
                     db.execute("ROLLBACK")
                 if isinstance(e, sqlite3.OperationalError):
-                    raise _translate_sqlite(e) from e
+                    raise _translate_sqlite(e, self.root) from e
                 raise
 
     def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
@@ -883,9 +892,18 @@ def new_uid() -> str:
     return f"{int(time.time() * 1000):012x}-{secrets.token_hex(8)}"
 
 
-def _translate_sqlite(e: sqlite3.OperationalError) -> CheckpointError:
-    if "full" in str(e):
-        return StoreFullError(f"the disk under the store is full: {e}")
+def _full(root: Path) -> bool:
+    """Whether the disk under ``root`` is too full for SQLite to make or grow the catalog's log."""
+    return shutil.disk_usage(root).free < _ROOM_FOR_THE_LOG
+
+
+def _no_room(root: Path) -> StoreFullError:
+    return StoreFullError(f"the disk under the store {root} is full; nothing was changed. Make room on it.")
+
+
+def _translate_sqlite(e: sqlite3.OperationalError, root: Path) -> CheckpointError:
+    if "full" in str(e) or _full(root):  # a catalog read as a file on a full disk cannot be written: "readonly"
+        return _no_room(root)
     if "readonly" in str(e):
         return CheckpointError(f"the checkpoint store cannot be written (a read-only disk or file?): {e}")
     return IntegrityError(f"the catalog could not be written: {e}")

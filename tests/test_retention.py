@@ -7,6 +7,7 @@ import contextlib
 import os
 import re
 import subprocess
+import sys
 import time
 import types
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import cli
 from test_store import manifest
 
 from jupyter_ckpt.blobs import WriteLimit
@@ -177,6 +179,42 @@ def test_a_disk_another_process_filled_is_said_once_and_wait_says_the_state_is_n
     again = kernels("full.ipynb")
     again.ok("%load_ext jupyter_ckpt\n%checkpoint restore previous")
     assert again.value("(a, b, c, d, e)") == (1, 2, 3, 4, 5)
+
+
+def test_on_a_full_disk_the_command_line_reads_the_store_and_gc_says_why_it_cannot(
+    jupyter_dirs: Path, small_disk: Path
+) -> None:
+    """Every command, ``list`` and ``verify`` too, said "the catalog ... is unreadable (disk I/O error)", exit 3 (a
+    damaged store), once another process had filled the disk: SQLite could not make its log's index there. They
+    read the catalog as the file it is; ``gc``, which must write it, says the disk is full, and changes nothing."""
+    write = """if True:
+        import types
+        from jupyter_ckpt.checkpointer import Checkpointer
+        from jupyter_ckpt.config import open_store
+        module = types.ModuleType("nb")
+        ckpt = Checkpointer(open_store(), "full.ipynb", module)
+        for n in range(3):
+            module.n = n
+            print(ckpt.save())
+    """
+    ids = subprocess.run([sys.executable, "-c", write], capture_output=True, text=True, check=True).stdout.split()
+    root = small_disk / "store"
+    filler = small_disk / "someone-else.bin"
+    with open(filler, "wb") as f, contextlib.suppress(OSError):
+        while True:
+            f.write(b"\0" * (1 << 20))
+            f.flush()
+    listed = cli("list", "full.ipynb")
+    assert listed.returncode == 0 and listed.stdout.count(" manual ") == 3, listed
+    assert cli("verify").stdout.endswith("3 checkpoint(s) in 1 session(s), 0 problem(s)\n")
+    assert "n: int" in cli("show", ids[1]).stdout
+    assert cli("export", ids[1], str(jupyter_dirs / "state.pkl")).returncode == 0  # onto another disk
+    thinned = cli("gc", "--keep-last", "0")
+    assert thinned.returncode == 5, thinned
+    full = f"the disk under the store {root} is full; nothing was changed. Make room on it."
+    assert thinned.stderr == f"jupyter ckpt: error: {full}\n"
+    filler.unlink()
+    assert cli("verify").stdout.endswith("3 checkpoint(s) in 1 session(s), 0 problem(s)\n")
 
 
 def test_writers_running_at_once_share_the_budget(kernels: Any, jupyter_dirs: Path, small_disk: Path) -> None:
