@@ -103,6 +103,14 @@ class StoreVersionError(CheckpointError):
     exit_code = 4
 
 
+class StoreBusy(CheckpointError):
+    """The catalog stayed locked by another process (a kernel committing a checkpoint, a ``gc``) for longer than a
+    write waits for it; nothing was changed, and trying again later works."""
+
+    http_status = 503
+    exit_code = 7
+
+
 class StoreFullError(CheckpointError):
     """The disk under the store is full; nothing was written."""
 

@@ -52,6 +52,7 @@ from .errors import (
     CheckpointError,
     IntegrityError,
     NoStore,
+    StoreBusy,
     StoreFullError,
     StoreVersionError,
     UnknownCheckpoint,
@@ -180,6 +181,7 @@ class CheckpointRecord:
 _ID = re.compile(r"[0-9]{1,18}")
 TAG_MAX = 100
 SECRET_MIN = 32  # bytes of key: HMAC-SHA256's own size
+LOCK_WAIT = 30  # seconds a catalog write waits for another process's to end
 # Free bytes under which a disk is too full for SQLite to open the catalog (its log's index is 32 KiB) or grow it.
 _ROOM_FOR_THE_LOG = 1 << 20
 
@@ -333,7 +335,7 @@ class Store:
             path = check_catalog(self.root, create=self._create)
             try:
                 try:
-                    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+                    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=LOCK_WAIT)
                     self._refuse_newer(conn)  # before anything is written: a newer store is left as it is
                 except sqlite3.OperationalError as e:
                     # SQLite cannot make the write-ahead log's index: on read-only media (an archive, a snapshot),
@@ -902,6 +904,11 @@ def _no_room(root: Path) -> StoreFullError:
 
 
 def _translate_sqlite(e: sqlite3.OperationalError, root: Path) -> CheckpointError:
+    if "locked" in str(e):  # it was "the catalog could not be written", exit 3, as a damaged one
+        return StoreBusy(
+            f"the catalog {root / 'catalog.sqlite'} stayed locked by another process (a kernel committing a "
+            f"checkpoint, a gc) for {LOCK_WAIT} s; nothing was changed. Try again."
+        )
     if "full" in str(e) or _full(root):  # a catalog read as a file on a full disk cannot be written: "readonly"
         return _no_room(root)
     if "readonly" in str(e):

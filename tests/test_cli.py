@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import sqlite3
 import subprocess
 import sys
 import types
@@ -16,7 +17,7 @@ import pytest
 from conftest import cli
 
 from jupyter_ckpt.checkpointer import Checkpointer
-from jupyter_ckpt.store import Store
+from jupyter_ckpt.store import LOCK_WAIT, Store
 
 
 @pytest.fixture
@@ -224,3 +225,25 @@ def test_enable_on_a_full_disk_leaves_the_profile_as_it_was(jupyter_dirs: Path) 
         f"jupyter ckpt: error: cannot write the IPython profile's {config}: File too large; nothing was changed\n"
     )
     assert json.loads(config.read_text()) == settings and list(config.parent.iterdir()) == [config]
+
+
+def test_a_catalog_another_process_keeps_locked_is_said_so_and_changes_nothing(
+    written: tuple[Store, list[int]],
+) -> None:
+    """A process that holds the catalog's write lock past the wait (a stuck writer, a long gc elsewhere): ``gc``
+    said "the catalog could not be written: database is locked", exit 3, as for a damaged store."""
+    store, ids = written
+    holder = sqlite3.connect(store.root / "catalog.sqlite", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        assert cli("list", "work/analysis.ipynb").returncode == 0  # reading needs no lock
+        thinned = cli("gc", "--keep-last", "0")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    catalog = store.root / "catalog.sqlite"
+    assert thinned.returncode == 7 and thinned.stderr == (
+        f"jupyter ckpt: error: the catalog {catalog} stayed locked by another process (a kernel committing a "
+        f"checkpoint, a gc) for {LOCK_WAIT} s; nothing was changed. Try again.\n"
+    )
+    assert [r.id for r in store.checkpoints("work/analysis.ipynb")] == ids
