@@ -2312,15 +2312,20 @@ def _dump_group(serializer: str, objs: dict[str, Any], module: types.ModuleType)
     return Packed(serializer, outer.getvalue(), outer_buffers, [False] * streams + mappable)
 
 
-def dumps(objs: dict[str, Any], module: types.ModuleType) -> Packed:
-    """Serialize a group of variables with the first pickler that can; raise NotSerializable if none can."""
-    reasons: dict[str, str] = {}
+def _cache_slot_names(objs: dict[str, Any]) -> None:
+    """copyreg caches ``__slotnames__`` on a class the first time it pickles an instance: cached first, a notebook
+    class pickles to the same bytes whether an instance of it was pickled before or not (in the kernel, or only
+    in the writer that tried one it could not pickle)."""
     for obj in objs.values():
         cls = obj if issubclass(type(obj), type) else type(obj)  # a dead weak proxy raises in ``isinstance``
         if cls.__module__ == "__main__":
-            # copyreg caches __slotnames__ on a class the first time it pickles an instance,
-            # which would make the first checkpoint's bytes differ from every later one.
             copyreg._slotnames(cls)  # type: ignore[attr-defined]
+
+
+def dumps(objs: dict[str, Any], module: types.ModuleType) -> Packed:
+    """Serialize a group of variables with the first pickler that can; raise NotSerializable if none can."""
+    reasons: dict[str, str] = {}
+    _cache_slot_names(objs)
     with as_main(module), warnings.catch_warnings():
         # dill warns where it falls back to saving a notebook class by reference ("recursive
         # self-references", "Cannot locate reference"): a failure, so the next pickler is tried.
@@ -2381,6 +2386,7 @@ def _deeply(call: Callable[[], Packed]) -> Packed:
 
 def dump_with(serializer: str, objs: dict[str, Any], module: types.ModuleType) -> Packed:
     """Serialize with one named pickler, as a checkpoint recorded it was done."""
+    _cache_slot_names(objs)
     with as_main(module):
         return _dump(serializer, objs, module)
 

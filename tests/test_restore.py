@@ -461,3 +461,18 @@ def test_replay_takes_what_its_cells_made_on_a_rebuilt_variable_s_objects_unless
     assert namespace["index"] is restored and outcome["index"] == (
         "kept as restored, no longer sharing objects with box: cell [2] uses it after the cells replay ran"
     )
+
+
+def test_a_notebook_class_whose_instance_cannot_be_saved_stays_the_class_of_that_instance(kernels: Any) -> None:
+    """The writer that tried to pickle ``feed`` cached ``__slotnames__`` on its copy of ``Feed``, the kernel's has
+    none: the restore found the live class changed, read it again, and ``feed``, kept as it was, was no longer
+    an instance of the ``Feed`` in the namespace."""
+    k = kernels("kept_instance.ipynb")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto off")
+    k.ok("class Feed:\n    def __init__(self):\n        self.rows = (i for i in range(5))\nfeed = Feed()")
+    k.ok("%checkpoint save -t before")
+    k.ok("x = 1")
+    k.ok("%checkpoint save")
+    out = k.ok("%checkpoint restore before")
+    assert k.value("type(feed) is Feed and isinstance(feed, Feed)") is True
+    assert "1 unchanged" in out and "feed (Feed could not be serialized" in out
