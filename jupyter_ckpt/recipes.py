@@ -36,10 +36,13 @@ from __future__ import annotations
 
 import ast
 import bisect
+import builtins
 import contextlib
 import copy
+import gc
 import io
 import sys
+import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +53,8 @@ from .cellcode import MUTATORS, parsed
 from .errors import BadArgument
 from .store import Cell
 
+# What ``_adopt`` does not walk into: atoms, code, and classes and modules (their dicts hold the notebook's code).
+_NOT_WALKED = (int, float, str, bytes, type, types.ModuleType, types.FunctionType, types.CodeType, types.FrameType)
 # Open files: one replay writes to is shared, one it reads is reopened (``_copy``).
 _FILES = (io.TextIOWrapper, io.BufferedReader, io.BufferedWriter, io.BufferedRandom, io.FileIO)
 MODES = ("ask", "auto", "never")
@@ -236,6 +241,9 @@ class Part:
     # does). One that the cells made sharing a rebuilt variable's objects (the optimizer of a model made
     # anew) is taken with it where no such cell follows (``_companions``).
     also: dict[str, int | None] = field(default_factory=dict)
+    # What the cells bind that no later cell binds again: a notebook class among them is the class the restore
+    # holds, made by the same cell, and what the part makes of it is made an instance of that one (``_adopt``).
+    final: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -351,6 +359,7 @@ def plan(missing: Iterable[str], cells: list[Cell]) -> Recipe:
                 ],
                 [{n for n in index.stale[i] - absent if index.binding(n, i) is None} for i in indices],
                 _also(names, indices, read, index, cells),
+                {n for i in indices for n in read[i].bound if index.bound[n][-1] in position},
             )
         )
     chosen = sorted(set().union(*needs.values())) if needs else []
@@ -393,6 +402,24 @@ def _companions(part: Part, made: dict[str, Any], rebuilt: list[str], restored: 
             " the cells replay ran"
         )
     return outcome
+
+
+def _adopt(values: Iterable[Any], classes: dict[type, type], namespaces: Iterable[dict[str, Any]]) -> None:
+    """Make each object ``values`` hold that is an instance of a key of ``classes`` an instance of the class it maps
+    to: the class a replayed cell defined again is the restored one, so that ``isinstance(net, Net)`` holds and
+    pickle finds ``net``'s class as ``__main__.Net``. The walk does not enter ``namespaces``, code or classes."""
+    seen = {id(n) for n in namespaces}
+    stack = list(values)
+    while stack:
+        o = stack.pop()
+        if id(o) in seen or isinstance(o, _NOT_WALKED):
+            continue
+        seen.add(id(o))
+        cls = classes.get(type(o))
+        if cls is not None:
+            with contextlib.suppress(TypeError):  # a layout that differs after all: it stays as it was made
+                o.__class__ = cls
+        stack.extend(gc.get_referents(o))
 
 
 def _round_trip(value: Any) -> Any:
@@ -479,6 +506,14 @@ def _run_part(part: Part, restored: dict[str, Any], namespace: dict[str, Any], r
             outcome[name] = "the replayed cells did not assign it"
     rebuilt = [n for n in part.names if outcome[n] == "replayed"]
     outcome.update(_companions(part, made, rebuilt, restored))
+    classes = {
+        made[n]: restored[n]
+        for n in part.final & restored.keys() & made.keys()
+        if isinstance(restored[n], type) and isinstance(made[n], type) and made[n] is not restored[n]
+    }
+    if classes:
+        taken = [made[n] for n, what in outcome.items() if what == "replayed" or what.startswith("replayed with")]
+        _adopt(taken, classes, (scratch, restored, made, vars(builtins)))
     for name, what in outcome.items():
         if what == "replayed" or what.startswith("replayed with"):
             namespace[name] = scratch[name] = made[name]

@@ -160,7 +160,8 @@ def test_a_tensor_made_from_a_numpy_array_comes_back_on_the_array_s_memory(store
 def test_an_optimizer_made_with_a_model_that_replay_rebuilds_drives_the_rebuilt_model(kernels: Any) -> None:
     """The model holds a generator, so it is skipped and rebuilt by replay; its optimizer was checkpointed. It came
     back on the parameters of the model as saved, not on the rebuilt model's: ``opt.step()`` trained nothing, and
-    said nothing. Made again by the cells replay runs, the optimizer now comes from them too."""
+    said nothing. Made again by the cells replay runs, the optimizer now comes from them too; and the model is an
+    instance of the restored ``Net``, not of the one its cell defined again."""
     k = kernels("replayed_model.ipynb")
     k.ok("%load_ext jupyter_ckpt\n%checkpoint auto off")
     k.ok(
@@ -178,6 +179,6 @@ def test_an_optimizer_made_with_a_model_that_replay_rebuilds_drives_the_rebuilt_
     out = fresh.ok("%checkpoint restore latest --replay")
     assert "rebuilt by running its cells again: net" in out and "opt: replayed with net (they share objects)" in out
     assert fresh.value("net.fc.weight.tolist()") == expected
-    assert fresh.value("opt.param_groups[0]['params'][0] is net.fc.weight") is True
+    assert fresh.value("opt.param_groups[0]['params'][0] is net.fc.weight and type(net) is Net") is True
     fresh.ok("net.fc(torch.ones(1, 2)).sum().backward()\nopt.step()")
     assert fresh.value("net.fc.weight.tolist()") != expected  # the optimizer trains the model in the namespace
