@@ -217,6 +217,61 @@ def test_on_a_full_disk_the_command_line_reads_the_store_and_gc_says_why_it_cann
     assert cli("verify").stdout.endswith("3 checkpoint(s) in 1 session(s), 0 problem(s)\n")
 
 
+def _resumed(kernels: Any, store: Store, session: str) -> Any:
+    """After a kernel on ``session`` was killed: ``jupyter ckpt verify`` finds the store whole, and a new kernel
+    goes back to the newest good checkpoint in it (what killed writers finished included), whose ``x`` is the
+    one its ``n`` made. The new kernel."""
+    verified = cli("verify")
+    assert verified.returncode == 0 and verified.stdout.endswith(", 0 problem(s)\n"), verified
+    k = kernels(session)
+    k.ok("%load_ext jupyter_ckpt\nimport numpy as np, jupyter_ckpt")  # it adopts what the killed writers left
+    newest = [r for r in store.checkpoints(session) if r.status == "ok"][-1]
+    assert f"(id {newest.id})" in k.ok("%checkpoint restore previous")
+    assert k.value("bool((x == np.random.default_rng(n).random(len(x))).all())") is True
+    return k
+
+
+def test_a_kernel_killed_during_gc_leaves_a_store_that_verifies_and_its_newest_state(
+    kernels: Any, store: Store, jupyter_dirs: Path
+) -> None:
+    k = kernels("gc.ipynb")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto off\nimport numpy as np, jupyter_ckpt")
+    mid_gc = 0
+    for delay in (0.02, 0.06, 0.12):
+        k.ok(  # 120 checkpoints of fresh data: gc drops about 110 of them and 450 files, in about 0.1 s
+            "for n in range(120):\n    x = np.random.default_rng(n).random(5_000)\n"
+            "    ys = [np.random.default_rng(n * 100 + i).random(2_000) for i in range(3)]\n    jupyter_ckpt.save()"
+        )
+        done = jupyter_dirs / f"gc-{delay}"
+        k.kc.execute(f"%checkpoint gc --keep-last 0\nopen({str(done)!r}, 'w').close()")
+        time.sleep(delay)
+        k.kill()
+        mid_gc += not done.exists()
+        k = _resumed(kernels, store, "gc.ipynb")
+        k.ok("%checkpoint auto off")
+    assert mid_gc, "no kill landed before gc finished: the test proved nothing"
+
+
+def test_a_kernel_killed_while_it_thins_the_store_leaves_a_store_that_verifies_and_its_newest_state(
+    kernels: Any, store: Store, jupyter_dirs: Path
+) -> None:
+    profile = jupyter_dirs / "ipython" / "profile_default"
+    profile.mkdir(parents=True)
+    (profile / "ipython_config.py").write_text('c.Checkpoints.max_store_size = "6M"\n')  # 7 cells' data
+    k = kernels("thin.ipynb")
+    k.ok("%load_ext jupyter_ckpt\nimport numpy as np")
+    n = 0
+    for delay in (0.1, 0.3, 0.6, 1.0):
+        k.ok("%checkpoint auto on")
+        for _ in range(8):  # sent at once: the kernel runs them, its writers commit and it thins, as it is killed
+            k.kc.execute(f"n = {n}\nx = np.random.default_rng(n).random(100_000)")
+            n += 1
+        time.sleep(delay)
+        k.kill()
+        k = _resumed(kernels, store, "thin.ipynb")
+    assert store.checkpoints("thin.ipynb")[0].id > 1  # it thinned: the first checkpoints are gone
+
+
 def test_writers_running_at_once_share_the_budget(kernels: Any, jupyter_dirs: Path, small_disk: Path) -> None:
     """Each writer forked back to back was given the whole room under the budget: four 7.6 MiB arrays left a
     store of 30.7 MiB under a 16 MiB budget, for good (what is never thinned was itself past it)."""
