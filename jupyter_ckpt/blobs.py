@@ -35,6 +35,7 @@ import os
 import re
 import struct
 import threading
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -332,6 +333,8 @@ class LocalBlobs:
         self._room_lock = threading.Lock()
         # Blob files fetched from elsewhere and checked, held in memory until written here (``hold_fetched``).
         self._fetched: dict[str, bytes] = {}
+        # Blob files on their way from elsewhere (``fetching``): a read of one waits for it, or for its failure.
+        self._fetching: dict[str, Future[None]] = {}
         if create:
             make_dir(self.root)
             make_dir(self.tmp)
@@ -349,7 +352,7 @@ class LocalBlobs:
     # -- BlobStorage -----------------------------------------------------------
 
     def has(self, key: str) -> bool:
-        return key in self._fetched or self.path(key).exists()
+        return key in self._fetched or key in self._fetching or self.path(key).exists()
 
     def read_file(self, key: str) -> bytes:
         with self._open(key) as f:
@@ -367,6 +370,16 @@ class LocalBlobs:
         if not hmac.compare_digest(mac, self._mac(key, codec, memoryview(data)[len(data) - length :])):
             raise IntegrityError(f"blob {key} fails its signature check: it was modified after it was written")
 
+    def fetching(self, futures: dict[str, Future[None]]) -> None:
+        """Blob files being fetched from elsewhere, each done once it is held (``hold_fetched``) or written here: until
+        then a read of one waits for it, and raises what its fetch raised."""
+        self._fetching.update(futures)
+
+    def _arrived(self, key: str) -> None:
+        future = self._fetching.get(key)
+        if future is not None:
+            future.result()
+
     def hold_fetched(self, key: str, data: bytes) -> None:
         """Serve a blob file fetched from elsewhere from memory, once checked, until ``write_fetched``."""
         self.check_file(key, data)
@@ -378,6 +391,7 @@ class LocalBlobs:
         self._write_fetched(held)
         for key in keys:
             del self._fetched[key]  # only now: until its file is in place, a reader finds it here
+            self._fetching.pop(key, None)
         return {key: self.sizes(data) for key, data in held.items()}
 
     def _write_fetched(self, files: dict[str, bytes]) -> None:
@@ -387,8 +401,9 @@ class LocalBlobs:
                 batch.write(key, [data])
 
     def drop_fetched(self) -> None:
-        """Let go of the fetched blob files held in memory and not written."""
+        """Let go of the fetched blob files held in memory and not written, and of those still expected."""
         self._fetched.clear()
+        self._fetching.clear()
 
     def delete(self, key: str) -> None:
         self.path(key).unlink(missing_ok=True)
@@ -549,7 +564,7 @@ class LocalBlobs:
         The header is checked, the signature is not: whoever maps the payload
         verifies it with ``read`` afterwards.
         """
-        if key in self._fetched:
+        if key in self._fetched or key in self._fetching:
             return None
         with self._open(key) as f:
             codec, header_size, length, _ = self._header(key, f, os.fstat(f.fileno()).st_size)
@@ -562,8 +577,9 @@ class LocalBlobs:
 
         Raises IntegrityError, naming the blob, if it is missing, truncated, damaged
         or fails its signature check; nothing is returned before the check. A
-        blob held in memory (``hold_fetched``) was checked as it came.
+        blob held in memory (``hold_fetched``) was checked as it came; one on its way (``fetching``) is waited for.
         """
+        self._arrived(key)
         fetched = self._fetched.get(key)
         if fetched is not None:
             return self._read_verified(key, _Held(fetched), into, len(fetched), checked=True)

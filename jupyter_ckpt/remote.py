@@ -34,7 +34,8 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent import futures
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -219,6 +220,7 @@ class Replica:
         self._pulling: str | None = None  # the session to pull in the next round (``follow``)
         self._thread: threading.Thread | None = None
         self._keeping: threading.Thread | None = None  # writes the last fetch's blobs to the local tier
+        self._fetches: list[Future[None]] = []  # the downloads of the last fetch's blobs
         self.kept: Callable[[], None] = lambda: None  # told once a fetched checkpoint's blobs are written here
 
     @property
@@ -299,19 +301,22 @@ class Replica:
 
     def fetch(self, checkpoint_id: int) -> None:
         """Download, in parallel, the blobs of a pulled checkpoint that are not here, check each and write it
-        to the local tier."""
+        to the local tier; raises the first failure."""
         with self.fetched(checkpoint_id):
-            pass
+            for future in self._fetches:
+                future.result()
         self.wait_fetched()
 
     @contextlib.contextmanager
     def fetched(self, checkpoint_id: int) -> Iterator[None]:
         """Inside the block, a pulled checkpoint's blobs are readable from the local tier (``restore_namespace``).
 
-        Those missing are downloaded in parallel and checked once, and held in memory, where a restore reads
-        them without reading them back from disk or checking them again; once the block is left, a thread
-        writes them to the local tier (``wait_fetched``), and the checkpoint is local once all are written.
-        Blobs that would take more than a quarter of the memory left are written as they come instead.
+        Those missing are downloaded in parallel, in the order the checkpoint lists them, each checked once and
+        held in memory, where a restore reads it as soon as it is here (a read waits for its blob), without reading
+        it back from disk or checking it again: the restore runs while the rest comes. Once the block is left, a
+        thread waits for the rest and writes them to the local tier (``wait_fetched``), and the checkpoint is local
+        once all are written. Blobs that would take more than a quarter of the memory left are written as they come
+        instead. A failure the restore did not read (a blob of a variable it left out) is said once, by that thread.
         """
         self.wait_fetched()
         missing = self.catalog.missing_blobs(checkpoint_id)
@@ -320,18 +325,24 @@ class Replica:
             return
         room = headroom()
         write = room is not None and sum(missing.values()) > room.free // 4
-        try:
-            list(self._pool.map(lambda key: self._fetch_blob(key, write), missing))
-        except BaseException:
-            self.store.blobs.drop_fetched()
-            raise
+        self._fetches = [self._pool.submit(self._fetch_blob, key, write) for key in missing]
+        self.store.blobs.fetching(dict(zip(missing, self._fetches, strict=True)))
         self.catalog.mark_blobs_uploaded(missing)  # they came from there: the next push need not look for them
         try:
             yield
-        finally:
-            held = [] if write else list(missing)
-            self._keeping = threading.Thread(target=self._keep, args=(checkpoint_id, held), name="jupyter-ckpt-fetched")
-            self._keeping.start()
+        except BaseException:
+            self._let_go()
+            raise
+        held = [] if write else list(missing)
+        self._keeping = threading.Thread(target=self._keep, args=(checkpoint_id, held), name="jupyter-ckpt-fetched")
+        self._keeping.start()
+
+    def _let_go(self) -> None:
+        """Stop the last fetch: what has not started is not downloaded, and what was is let go of once it is here."""
+        for future in self._fetches:
+            future.cancel()
+        futures.wait(self._fetches)
+        self.store.blobs.drop_fetched()
 
     def _fetch_blob(self, key: str, write: bool) -> None:
         self.store.blobs.hold_fetched(key, self.remote.blobs.read_file(key))
@@ -339,14 +350,17 @@ class Replica:
             self.catalog.add_fetched_blobs([key])
 
     def _keep(self, checkpoint_id: int, keys: list[str]) -> None:
-        """Write fetched blobs held in memory to the local tier; the checkpoint is then local. A failure (a full
-        disk) is said once, what is held is let go, and the checkpoint stays to be fetched again."""
+        """Write fetched blobs held in memory to the local tier, once all are here; the checkpoint is then local. A
+        failure (a blob that failed its check or did not come, a full disk) is said once, what is held is let go,
+        and the checkpoint stays to be fetched again."""
         try:
+            for future in self._fetches:
+                future.result()
             if keys:  # none when they were written as they came
                 self.catalog.add_fetched_blobs(keys)
             self.catalog.mark_local(checkpoint_id)
         except Exception as e:
-            self.store.blobs.drop_fetched()
+            self._let_go()
             self._notify(f"jupyter-ckpt: checkpoint {checkpoint_id} was fetched but not kept here: {e}")
             return
         self.kept()

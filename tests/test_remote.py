@@ -419,6 +419,47 @@ def test_a_restore_reads_the_downloaded_bytes_and_a_full_disk_here_loses_nothing
     assert digest(module.__dict__) == want
 
 
+def test_a_restore_reads_each_blob_as_it_comes_and_one_it_left_out_that_fails_is_said_once(
+    s3: S3, jupyter_dirs: Path
+) -> None:
+    """A restore from the remote store reads each blob as soon as it is downloaded and checked: restoring ``box``
+    does not wait for ``big``, whose download is held up here. ``big``'s blob, changed in the bucket meanwhile,
+    fails its check after the restore: said once, nothing of it kept, and the checkpoint stays to be fetched."""
+    import asyncio
+
+    a, up = machine(jupyter_dirs / "a", s3)
+    source = notebook(a, up)
+    source.module.big = np.random.default_rng(3).random(1_300_000)  # raw chunks: two whole and a part
+    source.save()
+    up.push()
+    key, data = max(objects(s3, "users/alice/blobs/").items(), key=lambda item: len(item[1]))  # one of big's
+    b, down = machine(jupyter_dirs / "b", s3)
+    said: list[str] = []
+    down._notify = said.append
+    release = threading.Event()
+
+    async def hold(request: Any, **_: Any) -> None:
+        held = time.monotonic()
+        while request.url.endswith(key) and not release.is_set() and time.monotonic() - held < 20:
+            await asyncio.sleep(0.01)
+
+    down.remote.fs.s3.meta.events.register("before-send.s3.GetObject", hold)
+    here = Checkpointer(b, "nb.ipynb", types.ModuleType("__main__"), replica=down)
+    started = time.monotonic()
+    here.restore("latest", only="box")
+    assert here.module.box.v == [1, 2, 3] and "big" not in vars(here.module)
+    assert time.monotonic() - started < 15  # it did not wait for big's blob, held up for 20 s
+    s3.client().put_object(Bucket=s3.bucket, Key=key, Body=data[:-1] + bytes([data[-1] ^ 1]))
+    release.set()
+    down.wait_fetched()
+    assert len(said) == 1 and "was fetched but not kept here" in said[0] and "fails its signature check" in said[0]
+    (cid,) = RemoteCatalog(b).remote_only()  # to be fetched again
+    assert not b.blobs.has(key.rsplit("/", 1)[1])  # nothing unverified kept, in memory or on disk
+    with pytest.raises(IntegrityError, match="fails its signature check"):
+        here.restore(cid)
+    assert here.module.box.v == [1, 2, 3] and "big" not in vars(here.module)  # the refused restore changed nothing
+
+
 def on_disk(root: Path) -> int:
     return sum(f.stat().st_size for f in root.rglob("*") if f.is_file())
 
