@@ -495,17 +495,23 @@ def group(
 
 def sharing(
     holders: dict[str, Any], others: dict[str, Any], namespace: dict[str, Any], budget: int = REACH_BUDGET
-) -> dict[str, set[str]]:
-    """For each of ``others`` that no holder holds, the ``holders`` it shares an object with (an optimizer, and the
-    model whose parameters it holds); ``{}`` where a walk cannot finish. The walk does not enter ``namespace``."""
+) -> tuple[set[str], list[list[str]]] | None:
+    """Which of ``others`` one of ``holders`` holds, and all their names in groups of those that share objects, as
+    ``group`` makes them (an optimizer, the model whose parameters it holds, the scheduler holding the optimizer);
+    None where a walk cannot finish. The walk does not enter ``namespace``."""
     owner: dict[int, str] = {id(vars(builtins)): _NAMESPACE, id(namespace): _NAMESPACE}
+    partition = Partition([*holders, *others])
+    held: set[str] = set()
     try:
-        for name, value in holders.items():
-            _reach(value, name, owner, budget)
-        free = {n: v for n, v in others.items() if id(v) not in owner}
-        return {n: _reach(v, n, owner, budget) & holders.keys() for n, v in free.items()}
+        for variables in (holders, others):
+            for name, value in variables.items():
+                if variables is others and id(value) in owner:
+                    held.add(name)
+                for other in _reach(value, name, owner, budget) - {_NAMESPACE}:
+                    partition.join(name, other)
     except Exception:  # _Overflow, or an object the walk could not read (``group``)
-        return {}
+        return None
+    return held, partition.groups([*holders, *others])
 
 
 RANDOM = "random streams"  # how the timeline's changed column names the global random states

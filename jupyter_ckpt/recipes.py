@@ -18,7 +18,9 @@ share a cell are one *part* (a cell runs once, and two names one cell made stay
 one object), and each part runs in a scratch namespace of its own, seeded from
 the restored state; only the missing variables are taken from it, and what its
 cells made again holding a rebuilt variable's objects (the optimizer of a model
-rebuilt), unless a cell replay does not run uses it later. Restored
+rebuilt), unless a cell replay does not run uses it later. What it rebuilds is
+made an instance of the restored notebook class that its cells defined again,
+not of the class they made. Restored
 variables that a part's cells mutate are deep-copied into its scratch namespace
 first, so replay cannot change what the restore brought back; an open file it
 reads is reopened at its position, and one it writes to is written through the
@@ -382,25 +384,33 @@ def _also(
 
 
 def _companions(part: Part, made: dict[str, Any], rebuilt: list[str], restored: dict[str, Any]) -> dict[str, str]:
-    """The restored variables the part's cells ``made`` again holding objects of a ``rebuilt`` one (an optimizer,
-    the parameters of a model), with what becomes of each: taken from the replay with it, unless a later cell
-    that replay does not run uses it (then it is kept as restored, and no longer shares them). One a rebuilt
-    variable holds itself (the list an iterator reads) is kept as restored, as every restored variable is."""
-    fresh = {n: v for n, v in made.items() if n in part.also and n in restored and v is not restored[n]}
-    if not rebuilt or not fresh:
+    """The restored variables the part's cells ``made`` again sharing objects with a ``rebuilt`` one, directly or
+    through each other (an optimizer on a model's parameters, its scheduler), with what becomes of each: taken
+    from the replay with it, unless a later cell that replay does not run uses it (then it is kept as restored,
+    and no longer shares them). Where a rebuilt variable holds one of them itself (the frame a generator reads),
+    they are all kept as restored, as every restored variable is."""
+    fresh = {
+        n: v
+        for n, v in made.items()
+        if n in part.also and n in restored and v is not restored[n] and not isinstance(v, type)  # see ``_adopt``
+    }
+    found = sharing({n: made[n] for n in rebuilt}, fresh, made) if rebuilt and fresh else None
+    if found is None:
         return {}
+    held, groups = found
     outcome = {}
-    for name, shared in sharing({n: made[n] for n in rebuilt}, fresh, made).items():
-        partners = ", ".join(sorted(shared))
-        if not partners:
+    for names in groups:
+        partners = ", ".join(n for n in names if n in rebuilt)
+        if not partners or held.intersection(names):
             continue
-        later = part.also[name]
-        outcome[name] = (
-            f"replayed with {partners} (they share objects)"
-            if later is None
-            else f"kept as restored, no longer sharing objects with {partners}: cell [{later}] uses it after"
-            " the cells replay ran"
-        )
+        for name in (n for n in names if n in fresh):
+            later = part.also[name]
+            outcome[name] = (
+                f"replayed with {partners} (they share objects)"
+                if later is None
+                else f"kept as restored, no longer sharing objects with {partners}: cell [{later}] uses it after"
+                " the cells replay ran"
+            )
     return outcome
 
 

@@ -444,18 +444,21 @@ def test_a_large_array_read_in_full_is_held_in_huge_pages_as_numpy_held_it(store
 
 
 def test_replay_takes_what_its_cells_made_on_a_rebuilt_variable_s_objects_unless_a_later_cell_uses_it() -> None:
-    """``index`` holds the list ``box`` holds; ``box`` is missing and rebuilt, the restored ``index`` holds a copy
-    of the old list. Taken from the replay, it holds the rebuilt one's; used by a cell replay does not run, it is
-    kept as restored and the report says they no longer share it."""
-    made = "box = {'items': [1]}\nindex = {'of_box': box['items']}"
+    """``index`` holds the list ``box`` holds, and ``by_name`` holds ``index``; ``box`` is missing and rebuilt, the
+    restored ``index`` holds a copy of the old list. Taken from the replay, with ``by_name``, it holds the rebuilt
+    one's; used by a cell replay does not run, it is kept as restored and the report says they no longer share it."""
+    made = "box = {'items': [1]}\nindex = {'of_box': box['items']}\nby_name = {'index': index}"
     history = [{"count": 1, "source": made, "status": "ok"}]
     namespace: dict[str, Any] = {"index": {"of_box": [1]}}
+    namespace["by_name"] = {"index": namespace["index"]}
     outcome = run_recipe(plan(["box"], history), namespace, exec_cell)
-    assert outcome == {"box": "replayed", "index": "replayed with box (they share objects)"}
-    assert namespace["index"]["of_box"] is namespace["box"]["items"]
+    taken = "replayed with box (they share objects)"
+    assert outcome == {"box": "replayed", "by_name": taken, "index": taken}
+    index = namespace["index"]
+    assert index["of_box"] is namespace["box"]["items"] and namespace["by_name"]["index"] is index
 
     history.append({"count": 2, "source": "index['seen'] = True", "status": "ok"})
-    namespace = {"index": {"of_box": [1], "seen": True}}
+    namespace = {"index": {"of_box": [1], "seen": True}, "by_name": {}}
     restored = namespace["index"]
     outcome = run_recipe(plan(["box"], history), namespace, exec_cell)
     assert namespace["index"] is restored and outcome["index"] == (

@@ -160,7 +160,8 @@ def test_a_tensor_made_from_a_numpy_array_comes_back_on_the_array_s_memory(store
 def test_an_optimizer_made_with_a_model_that_replay_rebuilds_drives_the_rebuilt_model(kernels: Any) -> None:
     """The model holds a generator, so it is skipped and rebuilt by replay; its optimizer was checkpointed. It came
     back on the parameters of the model as saved, not on the rebuilt model's: ``opt.step()`` trained nothing, and
-    said nothing. Made again by the cells replay runs, the optimizer now comes from them too; and the model is an
+    said nothing. Made again by the cells replay runs, the optimizer and its scheduler now come from them too; and
+    the model is an
     instance of the restored ``Net``, not of the one its cell defined again."""
     k = kernels("replayed_model.ipynb")
     k.ok("%load_ext jupyter_ckpt\n%checkpoint auto off")
@@ -169,7 +170,10 @@ def test_an_optimizer_made_with_a_model_that_replay_rebuilds_drives_the_rebuilt_
         "        self.fc = torch.nn.Linear(2, 1)\n        self.feed = (i for i in range(3))\n"
         "torch.manual_seed(0)\nnet = Net()"
     )
-    k.ok("opt = torch.optim.SGD(net.parameters(), lr=0.1)\nnet.fc(torch.ones(1, 2)).sum().backward()\nopt.step()")
+    k.ok(
+        "opt = torch.optim.SGD(net.parameters(), lr=0.1)\nsched = torch.optim.lr_scheduler.StepLR(opt, 1)\n"
+        "net.fc(torch.ones(1, 2)).sum().backward()\nopt.step()\nsched.step()"
+    )
     k.ok("%checkpoint save")
     expected = k.value("net.fc.weight.tolist()")
     k.close()
@@ -180,5 +184,6 @@ def test_an_optimizer_made_with_a_model_that_replay_rebuilds_drives_the_rebuilt_
     assert "rebuilt by running its cells again: net" in out and "opt: replayed with net (they share objects)" in out
     assert fresh.value("net.fc.weight.tolist()") == expected
     assert fresh.value("opt.param_groups[0]['params'][0] is net.fc.weight and type(net) is Net") is True
+    assert fresh.value("sched.optimizer is opt and sched.last_epoch") == 1
     fresh.ok("net.fc(torch.ones(1, 2)).sum().backward()\nopt.step()")
     assert fresh.value("net.fc.weight.tolist()") != expected  # the optimizer trains the model in the namespace
