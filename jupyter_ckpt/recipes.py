@@ -41,6 +41,7 @@ import bisect
 import builtins
 import contextlib
 import copy
+import enum
 import gc
 import io
 import sys
@@ -519,7 +520,11 @@ def _run_part(part: Part, restored: dict[str, Any], namespace: dict[str, Any], r
     classes = {
         made[n]: restored[n]
         for n in part.final & restored.keys() & made.keys()
-        if isinstance(restored[n], type) and isinstance(made[n], type) and made[n] is not restored[n]
+        if isinstance(restored[n], type)
+        and isinstance(made[n], type)
+        and made[n] is not restored[n]
+        # An Enum's members are its instances: one made again is not the restored member, whatever its class.
+        and not isinstance(made[n], enum.EnumMeta)
     }
     if classes:
         taken = [made[n] for n, what in outcome.items() if what == "replayed" or what.startswith("replayed with")]

@@ -484,11 +484,12 @@ def test_a_notebook_class_whose_instance_cannot_be_saved_stays_the_class_of_that
 def test_what_replay_rebuilds_is_an_instance_of_the_restored_class_its_cell_defined_again() -> None:
     """The cell that made ``box`` (a generator in it: skipped) defined ``Box``, which the restore brought back; run
     again, it defines another ``Box``: ``box`` and what it holds are made instances of the restored one."""
-    made = "class Box:\n    pass\nbox = Box()\nbox.inner = [Box()]\nbox.rows = (i for i in range(2))"
+    classes = "class Box:\n    pass\nclass Slim:\n    __slots__ = ('rows',)\n"
+    made = classes + "box = Box()\nbox.inner = [Slim()]\nbox.inner[0].rows = (i for i in range(2))"
     namespace: dict[str, Any] = {}
-    exec_cell("class Box:\n    pass", namespace)
-    restored = namespace["Box"]
+    exec_cell(classes, namespace)
+    restored = namespace["Box"], namespace["Slim"]
     history = [{"count": 1, "source": made, "status": "ok"}]
     assert run_recipe(plan(["box"], history), namespace, exec_cell) == {"box": "replayed"}
-    assert namespace["Box"] is restored and type(namespace["box"]) is restored
-    assert type(namespace["box"].inner[0]) is restored and list(namespace["box"].rows) == [0, 1]
+    assert (namespace["Box"], namespace["Slim"]) == restored and type(namespace["box"]) is restored[0]
+    assert type(namespace["box"].inner[0]) is restored[1] and list(namespace["box"].inner[0].rows) == [0, 1]
