@@ -42,9 +42,10 @@ what the notebook added. dill keeps a function's qualified name (one that
 A ``TypeVar`` or ``NewType`` made in the notebook is saved as the call that made
 it, not as a name the loading kernel has not bound yet, and so is an array or
 pointer type of ctypes (``c_double * 3``), which ctypes names as made in the
-notebook; a PIL font read from bytes (``ImageFont.load_default()``) as made
-from those bytes again; an instance whose ``__new__`` requires arguments pickle
-does not know is made by its builtin base's.
+notebook; a ``TypedDict`` made in the notebook as its metaclass makes it; a PIL
+font read from bytes (``ImageFont.load_default()``) as made from those bytes
+again; an instance whose ``__new__`` requires arguments pickle does not know is
+made by its builtin base's.
 Arrays and views saved read-only come back read-only. pandas frames, series and
 indexes that shared values keep sharing them, and pandas' Copy-on-Write tracking
 of that sharing (``_SharedValues``).
@@ -110,6 +111,7 @@ _SEPARATOR = "\x00"
 _SAMPLE = 1000
 _LRU_WRAPPER = type(functools.lru_cache(maxsize=None)(len))
 _KEY_WRAPPER = type(functools.cmp_to_key(operator.sub))  # functools' C type, which pickle refuses
+_TYPED_DICT = type(typing.TypedDict("_TYPED_DICT", {}))  # type: ignore[operator]  # the metaclass of a ``TypedDict``
 # The metaclasses of ``c_double * 3`` and ``POINTER(c_double)``, classes ctypes makes (once each) in the module that
 # asks: made in a cell, they look like notebook classes, which no pickler can make again (``_reduce_ctypes_made``).
 _CTYPES_MADE = (type(ctypes.c_char * 1), type(ctypes.POINTER(ctypes.c_char)))
@@ -1775,6 +1777,24 @@ def _reduce_ctypes_made(cls: Any) -> Any:
     return ctypes.POINTER, (cls._type_,)
 
 
+def _reduce_typed_dict(cls: Any) -> Any:
+    """A ``TypedDict`` made in the notebook, as its metaclass makes it, with its fields and which keys it requires
+    then set: its only base is ``dict``, which the metaclass refuses, so made again as any other class is made (by
+    dill, cloudpickle), one that inherited its fields or was made by a call failed to load ("cannot inherit from
+    both a TypedDict type and a non-TypedDict base class")."""
+    if cls.__module__ != "__main__":
+        return NotImplemented
+    attributes = {k: v for k, v in vars(cls).items() if k not in ("__dict__", "__weakref__")}
+    return _typed_dict, (type(cls), cls.__name__, {**attributes, "__qualname__": cls.__qualname__})
+
+
+def _typed_dict(meta: type, name: str, attributes: dict[str, Any]) -> Any:
+    made = meta(name, (), {})
+    for key, value in attributes.items():
+        setattr(made, key, value)
+    return made
+
+
 def _set_state(obj: Any, state: Any) -> None:
     """What pickle does with an object's state when it has no ``__setstate__``, without asking it for one."""
     state, slots = state if isinstance(state, tuple) else (state, None)
@@ -1843,6 +1863,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_exception if _rebuilt_without_init(t) else _reduce_chained
     if t in _CTYPES_MADE:
         return _reduce_ctypes_made
+    if t is _TYPED_DICT:
+        return _reduce_typed_dict
     if issubclass(t, type):
         return _reduce_class
     if numpy is not None and (t is numpy.ndarray or _plain_array_class(t, numpy)):

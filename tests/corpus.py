@@ -711,6 +711,16 @@ PATTERNS = [
         "TvBox.__parameters__ == (TvT,) and TvT.__bound__ is float and tv_box.v == 2.5 and TvId(3) == 3"
         " and tv_ids.__args__ == (TvId,)",
     ),
+    _p(  # a TypedDict's only base is dict, which its metaclass refuses when the class is made again with it
+        "typed_dict",
+        "stdlib",
+        "import typing\nclass TydRow(typing.TypedDict, total=False):\n    a: int\n    b: typing.Required[str]\n"
+        "class TydWide(TydRow):\n    c: list\nTydPoint = typing.TypedDict('TydPoint', {'x': int, 'y': int})\n"
+        "tyd_r = TydWide(a=1, b='x', c=[])",
+        "TydWide.__required_keys__ == {'b', 'c'} and TydWide.__optional_keys__ == {'a'} and typing.is_typeddict(TydPoint)"
+        " and TydPoint(x=1, y=2) == {'x': 1, 'y': 2} and TydPoint.__required_keys__ == {'x', 'y'}"
+        " and typing.get_type_hints(TydWide)['c'] is list and tyd_r == {'a': 1, 'b': 'x', 'c': []}",
+    ),
     _p(
         "wrapt_decorator",
         "stdlib",
