@@ -1795,6 +1795,13 @@ def _typed_dict(meta: type, name: str, attributes: dict[str, Any]) -> Any:
     return made
 
 
+def _reduce_property(obj: property) -> Any:
+    """An instance of a ``property`` subclass (a notebook's ``class classproperty(property)``), as made from its
+    functions, with its attributes: ``property`` is written in C and no pickler took its subclasses (dill takes
+    ``property`` itself), so the class holding one was not saved."""
+    return type(obj), (obj.fget, obj.fset, obj.fdel, obj.__doc__), vars(obj) or None
+
+
 def _set_state(obj: Any, state: Any) -> None:
     """What pickle does with an object's state when it has no ``__setstate__``, without asking it for one."""
     state, slots = state if isinstance(state, tuple) else (state, None)
@@ -1865,6 +1872,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_ctypes_made
     if t is _TYPED_DICT:
         return _reduce_typed_dict
+    if issubclass(t, property) and t is not property:
+        return _reduce_property
     if issubclass(t, type):
         return _reduce_class
     if numpy is not None and (t is numpy.ndarray or _plain_array_class(t, numpy)):

@@ -119,6 +119,15 @@ PATTERNS = [
         "    @property\n    def n2(self):\n        return self.x ** 2 + self.y ** 2\nps_v = PsVec(3, 4)",
         "ps_v.n2 == 25 and not hasattr(ps_v, '__dict__')",
     ),
+    _p(  # property is written in C: no pickler took a subclass of it, so the class holding one was not saved
+        "property_subclass",
+        "plain",
+        "class PscClassProperty(property):\n    def __get__(self, obj, owner=None):\n        return self.fget(owner)\n"
+        "class PscCfg:\n    _n = 3\n    @PscClassProperty\n    def n(cls):\n        '''The n.'''\n        return cls._n\n"
+        "psc_c = PscCfg()",
+        "PscCfg.n == 3 and psc_c.n == 3 and type(vars(PscCfg)['n']) is PscClassProperty and vars(PscCfg)['n'].__doc__"
+        " == 'The n.' and type(psc_c) is PscCfg",
+    ),
     _p(
         "inheritance",
         "plain",
