@@ -175,6 +175,8 @@ def _cmd_verify(store: Store, args: argparse.Namespace) -> int:
 def _cmd_export(store: Store, args: argparse.Namespace) -> None:
     import dill
 
+    if not args.file:  # it is the working directory to pathlib: "cannot write : Is a directory"
+        raise BadArgument("export needs a FILE to write the checkpoint to, not ''")
     if Path(store.root).resolve() in Path(args.file).resolve().parents:
         raise BadArgument(f"{args.file} is inside the checkpoint store {store.root}: write the export elsewhere")
     record = Timeline(store).find(args.ref, args.session)

@@ -307,6 +307,7 @@ ROWS = [
     Bad("a file as the store", cli=(("--store", "/dev/null", "list"), 1, "no checkpoint store at /dev/null")),
     Bad("an export nowhere", cli=(("export", "{a}", "{absent}/state.pkl"), 1, "cannot write")),
     Bad("an export onto a directory", cli=(("export", "{a}", "{dir}"), 1, "cannot write")),
+    Bad("an export to no file", cli=(("export", "{a}", ""), 1, "export needs a FILE to write the checkpoint to")),
 ]
 
 
