@@ -45,7 +45,8 @@ pointer type of ctypes (``c_double * 3``), which ctypes names as made in the
 notebook; a ``TypedDict`` made in the notebook as its metaclass makes it; a PIL
 font read from bytes (``ImageFont.load_default()``) as made from those bytes
 again; an instance whose ``__new__`` requires arguments pickle does not know is
-made by its builtin base's.
+made by its builtin base's, and one of a notebook subclass of ``Counter``,
+``Decimal`` or another type pickled from its value alone keeps its attributes.
 Arrays and views saved read-only come back read-only. pandas frames, series and
 indexes that shared values keep sharing them, and pandas' Copy-on-Write tracking
 of that sharing (``_SharedValues``).
@@ -69,6 +70,7 @@ import collections
 import contextlib
 import copyreg
 import ctypes
+import enum
 import errno
 import functools
 import gc
@@ -1495,6 +1497,29 @@ def _instance_reducer(t: type) -> Callable[[Any], Any] | None:
     return reduce
 
 
+def _pickled_by_value_alone(t: type) -> bool:
+    """Whether ``t`` is a notebook class whose instances have a ``__dict__`` and are pickled by a base's own
+    reduction, which may make them from their value alone (``Counter``, ``defaultdict``, ``Decimal``,
+    ``Fraction``), the notebook's classes defining no pickling of their own. Not an Enum's members: what they hold
+    is set with the class (``_with_members``)."""
+    if t.__module__ != "__main__" or not t.__dictoffset__ or isinstance(t, enum.EnumMeta):
+        return False
+    own = [c for c in t.__mro__ if c.__module__ == "__main__"]
+    if any(n in vars(c) for c in own for n in (*_PICKLE_ARGUMENTS, "__getstate__", "__setstate__")):
+        return False
+    return any(n in vars(c) for c in t.__mro__[len(own) : -1] for n in ("__reduce__", "__reduce_ex__"))
+
+
+def _reduce_with_attributes(obj: Any) -> Any:
+    """An instance of a notebook subclass of such a type (``_pickled_by_value_alone``) with the attributes the
+    notebook gave it, where its base's reduction keeps no state: they were gone after a restore (dill too)."""
+    reduced = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
+    if not isinstance(reduced, tuple) or (len(reduced) > 2 and reduced[2] is not None) or not vars(obj):
+        return NotImplemented
+    items = (*reduced[3:5], None, None)[:2]
+    return reduced[0], reduced[1], dict(vars(obj)), *items, _set_state
+
+
 def _may_give_its_name(t: type) -> bool:
     """Whether ``t`` or a notebook class it derives from has a reduction of its own, which may name an
     instance instead."""
@@ -1898,7 +1923,9 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_tensor
     if _forwards(t):
         return _reduce_proxy
-    return _reduce_named_in_notebook if _may_give_its_name(t) else _instance_reducer(t)
+    if _may_give_its_name(t):
+        return _reduce_named_in_notebook
+    return _reduce_with_attributes if _pickled_by_value_alone(t) else _instance_reducer(t)
 
 
 def _or_library(own: Callable[[Any], Any] | None) -> Callable[[Any], Any]:

@@ -364,6 +364,18 @@ PATTERNS = [
         "class DmiUpper(dict):\n    def __missing__(self, key):\n        return key.upper()\ndmi_d = DmiUpper(a=1)\ndmi_d.note = 'n'",
         "dmi_d['a'] == 1 and dmi_d['zz'] == 'ZZ' and 'zz' not in dmi_d and type(dmi_d) is DmiUpper and dmi_d.note == 'n'",
     ),
+    _p(  # their bases pickle them from their value alone: the attributes a cell gave them were gone (dill too)
+        "value_subclass_attributes",
+        "plain",
+        "import collections, decimal, fractions\nclass VsaCounts(collections.Counter):\n    pass\n"
+        "vsa_c = VsaCounts('aab')\nvsa_c.source = 'words.txt'\nclass VsaLists(collections.defaultdict):\n    pass\n"
+        "vsa_d = VsaLists(list)\nvsa_d['k'].append(1)\nvsa_d.note = [vsa_c]\nclass VsaMoney(decimal.Decimal):\n    pass\n"
+        "vsa_m = VsaMoney('2.50')\nvsa_m.currency = 'EUR'\nclass VsaRatio(fractions.Fraction):\n    pass\n"
+        "vsa_r = VsaRatio(1, 3)\nvsa_r.label = 'third'",
+        "vsa_c.source == 'words.txt' and vsa_c['a'] == 2 and vsa_d.note[0] is vsa_c and vsa_d['new'] == []"
+        " and vsa_m.currency == 'EUR' and vsa_m == decimal.Decimal('2.5') and type(vsa_m) is VsaMoney"
+        " and vsa_r.label == 'third' and vsa_r == fractions.Fraction(1, 3) and type(vsa_d) is VsaLists",
+    ),
     # -- standard library --------------------------------------------------------------------------
     _p(
         "lru_cache",
