@@ -49,7 +49,7 @@ def http_errors(method: Verb) -> Verb:
 def checkpoint_id(text: str) -> int:
     cid = parse_id(text)
     if cid is None:
-        raise BadArgument(f"{text!r} is not a checkpoint id: ids are whole numbers")
+        raise BadArgument(f"{text!r} is not a checkpoint id: ids are whole numbers of at most 18 digits")
     return cid
 
 

@@ -160,6 +160,7 @@ async def test_malformed_requests_get_clear_errors_and_change_nothing(
         (("GET", *CKPT, "checkpoints", "abc"), {}, 400, "not a checkpoint id"),
         (("GET", *CKPT, "checkpoints", "-1"), {}, 400, "not a checkpoint id"),
         (("GET", *CKPT, "checkpoints", "1.5"), {}, 400, "not a checkpoint id"),
+        (("GET", *CKPT, "checkpoints", "9" * 30), {}, 400, "whole numbers of at most 18 digits"),  # "are whole"
         (("DELETE", *CKPT, "checkpoints", "999"), {}, 404, "no checkpoint 999"),
         (("DELETE", *CKPT, "checkpoints", "latest"), {}, 400, "not a checkpoint id"),
         (("PATCH", *one), {"body": "[1]"}, 400, "must be a JSON object"),
