@@ -8,7 +8,7 @@ other picklers are tried around it, and the one used is recorded per group:
    Large buffers (numpy arrays and everything built on them) go out of band:
    they are stored as content-addressed chunks, and a lazy restore maps the raw
    ones back instead of reading them. Views are stored as views of their root
-   array, and arrays are rebuilt directly on their buffer. Large arrays of
+   array (of objects too), and arrays are rebuilt directly on their buffer. Large arrays of
    strings (pandas' string and object columns) are stored as one text, out of
    band too, not as one pickled object per element.
 2. ``hybrid`` for a group that holds notebook classes and functions: they are
@@ -791,6 +791,14 @@ def _view_of(
     return view
 
 
+def _object_view(root: Any, offset: int, shape: tuple[int, ...], strides: tuple[int, ...], writeable: bool) -> Any:
+    """A view of an array of objects (``rows[:, 0]``) on its rebuilt root, which numpy makes on no buffer but an
+    array's own (``as_strided``): numpy's pickling copied it, and a write through it no longer reached the root."""
+    numpy = sys.modules.get("numpy") or importlib.import_module("numpy")
+    start = root.reshape(-1)[offset:]
+    return numpy.lib.stride_tricks.as_strided(start, shape, strides, writeable=writeable)
+
+
 def _extent(a: Any) -> tuple[int, int]:
     """The first and one-past-last byte addresses an array can reach."""
     start = end = a.__array_interface__["data"][0]
@@ -874,7 +882,11 @@ def _reduce_array(obj: Any) -> Any:
     """
     numpy = sys.modules["numpy"]  # an ndarray is here (see _reducer): numpy is imported
     if obj.dtype == object:
-        return _reduce_text(obj, numpy)
+        root = array_root(obj, numpy)
+        if root is obj or type(root) is not numpy.ndarray or root.dtype != object or not root.flags.c_contiguous:
+            return _reduce_text(obj, numpy)
+        offset = (obj.__array_interface__["data"][0] - root.__array_interface__["data"][0]) // root.itemsize
+        return _object_view, (root, offset, obj.shape, obj.strides, obj.flags.writeable)
     if obj.dtype.hasobject:
         return NotImplemented
     root = array_root(obj, numpy)

@@ -988,6 +988,15 @@ PATTERNS = [
         "oar_a[:] = [OarNode(), oar_shared, 'x']",
         "isinstance(oar_a[0], OarNode) and oar_a[1] is oar_shared and oar_a[2] == 'x'",
     ),
+    _p(  # numpy's pickling copies a view of an array of objects: a write through it no longer reached the array
+        "object_array_views",
+        "numpy",
+        "import numpy as np\noav_rows = np.array([[{'k': 1}, 'a'], [None, 'b'], [3, 'c']], dtype=object)\n"
+        "oav_first = oav_rows[:, 0]\noav_back = oav_rows[::-1]",
+        "(oav_first.__setitem__(1, 'x'), oav_rows[1, 0])[1] == 'x' and oav_back[0, 1] == 'c'"
+        " and (oav_rows.__setitem__((2, 1), 'z'), oav_back[0, 1])[1] == 'z' and np.shares_memory(oav_first, oav_rows)"
+        " and oav_first[0] is oav_rows[0, 0] and oav_first[0] == {'k': 1}",
+    ),
     _p(
         "from_import_numpy",
         "numpy",
