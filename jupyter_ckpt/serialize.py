@@ -882,8 +882,11 @@ def _reduce_array(obj: Any) -> Any:
     """
     numpy = sys.modules["numpy"]  # an ndarray is here (see _reducer): numpy is imported
     if obj.dtype == object:
+        # A view of another variable of the group (``rows[:, 0]`` beside ``rows``); of an array no variable holds
+        # (a block of the frame a slice was taken from), only the part it shows.
         root = array_root(obj, numpy)
-        if root is obj or type(root) is not numpy.ndarray or root.dtype != object or not root.flags.c_contiguous:
+        variables: set[int] = getattr(_PICKLING, "variables", set())
+        if root is obj or id(root) not in variables or type(root) is not numpy.ndarray or not root.flags.c_contiguous:
             return _reduce_text(obj, numpy)
         offset = (obj.__array_interface__["data"][0] - root.__array_interface__["data"][0]) // root.itemsize
         return _object_view, (root, offset, obj.shape, obj.strides, obj.flags.writeable)
@@ -2343,11 +2346,12 @@ def _depth(cls: type) -> int:
 def _dump(serializer: str, objs: dict[str, Any], module: types.ModuleType) -> Packed:
     _PICKLING.memory = _Memory() if "torch" in sys.modules else None
     _PICKLING.exporters = {id(obj) for obj in objs.values() if type(obj) in _EXPORTERS}  # alive while ``objs`` is
+    _PICKLING.variables = {id(obj) for obj in objs.values()}
     try:
         return _dump_group(serializer, objs, module)
     finally:
         _PICKLING.memory = None
-        _PICKLING.exporters = set()
+        _PICKLING.exporters = _PICKLING.variables = set()
 
 
 def _dump_group(serializer: str, objs: dict[str, Any], module: types.ModuleType) -> Packed:

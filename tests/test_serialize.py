@@ -759,3 +759,16 @@ def test_a_preview_holds_what_json_can_whatever_numbers_a_shape_holds() -> None:
     values = [sympy.MatrixSymbol("A", 2, 2), sympy.Identity(3), sympy.Array([[1, 2]]), sympy.MatrixSymbol("X", n, 3)]
     shapes = [json.loads(json.dumps(serialize.preview(v, 0)))["shape"] for v in [*values, Grid()]]
     assert shapes == [[2, 2], [3, 3], [1, 2], ["n", 3], [3, 4]]
+
+
+def test_a_view_of_an_array_of_objects_is_saved_on_its_root_only_where_a_variable_holds_that_root() -> None:
+    """``rows[:, 0]`` beside ``rows`` comes back a view of it; a slice of an array no variable holds (the block of a
+    frame gone) is saved as the part it shows, not with the whole block."""
+    module = types.ModuleType("__main__")
+    rows = np.array([[{"k": 1}, "a"], [None, "b"], [3, "c"]], dtype=object)
+    back = serialize.loads(serialize.dumps({"rows": rows, "first": rows[:, 0]}, module), module)
+    back["first"][1] = "x"
+    assert back["rows"][1, 0] == "x" and back["first"][0] is back["rows"][0, 0]
+    block = np.array([str(i) if i % 2 else i for i in range(100_000)], dtype=object)
+    packed = serialize.dumps({"head": block[:10]}, module)
+    assert packed.nbytes < 1_000 and serialize.loads(packed, module)["head"].tolist() == block[:10].tolist()
