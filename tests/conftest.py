@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import os
 import shutil
 import signal
@@ -66,6 +68,15 @@ class Result:
     data: list[dict[str, Any]] = field(default_factory=list)
 
 
+@functools.cache
+def _sockets() -> Path:
+    """The folder of this test run's kernel sockets, wherever the kernels start: the run's own, so that two runs at
+    once (two checkouts, a helper's and yours) never pick the same socket file and read each other's messages."""
+    folder = Path(tempfile.mkdtemp(prefix="jupyter-ckpt-kernels-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
 class Kernel:
     """A real ipykernel in its own process, on a notebook path (JPY_SESSION_NAME), or with none (``session`` None)
     as VS Code, the terminal and nbclient start kernels."""
@@ -75,8 +86,7 @@ class Kernel:
         env.update(extra_env or {})
         if session is not None:
             env["JPY_SESSION_NAME"] = session
-        # The sockets' files named from here, wherever the kernel starts.
-        self.km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.abspath("kernel-ipc"))
+        self.km = KernelManager(kernel_name="python3", transport="ipc", ip=str(_sockets() / "kernel"))
         self.km.start_kernel(env=env, cwd=cwd)
         self.kc = self.km.client()
         self.kc.start_channels()
