@@ -673,9 +673,12 @@ class Checkpointer:
     def nothing_done(self) -> bool:
         """Whether this kernel has done nothing a restore would undo: no cell ran, or none left a variable
         (``%load_ext`` in one cell, ``%checkpoint session NAME`` in the next)."""
+        return self.last_cell is None or not self.holds_variables()
+
+    def holds_variables(self) -> bool:
+        """Whether the namespace holds a variable a checkpoint would save."""
         hidden = self._hidden()
-        namespace = self.module.__dict__
-        return self.last_cell is None or not any(capture.is_user_variable(n, v, hidden) for n, v in namespace.items())
+        return any(capture.is_user_variable(n, v, hidden) for n, v in self.module.__dict__.items())
 
     def resume_offer(self) -> dict[str, Any] | None:
         """What this kernel offers to bring back (``Timeline.resume_offer``), until it restores something."""

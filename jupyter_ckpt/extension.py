@@ -148,8 +148,11 @@ class CellHooks:
         source = result.info.raw_cell or ""
         # No checkpoint for: a cell that restored (its state is on the timeline already); a cell of
         # %checkpoint lines only (it changed no variable); the cell that loaded the extension (no
-        # pre_run_cell seen), so an empty new kernel never becomes "latest" before the last one's work.
-        skip = self.skip_cell or not self._started or only_checkpoint_magics(source)
+        # pre_run_cell seen) if the namespace holds no variable, so an empty new kernel never becomes "latest"
+        # before the last one's work. One holding variables (made in that cell or before it) is owed its
+        # checkpoint as any cell's: ``wait()`` in the next makes it durable.
+        loading = not self._started
+        skip = self.skip_cell or only_checkpoint_magics(source) or (loading and not self.ckpt.holds_variables())
         self.skip_cell = False
         try:
             self.follow_notebook()  # the cell is recorded in the notebook's session, if it just got one

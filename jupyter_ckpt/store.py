@@ -559,6 +559,7 @@ class Store:
     ) -> int:
         """Record one executed cell, signed and chained to ``prev``, the cell before it in this lineage."""
         cell = dict(zip(CELL_FIELDS, (count, source, status, duration, time.time()), strict=True))
+        self.revive()  # a store removed while in use: the free space is looked up in the one made again
         self.blobs.keep_free(len(source.encode()), "the cell was not recorded in the notebook's history")
         with self._transaction() as db:
             sid = self._session_id(db, session, create=True)
