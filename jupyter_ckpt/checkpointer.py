@@ -33,6 +33,7 @@ from .remote import Replica
 from .restore import Diff, RestoreReport, diff_manifests, restore_namespace, set_process_states
 from .retention import Limits, Retention, usage
 from .schedule import Scheduler
+from .session import check_text
 from .store import NEW_KERNEL, Cell, CheckpointRecord, Store, check_tag
 from .timeline import Thinned, Timeline, steps_back
 from .units import human_bytes
@@ -358,6 +359,8 @@ class Checkpointer:
             raise BadArgument(f"unknown trigger {trigger!r}")
         if tag is not None:
             self._check_tag_free(check_tag(tag))
+        if message is not None:  # refused before anything is written, not by the catalog afterwards
+            check_text(message, "a message")
         wait = trigger == "manual" if wait is None else wait
         if wait and self._verifier is not None:
             self._verifier.join()

@@ -84,6 +84,13 @@ def check_label(text: str, what: str, most: int) -> None:
         raise BadArgument(f"{what} has at most {most} characters, not {len(text)}")
     if _CONTROL.search(text):
         raise BadArgument(f"{text!r} cannot be {what}: it holds a control character")
+    check_text(text, what)
+
+
+def check_text(text: object, what: str) -> None:
+    """Raise BadArgument unless ``text`` is a string the catalog can store: valid UTF-8, no lone surrogate."""
+    if not isinstance(text, str):
+        raise BadArgument(f"{what} must be text, not {type(text).__name__}")
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

@@ -1016,3 +1016,18 @@ def test_groups_a_restore_keeps_do_not_share_what_they_did_not_share(store: Stor
     a, b = module.__dict__["a"], module.__dict__["b"]
     a[0].append(2)
     assert b == [[1]]
+
+
+def test_a_message_the_catalog_cannot_store_is_refused_before_anything_is_written(store: Store) -> None:
+    """Half a character (a lone surrogate, which JSON and Python strings allow) failed the catalog's write after
+    the checkpoint's data was stored."""
+    module = types.ModuleType("__main__")
+    module.__dict__["x"] = [1, 2]
+    ckpt = Checkpointer(store, "message.ipynb", module)
+    blobs = sorted(p.name for p in store.blobs.root.rglob("*") if p.is_file())
+    for message, why in (("half \ud800", "lone surrogate"), (b"bytes", "must be text")):
+        with pytest.raises(BadArgument, match=why):
+            ckpt.save(message=message)  # type: ignore[arg-type]
+    assert ckpt.checkpoints() == [] and sorted(p.name for p in store.blobs.root.rglob("*") if p.is_file()) == blobs
+    ckpt.save(message="whole ✓")
+    assert [r.message for r in ckpt.checkpoints()] == ["whole ✓"]
