@@ -53,6 +53,7 @@ def attempt(tool: str, pattern: Pattern) -> str | None:
         "TEST_NOTEBOOK_PATH": str(notebook),
         "ENV_KISHU_TEST_MODE": "true",
         "KISHU_PATH_ROOT": str(tmp / "store"),
+        "TMPDIR": str(tmp),  # the files a pattern makes
     }
     save, restore = save_and_restore(tool, pattern, tmp)
     log = WORK / "logs" / f"corpus-{tool}.log"

@@ -3,7 +3,8 @@
 Every setup is code a user types in a cell; every check is one expression, True in a kernel where the
 pattern came back whole. Names are unique across patterns (prefixed), so all of them can share one
 namespace. ``test_corpus.py`` restores them with jupyter-ckpt in a fresh kernel; ``benchmarks/fidelity.py``
-does the same with ``dill.dump_module`` and Kishu.
+does the same with ``dill.dump_module`` and Kishu. Files a pattern makes go under ``tempfile.gettempdir()``: both
+start their kernels with a ``TMPDIR`` of their own, which they remove.
 """
 
 from __future__ import annotations
@@ -775,9 +776,10 @@ PATTERNS = [
     _p(
         "closed_files",
         "stdlib",
-        "import io, os\ncf_x = '/tmp/jupyter-ckpt-corpus-closed.bin'\nif os.path.exists(cf_x):\n    os.remove(cf_x)\n"
-        "with open('/tmp/jupyter-ckpt-corpus-closed.csv', 'w') as cf_w:\n    cf_w.write('a,b\\n1,2\\n')\n"
-        "with open('/tmp/jupyter-ckpt-corpus-closed.txt', 'w+') as cf_p:\n    cf_p.write('1234')\n"
+        "import io, os, tempfile\ncf_dir = tempfile.mkdtemp(prefix='jupyter-ckpt-corpus-')\n"
+        "cf_x = os.path.join(cf_dir, 'closed.bin')\n"
+        "with open(os.path.join(cf_dir, 'closed.csv'), 'w') as cf_w:\n    cf_w.write('a,b\\n1,2\\n')\n"
+        "with open(os.path.join(cf_dir, 'closed.txt'), 'w+') as cf_p:\n    cf_p.write('1234')\n"
         "with open(cf_x, 'xb') as cf_xb:\n    cf_xb.write(b'12')",
         "[os.path.getsize(f.name) for f in (cf_w, cf_p, cf_xb)] == [8, 4, 2] and all(f.closed for f in (cf_w, cf_p, cf_xb))"
         " and [f.mode for f in (cf_w, cf_p, cf_xb)] == ['w', 'w+', 'xb'] and type(cf_xb) is io.BufferedWriter"
@@ -950,7 +952,8 @@ PATTERNS = [
     _p(
         "memmap",
         "numpy",
-        "import numpy as np\nmm_path = '/tmp/jupyter-ckpt-corpus-memmap.bin'\nnp.arange(10.0).tofile(mm_path)\n"
+        "import numpy as np, os, tempfile\nmm_path = os.path.join(tempfile.mkdtemp(prefix='jupyter-ckpt-corpus-'), 'memmap.bin')\n"
+        "np.arange(10.0).tofile(mm_path)\n"
         "mm_a = np.memmap(mm_path, dtype=float, mode='r')\nmm_tail = mm_a[5:]",
         "float(mm_a[9]) == 9.0 and len(mm_a) == 10 and type(mm_a) is np.memmap and str(mm_a.filename) == mm_path"
         " and not mm_a.flags.writeable and np.shares_memory(mm_a, mm_tail) and type(mm_tail) is np.memmap",

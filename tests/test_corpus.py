@@ -3,6 +3,7 @@ value, identity and behaviour."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from corpus import PATTERNS
@@ -21,9 +22,9 @@ def failing(kernel: Any) -> dict[str, str]:
     return results
 
 
-def test_every_pattern_comes_back_through_undo_and_in_a_fresh_kernel(kernels: Any) -> None:
+def test_every_pattern_comes_back_through_undo_and_in_a_fresh_kernel(kernels: Any, tmp_path: Path) -> None:
     assert len(PATTERNS) >= 90 and len({p.name for p in PATTERNS}) == len(PATTERNS)
-    source = kernels("corpus.ipynb")
+    source = kernels("corpus.ipynb", TMPDIR=str(tmp_path))
     # Only the checkpoints this test asks for: the checks below change what they check, and an idle checkpoint
     # of that changed state (the kernel waits past ``grace`` for the next cell on a loaded machine) would be
     # the one the undo goes back to.
@@ -46,7 +47,7 @@ def test_every_pattern_comes_back_through_undo_and_in_a_fresh_kernel(kernels: An
     assert failing(source) == {}
     source.close()
 
-    fresh = kernels("corpus.ipynb")
+    fresh = kernels("corpus.ipynb", TMPDIR=str(tmp_path))
     fresh.ok("%load_ext jupyter_ckpt")
     summary = fresh.ok("%checkpoint restore corpus")
     assert "not restored" not in summary, summary
