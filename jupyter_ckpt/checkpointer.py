@@ -24,7 +24,15 @@ from typing import Any, TypedDict
 from . import attributes, capture, environment, loggers, memory, paths, serialize, settings, shellconfig, warnfilters
 from .blobs import BlobInfo, writer_alive
 from .cellcode import only_checkpoint_magics
-from .errors import BadArgument, CheckpointError, IntegrityError, StoreFullError, UnknownCheckpoint, naming
+from .errors import (
+    BadArgument,
+    CheckpointError,
+    CheckpointFailed,
+    IntegrityError,
+    StoreFullError,
+    UnknownCheckpoint,
+    naming,
+)
 from .manifest import Manifest, Skipped
 from .notice import Notice
 from .progress import Progress, untold
@@ -374,7 +382,7 @@ class Checkpointer:
             if writer is None:
                 self._owed = (trigger, status, cell)
                 if wait and self._short_of_memory.current is not None:  # asked for now: said now, as an error
-                    raise CheckpointError("checkpoint failed: too little memory left to write it; try again later")
+                    raise CheckpointFailed("checkpoint failed: too little memory left to write it; try again later")
                 return None
             cap = capture.collect(self.module.__dict__, self._hidden(), self.policy.exclude, self._start, self.assigned)
             cap.configuration = self.configuration  # replaced, never changed in place, as cells run
@@ -420,7 +428,7 @@ class Checkpointer:
             except OSError as e:  # a store gone read-only, a directory it cannot write: nothing was written
                 why = f"cannot write to the checkpoint store {self.store.root}: {e.strerror or e}"
                 if wait:
-                    raise CheckpointError(f"checkpoint failed: {why}") from None
+                    raise CheckpointFailed(f"checkpoint failed: {why}") from None
                 self._failing.tell(f"jupyter-ckpt: checkpoint failed: {why}", reason=why)
                 self._owe(trigger, status, cell)
                 return None
@@ -532,7 +540,7 @@ class Checkpointer:
         except WriterStopped as e:  # killed to free memory: said once, and the state owed to the inline writer
             if raise_errors:
                 self._writer_stopped.current = str(e)  # said by the error raised
-                raise CheckpointError(f"checkpoint failed: {e}") from e
+                raise CheckpointFailed(f"checkpoint failed: {e}") from e
             # The children stopped at one moment share one reason: said once.
             self._writer_stopped.tell(
                 f"jupyter-ckpt: {e}; the state will be written from the kernel when it is idle", reason=str(e)
@@ -547,7 +555,7 @@ class Checkpointer:
                 self._full, self._full_error = (meta.trigger, meta.status, meta.cell), str(e)
             self.retention.failed(self._needed(cap) if full else 0, retry)
             if raise_errors:
-                raise e if isinstance(e, CheckpointError) else CheckpointError(f"checkpoint failed: {e}") from e
+                raise e if isinstance(e, CheckpointError) else CheckpointFailed(f"checkpoint failed: {e}") from e
             if not full:  # a store out of room: Retention says so, once, if it cannot make room
                 self._failing.tell(f"jupyter-ckpt: checkpoint failed: {e}", reason=str(e))
             return None

@@ -66,6 +66,13 @@ def naming(checkpoint: str) -> Iterator[None]:
         raise type(e)(f"checkpoint {checkpoint}: {e}") from None
 
 
+class CheckpointFailed(CheckpointError):
+    """A checkpoint asked for was not written, for a reason that is not the request's: the store refused a file (gone
+    read-only), a writer failed or was stopped for memory. The kernel's or the server's failure, not the caller's."""
+
+    http_status = 500
+
+
 class StoreUnreadable(CheckpointError):
     """A file of the store the system will not open or read (a directory where a file belongs, no permission, an
     I/O error): the store is damaged or its disk is failing, and nothing was changed."""

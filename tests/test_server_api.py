@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import sqlite3
 import types
 from pathlib import Path
@@ -347,6 +348,29 @@ async def test_a_new_kernel_offers_what_the_last_one_left_until_it_restores(api:
     assert await api("GET", *CKPT, "offer", params={"kernel_id": second.kernel_id}) == {"offer": None}
     code, message = await api.error("GET", *CKPT, "offer")
     assert code == 400 and "'kernel_id'" in message
+
+
+async def test_a_checkpoint_the_store_refuses_is_the_server_s_failure_and_loses_nothing(
+    api: Any, notebook: Any, ckpt_app: Any
+) -> None:
+    """A checkpoint asked for over REST that the store refuses to hold (its directory of files being written made a
+    file, as a disk gone bad can leave it) is a 500 naming why, not a 400 that blames the request; and once the store
+    is mended the same request checkpoints the state."""
+    nb = await notebook("refused.ipynb")
+    await nb.ok("n = 1")
+    await nb.wait_for_checkpoints(1)
+    body = {"session": nb.path, "kernel_id": nb.kernel_id, "tag": "after-mend"}
+    tmp = ckpt_app.store.blobs.tmp
+    shutil.rmtree(tmp)
+    tmp.write_text("")
+    try:
+        code, message = await api.error("POST", *CKPT, "checkpoints", body=body)
+        assert code == 500 and message.startswith("checkpoint failed: cannot write to the checkpoint store"), message
+    finally:
+        tmp.unlink()
+        tmp.mkdir(mode=0o700)
+    record = await api("POST", *CKPT, "checkpoints", body=body)
+    assert record["tag"] == "after-mend"
 
 
 async def test_a_store_file_the_kernel_cannot_read_is_one_clear_error(
