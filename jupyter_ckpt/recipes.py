@@ -86,9 +86,6 @@ class CellNames:
     # The notebook functions it calls (``_through_calls``), each with every global name it reaches.
     calls: dict[str, set[str]] = field(default_factory=dict)
 
-    def touches(self, name: str) -> bool:
-        return name in self.bound or name in self.read or name in self.mutated
-
 
 def _base(node: ast.AST) -> str | None:
     """The variable at the root of ``a.b[c].d``."""
