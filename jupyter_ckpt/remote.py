@@ -327,14 +327,13 @@ class Replica:
         write = room is not None and sum(missing.values()) > room.free // 4
         self._fetches = [self._pool.submit(self._fetch_blob, key, write) for key in missing]
         self.store.blobs.fetching(dict(zip(missing, self._fetches, strict=True)))
-        self.catalog.mark_blobs_uploaded(missing)  # they came from there: the next push need not look for them
         try:
             yield
         except BaseException:
             self._let_go()
             raise
-        held = [] if write else list(missing)
-        self._keeping = threading.Thread(target=self._keep, args=(checkpoint_id, held), name="jupyter-ckpt-fetched")
+        args = (checkpoint_id, list(missing), not write)
+        self._keeping = threading.Thread(target=self._keep, args=args, name="jupyter-ckpt-fetched")
         self._keeping.start()
 
     def _let_go(self) -> None:
@@ -349,14 +348,16 @@ class Replica:
         if write:
             self.catalog.add_fetched_blobs([key])
 
-    def _keep(self, checkpoint_id: int, keys: list[str]) -> None:
-        """Write fetched blobs held in memory to the local tier, once all are here; the checkpoint is then local. A
-        failure (a blob that failed its check or did not come, a full disk) is said once, what is held is let go,
-        and the checkpoint stays to be fetched again."""
+    def _keep(self, checkpoint_id: int, keys: list[str], held: bool) -> None:
+        """Once all of a fetch's blobs are here, write those ``held`` in memory to the local tier (the others were
+        written as they came); the checkpoint is then local. A failure (a blob that failed its check or did not
+        come, a full disk) is said once, what is held is let go, and the checkpoint stays to be fetched again."""
         try:
             for future in self._fetches:
                 future.result()
-            if keys:  # none when they were written as they came
+            # They came from there, whole: the next push, whose record names most of them, need not look for them.
+            self.catalog.mark_blobs_uploaded(keys)
+            if held:
                 self.catalog.add_fetched_blobs(keys)
             self.catalog.mark_local(checkpoint_id)
         except Exception as e:
