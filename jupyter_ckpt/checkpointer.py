@@ -448,7 +448,14 @@ class Checkpointer:
             self._cells_since = 0
             self._last_time = meta.at  # the policy counts from when the state was taken
             if wait:
-                writer.poll(block=True)
+                try:
+                    writer.poll(block=True)
+                except CheckpointFailed as e:
+                    if not isinstance(e.__cause__, WriterStopped):
+                        raise
+                    # Its writer stopped for memory while the user waits for it: written at once, from the kernel
+                    # itself while a child's copies would not fit (``_writer_for``), which needs no room for them.
+                    return self.save(trigger=trigger, status=status, cell=cell, message=message, tag=tag, wait=True)
                 self._release_if_idle()
             return outcome.get("id")
 

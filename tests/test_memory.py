@@ -254,6 +254,32 @@ def test_after_a_writer_is_stopped_the_state_is_written_inline_until_the_copies_
     assert len(notes) == 1
 
 
+def test_a_save_the_user_waits_for_is_written_from_the_kernel_when_its_writer_is_stopped_for_memory(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``%checkpoint save`` failed with "checkpoint failed: stopped a checkpoint writer: only N MiB of memory
+    left", and its state was not owed to anything: the save the user waits for is now written at once by the
+    path that needs no room for copies."""
+    if memory.headroom() is None:
+        pytest.skip("no /proc/meminfo: the headroom cannot be read here")
+    module = types.ModuleType("__main__")
+    module.__dict__["big"] = np.random.default_rng(0).random(20_000_000)  # 160 MB: its child writes a while
+    ckpt = Checkpointer(store, "stopped-save.ipynb", module, background=True)
+    assert ckpt._fork is not None
+    room = memory.headroom()
+    assert room is not None
+    monkeypatch.setattr(ckpt._fork, "_reserve", room.free + GIB)  # to the watcher, as if memory ran short at once
+    forks = ckpt._forks
+    cid = ckpt.save(tag="kept")
+    assert ckpt._forks == forks + 1  # it was forked, and its child stopped
+    assert cid is not None and [(r.id, r.tag) for r in ckpt.checkpoints()] == [(cid, "kept")]
+    assert "stopped a checkpoint writer: only " in (ckpt.status()["writer_stopped"] or "")
+    monkeypatch.undo()
+    restored = types.ModuleType("__main__")
+    Checkpointer(store, "stopped-save.ipynb", restored).restore(cid)
+    assert np.array_equal(restored.__dict__["big"], module.__dict__["big"])
+
+
 # -- the real thing: a kernel rewrites its array while a writer shares it, with little memory left --------------
 
 
