@@ -24,6 +24,7 @@ from tornado.web import HTTPError
 
 from .errors import BadArgument, CheckpointError
 from .service import CheckpointService
+from .session import check_text
 from .store import parse_id
 
 AUTH_RESOURCE = "jupyter_ckpt"
@@ -78,11 +79,8 @@ class CkptHandler(APIHandler):
             if body.get(name) is not None and not isinstance(body[name], str):
                 raise BadArgument(f"{name!r} must be a string or null")
         for name, value in body.items():  # JSON can escape half a character; the catalog cannot store it
-            if isinstance(value, str) and not value.isascii():
-                try:
-                    value.encode()
-                except UnicodeEncodeError:
-                    raise BadArgument(f"{name!r} must be valid text (it holds a lone surrogate)") from None
+            if isinstance(value, str):
+                check_text(value, repr(name))
         return body
 
     def reply(self, data: dict[str, Any], status: int = 200) -> None:
