@@ -559,9 +559,8 @@ class Store:
     ) -> int:
         """Record one executed cell, signed and chained to ``prev``, the cell before it in this lineage."""
         cell = dict(zip(CELL_FIELDS, (count, source, status, duration, time.time()), strict=True))
-        self.revive()  # a store removed while in use: the free space is looked up in the one made again
-        self.blobs.keep_free(len(source.encode()), "the cell was not recorded in the notebook's history")
-        with self._transaction() as db:
+        with self._transaction() as db:  # first: a store removed while in use is made again as it is opened
+            self.blobs.keep_free(len(source.encode()), "the cell was not recorded in the notebook's history")
             sid = self._session_id(db, session, create=True)
             cur = db.execute(
                 "INSERT INTO cells (session_id, prev, count, source, status, duration, time, mac) "
