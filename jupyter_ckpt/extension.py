@@ -32,7 +32,7 @@ from .format import previous_session_line
 from .notice import Notice
 from .progress import PROGRESS_MIME
 from .schedule import Scheduler
-from .session import OWN, TYPED, SessionKey, session_key, session_name
+from .session import OWN, SERVER, TYPED, SessionKey, session_key, session_name
 from .units import human_bytes
 
 # The shell attribute holding the extension's CellHooks, and through them its Checkpointer.
@@ -197,9 +197,24 @@ class CellHooks:
         """Go on in session ``key`` and offer what its earlier kernels left. What this kernel recorded in a
         session of its own goes along; a named session it leaves keeps its history."""
         if key.key != self.ckpt.session:
-            self.ckpt.move_to(key.key, take_along=self.session.source == OWN)
+            self.go_to(key, take_along=self.session.source == OWN)
             self.arrive()
         self.session = key
+
+    def go_to(self, key: SessionKey, *, take_along: bool) -> None:
+        """Checkpoint into session ``key`` from now on (``Checkpointer.move_to``), and know it by that key.
+
+        The Checkpointer goes on in the new session before it adopts what killed kernels' writers left there, which
+        can fail (a store file it cannot read): the kernel is in the new session all the same, and its key says so,
+        else its next cell would go back to the old one, away from the checkpoints that moved.
+        """
+        try:
+            self.ckpt.move_to(key.key, take_along=take_along)
+        finally:
+            if self.ckpt.session == key.key:
+                self.session = key
+                if key.source == SERVER:  # the server renamed the notebook: its old path is no longer the kernel's
+                    os.environ["JPY_SESSION_NAME"] = key.key
 
     def arrive(self) -> None:
         """The kernel is in its notebook's session: restore the last good state the notebook's earlier kernels

@@ -9,7 +9,6 @@ Checkpointer the extension keeps on the shell.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -36,9 +35,7 @@ def _rename(cell_hooks: CellHooks, old: str, new: str) -> str:
     ``JPY_SESSION_NAME`` is the old path). A session the user named, or another notebook's, stays. The kernel's
     session."""
     if cell_hooks.session.source == SERVER and cell_hooks.ckpt.session == old:
-        cell_hooks.ckpt.move_to(new, take_along=True)
-        os.environ["JPY_SESSION_NAME"] = new
-        cell_hooks.session = SessionKey(new, SERVER)
+        cell_hooks.go_to(SessionKey(new, SERVER), take_along=True)
     return cell_hooks.ckpt.session
 
 

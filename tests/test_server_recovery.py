@@ -326,3 +326,28 @@ async def test_a_folder_renamed_takes_the_checkpoints_of_its_notebooks_along(not
     assert len(await nb.wait_for_checkpoints(2)) == 2
     paths = [s["path"] for s in (await api("GET", "api", "ckpt", "sessions"))["sessions"]]
     assert sorted(paths) == ["renamed/live.ipynb", "renamed/old.ipynb"]
+
+
+async def test_a_notebook_renamed_while_a_store_file_is_unreadable_keeps_its_kernel_in_the_new_session(
+    notebook: Any, api: Any, tmp_path: Path
+) -> None:
+    """The kernel meets a store file it cannot read as the server moves it to the renamed notebook (a killed kernel's
+    writer left its result as a directory): the checkpoints moved to the new path, and the kernel went back to the
+    old one at its next cell, so the renamed notebook's timeline stopped there and its later cells went under a path
+    no notebook has."""
+    nb = await notebook("draft.ipynb")
+    await nb.ok("x = 1")
+    (first,) = await nb.wait_for_checkpoints(1)
+    unreadable = tmp_path / "store" / "blobs" / "tmp" / "result.999999999.0.json"
+    unreadable.mkdir()
+    await api("PATCH", "api", "contents", "draft.ipynb", body={"path": "final.ipynb"})
+    (session,) = await api("GET", "api", "sessions")
+    await api("PATCH", "api", "sessions", session["id"], body={"path": "final.ipynb", "name": "final.ipynb"})
+    nb.path = "final.ipynb"
+    unreadable.rmdir()
+
+    await nb.ok("y = 2")
+    timeline = await nb.wait_for_checkpoints(2)
+    assert [r["parent"] for r in timeline] == [None, first["id"]]
+    assert [s["path"] for s in (await api("GET", "api", "ckpt", "sessions"))["sessions"]] == ["final.ipynb"]
+    assert (await nb.ok("%checkpoint session")).endswith("/final.ipynb (JPY_SESSION_NAME, from jupyter_server)\n")
