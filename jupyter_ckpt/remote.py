@@ -79,6 +79,9 @@ S3_CHECKSUMS = {"request_checksum_calculation": "when_required", "response_check
 # kernel's uploads wait on it, and ``wait()`` with them. A read times out after 10 s without a byte.
 S3_TIMEOUTS = {"connect_timeout": 5, "read_timeout": 10, "retries": {"max_attempts": 1, "mode": "standard"}}
 S3_RETRIES = 2  # s3fs's own attempts at each request
+# A pull asks for every record of a timeline at once (``Remote.get_records``); botocore's pool of 10 connections
+# would make hundreds of them wait in turns of 10 round trips.
+S3_CONNECTIONS = {"max_pool_connections": 64}
 _S3 = re.compile(r"s3a?://")
 
 
@@ -90,7 +93,7 @@ def _options(url: str) -> dict[str, Any]:
         return {}
     protocol = url.split("://", 1)[0]
     configured = fsspec.config.conf.get(protocol, {}).get("config_kwargs", {})
-    return {"config_kwargs": {**S3_CHECKSUMS, **S3_TIMEOUTS, **configured}}
+    return {"config_kwargs": {**S3_CHECKSUMS, **S3_TIMEOUTS, **S3_CONNECTIONS, **configured}}
 
 
 class Remote:
@@ -128,8 +131,12 @@ class Remote:
             raise RemoteError(f"the checkpoint store {self.url} cannot be used ({what}): {_reason(e)}") from e
 
     def record_path(self, session: str, uid: str) -> str:
-        digest = hashlib.sha256(session.encode()).hexdigest()[:32]
-        return f"{self.root}/sessions/{digest}/{uid}.json"
+        return f"{self.root}/{self.records_of(session)}/{uid}.json"
+
+    @staticmethod
+    def records_of(session: str | None) -> str:
+        """Where the records of a session are (of every session with None), relative to the prefix."""
+        return "sessions" if session is None else f"sessions/{hashlib.sha256(session.encode()).hexdigest()[:32]}"
 
     def put_file(self, local: str, path: str) -> None:
         self._call("upload", self.fs.put_file, local, path)
@@ -143,6 +150,24 @@ class Remote:
     def get_bytes(self, path: str) -> bytes:
         data: bytes = self._call("download", self._whole, path)
         return data
+
+    def get_records(self, paths: list[str]) -> dict[str, bytes]:
+        """Small objects (records), asked for all at once: the filesystem sends the requests together (s3fs from
+        its event loop, on up to 64 connections) instead of in turns of the pool's 8 threads. Each is asked for as
+        a range from byte 0, as ``_whole`` says why. One deleted since it was listed (another
+        machine's ``delete``) is left out; any other failure is raised."""
+        if not paths:
+            return {}
+        found = self._call("download", lambda: self.fs.cat(paths, on_error="return", start=0))
+        out = {}
+        for path in paths:
+            data = found.get(path)
+            if isinstance(data, FileNotFoundError):
+                continue
+            if isinstance(data, BaseException):
+                data = self.get_bytes(path)  # the same request alone, whose failure says what it is
+            out[path] = bytes(data)
+        return out
 
     def _whole(self, path: str) -> bytes:
         """An object's bytes in one request: asked for as the range from byte 0, since without a range s3fs asks
@@ -284,12 +309,9 @@ class Replica:
         """
         with self._busy:
             known = self.catalog.known_uids()
-            wanted = [p for p in self.remote.listing("sessions") if _uid(p) not in known]
-            if session is not None:
-                prefix = self.remote.record_path(session, "")[: -len(".json")]
-                wanted = [p for p in wanted if p.startswith(prefix)]
+            wanted = [p for p in self.remote.listing(self.remote.records_of(session)) if _uid(p) not in known]
             records, refused = [], []
-            for path, data in zip(wanted, self._pool.map(self.remote.get_bytes, wanted), strict=True):
+            for path, data in self.remote.get_records(wanted).items():
                 try:
                     records.append(self._verified(path, data))
                 except IntegrityError as e:
@@ -396,9 +418,9 @@ class Replica:
         """
         with self._busy:
             named: set[str] = set()
-            for path in self.remote.listing("sessions"):
+            for path, data in self.remote.get_records(list(self.remote.listing("sessions"))).items():
                 try:
-                    record = self._verified(path, self.remote.get_bytes(path))
+                    record = self._verified(path, data)
                 except IntegrityError:
                     continue
                 named.update(key for key, _, _ in record["blobs"])

@@ -231,6 +231,34 @@ def test_a_fetch_asks_the_store_once_per_object_and_an_emptied_one_is_refused(s3
     assert not c.blobs.has(key.rsplit("/", 1)[1])
 
 
+def test_a_pull_lists_only_its_session_and_asks_for_all_its_records_at_once(s3: S3, jupyter_dirs: Path) -> None:
+    a, up = machine(jupyter_dirs / "a", s3)
+    nb, other = notebook(a), notebook(a, session="other.ipynb")
+    for i in range(40):
+        nb.module.x = i
+        nb.save()
+    other.save()
+    up.push()
+    c, down = machine(jupyter_dirs / "c", s3)
+    listed: list[str] = []
+    gets: list[float] = []
+    events = down.remote.fs.s3.meta.events
+    events.register("before-parameter-build.s3.ListObjectsV2", lambda params, **_: listed.append(params["Prefix"]))
+    events.register("before-send.s3.GetObject", lambda **_: gets.append(time.perf_counter()))
+    pulled = down.pull("nb.ipynb")
+    assert len(pulled) == 40 and [s["key"] for s in c.sessions()] == ["nb.ipynb"]  # not the other notebook's
+    assert listed == [down.remote.record_path("nb.ipynb", "")[len(s3.bucket) + 1 : -len(".json")]]
+    assert len(gets) == 40  # one request per record, sent together rather than in turns of a thread pool
+    fresh = Checkpointer(c, "nb.ipynb", types.ModuleType("__main__"), replica=down)
+    fresh.restore("latest")
+    assert fresh.module.x == 39
+
+    # A record deleted by another machine after the listing is left out; the others are read.
+    paths = list(down.remote.listing(down.remote.records_of("nb.ipynb")))[:3]
+    s3.client().delete_object(Bucket=s3.bucket, Key=paths[1].split("/", 1)[1])
+    assert list(down.remote.get_records(paths)) == [paths[0], paths[2]]
+
+
 def test_two_machines_write_one_prefix_without_colliding(s3: S3, jupyter_dirs: Path) -> None:
     a, up_a = machine(jupyter_dirs / "a", s3)
     b, up_b = machine(jupyter_dirs / "b", s3)
