@@ -1,12 +1,18 @@
 """Resuming outside JupyterLab, as users bring it: a VS Code kernel with ``restore_on_start``, which learns its
-notebook only after it started (``__vsc_ipynb_file__``), resumes where the last kernel on it was killed."""
+notebook only after it started (``__vsc_ipynb_file__``), a batch run (``jupyter execute``) and terminal IPython
+named by ``$JUPYTER_CKPT_SESSION``, each resuming where the last one was killed."""
 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
+import nbformat
 from conftest import cli
 from test_sessions import vs_code
 
@@ -32,3 +38,90 @@ def test_a_vs_code_kernel_with_restore_on_start_resumes_its_notebook(
     assert r.stderr.startswith("jupyter-ckpt: restored kernel checkpoint #1 (id ")
     assert second.ok("%who").split() == ["model"]
     assert [s["key"] for s in store.sessions()] == [os.path.realpath(notebook)]
+
+
+def notebook_file(path: Path, *cells: str) -> Path:
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells]), path)
+    return path
+
+
+def wait_for(check: Any, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"{what} within {timeout} s"
+        time.sleep(0.1)
+
+
+def test_a_batch_run_killed_in_its_long_loop_resumes_from_its_last_milestone(jupyter_dirs: Path, store: Store) -> None:
+    """``JUPYTER_CKPT_SESSION=train.ipynb jupyter execute train.ipynb``, a training loop that calls ``here()``; the
+    kernel is killed (out of memory) hours in. The next run of the job, with ``restore_on_start``, begins where the
+    last milestone left it, not at epoch 0."""
+    assert cli("enable").returncode == 0  # the batch run's kernel loads it from the profile
+    profile = jupyter_dirs / "ipython" / "profile_default" / "ipython_config.py"
+    profile.write_text("c.Checkpoints.restore_on_start = True\n")
+    pid_file = jupyter_dirs / "kernel.pid"
+    loop = (
+        "import os, time, jupyter_ckpt\n"
+        "done = globals().get('done', [])\n"
+        "print('from epoch', len(done))\n"
+        "for epoch in range(len(done), 100):\n"
+        "    done.append(epoch)\n"
+        "    jupyter_ckpt.here()\n"
+        "    if epoch == 3:\n"
+        "        jupyter_ckpt.wait()\n"
+        f"        open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "        time.sleep(600)\n"
+    )
+    train = notebook_file(jupyter_dirs / "train.ipynb", "weights = [0.5]", loop, "print(done[-1], weights)")
+    env = {**os.environ, "JUPYTER_CKPT_SESSION": "train.ipynb", "PWD": str(jupyter_dirs)}
+    execute = [str(Path(sys.executable).with_name("jupyter-execute")), str(train)]
+    job = subprocess.Popen(execute, env=env, cwd=jupyter_dirs, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(pid_file.exists, "the loop's fourth epoch")
+        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+        job.wait(timeout=60)
+    finally:
+        job.kill()
+    assert job.returncode != 0  # the run failed: its kernel died
+
+    pid_file.unlink()
+    train.write_text(train.read_text().replace("if epoch == 3", "if epoch == -1"))  # this time it runs through
+    ran = subprocess.run([*execute, "--inplace"], env=env, cwd=jupyter_dirs, capture_output=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    printed = ["".join(o.get("text", "") for o in cell.outputs) for cell in nbformat.read(train, 4).cells]
+    assert printed[-1] == "99 [0.5]\n"
+    assert "restored kernel checkpoint" in printed[0]
+    assert printed[1] == "from epoch 1\n", printed
+    key = os.path.realpath(train)
+    assert [s["key"] for s in store.sessions()] == [key]
+    first_state = store.manifest(store.checkpoints(key)[0].id)
+    assert "done" in first_state["variables"]
+
+
+def test_a_terminal_killed_mid_session_resumes_in_the_next_terminal_by_its_name(
+    jupyter_dirs: Path, store: Store
+) -> None:
+    """Terminal IPython, named with $JUPYTER_CKPT_SESSION, killed -9 while it waits at the prompt: what its cells
+    left comes back in the next terminal with that name (``restore_on_start``), at once."""
+    assert cli("enable").returncode == 0
+    profile = jupyter_dirs / "ipython" / "profile_default" / "ipython_config.py"
+    profile.write_text("c.Checkpoints.restore_on_start = True\n")
+    command = [sys.executable, "-m", "IPython", "--simple-prompt", "--no-banner", "--HistoryManager.enabled=False"]
+    env = {**os.environ, "JUPYTER_CKPT_SESSION": "exploration"}
+    first = subprocess.Popen(command, env=env, cwd=jupyter_dirs, stdin=subprocess.PIPE, text=True)
+    try:
+        assert first.stdin is not None
+        first.stdin.write("prices = {'a': 1.5}\n")
+        first.stdin.flush()
+        # A cell followed by idle gets its checkpoint at once, with no wait() to ask for it.
+        wait_for(lambda: any(s["key"] == "exploration" for s in store.sessions()), "the idle cell's checkpoint")
+    finally:
+        first.kill()
+        first.wait()
+
+    again = subprocess.run(
+        command, input="print(prices)\nexit\n", env=env, cwd=jupyter_dirs, capture_output=True, text=True, timeout=120
+    )
+    assert again.returncode == 0, again.stderr
+    assert "{'a': 1.5}" in again.stdout
+    assert "jupyter-ckpt: restored kernel checkpoint #1" in again.stdout + again.stderr

@@ -351,3 +351,48 @@ async def test_a_notebook_renamed_while_a_store_file_is_unreadable_keeps_its_ker
     assert [r["parent"] for r in timeline] == [None, first["id"]]
     assert [s["path"] for s in (await api("GET", "api", "ckpt", "sessions"))["sessions"]] == ["final.ipynb"]
     assert (await nb.ok("%checkpoint session")).endswith("/final.ipynb (JPY_SESSION_NAME, from jupyter_server)\n")
+
+
+async def test_with_two_notebooks_open_the_killed_one_gets_its_own_state_back_and_the_other_runs_on(
+    notebook: Any, api: Any
+) -> None:
+    a = await notebook("a/same.ipynb")
+    b = await notebook("b/same.ipynb")  # the same name in another folder: another notebook
+    await a.ok("who = 'a'\nrows = [1, 2]")
+    await b.ok("who = 'b'\nrows = [3]")
+    (mine,) = await a.wait_for_checkpoints(1)
+    await b.wait_for_checkpoints(1)
+    await b.ok("rows.append(4)")  # b's newest checkpoint is the store's newest
+    await b.wait_for_checkpoints(2)
+
+    a.kill()
+    _, event = await a.next_crash_event(0)
+    assert (event["type"], event["checkpoint"], event["path"]) == ("crash-restore", mine["id"], "a/same.ipynb")
+    assert await a.value("(who, rows)") == ("a", [1, 2])
+    assert await b.value("(who, rows)") == ("b", [3, 4])
+    assert b.crashes == []
+    assert [r["trigger"] for r in await b.checkpoints()] == ["cell", "cell"]
+    assert [r["trigger"] for r in await a.checkpoints()] == ["cell", "crash-restore"]
+
+
+async def test_a_notebook_opened_again_in_a_new_kernel_is_offered_its_state_and_gets_it_back_after_a_crash(
+    notebook: Any, api: Any
+) -> None:
+    """As after the server restarted (or the kernel was shut down): the next kernel on the notebook knows nothing
+    of the last one but what the store holds. It is offered the last good state, and a crash before it ran a cell
+    brings that state back, the notebook's last known-good one (a cell it ran would have its own state)."""
+    nb = await notebook("report.ipynb")
+    await nb.ok("total = 42")
+    (left,) = await nb.wait_for_checkpoints(1)
+    (session,) = await api("GET", "api", "sessions")
+    await api("DELETE", "api", "sessions", session["id"])  # the kernel shuts down
+
+    again = await notebook("report.ipynb")
+    assert again.kernel_id != nb.kernel_id
+    offer = (await api("GET", "api", "ckpt", "offer", params={"kernel_id": again.kernel_id}))["offer"]
+    assert (offer["checkpoint"], offer["number"]) == (left["id"], 1)
+
+    again.kill()
+    _, event = await again.next_crash_event(0)
+    assert (event["type"], event["checkpoint"]) == ("crash-restore", left["id"])
+    assert await again.value("total") == 42
