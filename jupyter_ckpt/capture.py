@@ -724,6 +724,7 @@ def pack(
     }
     kept = {n: v for n, v in capture.variables.items() if n not in refused}
     pending = group(kept, namespace=module.__dict__)
+    shares: dict[str, list[str]] = {}  # each culprit split from a group: the variables of it it shared objects with
     waiting: list[_Waiting] = []
 
     def guess(names: list[str]) -> int:
@@ -746,12 +747,15 @@ def pack(
                 culprits = [n for n in names if not _serializable(n, objs[n], module)]
                 rest = [n for n in names if n not in culprits]
                 regrouped = group({n: objs[n] for n in rest}, namespace=module.__dict__) if culprits and rest else []
+                shares.update(_shared_with(culprits, rest, objs, module.__dict__))
                 split = [[n] for n in culprits] + regrouped if regrouped else [[n] for n in names]
                 pending.extend(split)
                 ahead += sum(map(guess, split))
                 continue
             value = objs[names[0]]
             skipped[names[0]] = {"reason": e.reason, "type": type(value).__qualname__}
+            if shares.get(names[0]):
+                skipped[names[0]]["shares"] = shares[names[0]]
             continue
         tally.expect(tally.done + owed + packed.nbytes + ahead)
         key, buffer_keys = _put_group(put, packed, blobs, tally, waiting, hashed)
@@ -771,6 +775,19 @@ def size_hints(capture: Capture, previous: Manifest | None) -> dict[str, int]:
     """A guess of each variable's pickled size: its size in the previous checkpoint, else its buffer's."""
     before = previous["variables"] if previous is not None else {}
     return {n: before[n]["size"] if n in before else serialize.size_hint(v) for n, v in capture.variables.items()}
+
+
+def _shared_with(
+    culprits: list[str], rest: list[str], objs: dict[str, Any], namespace: dict[str, Any]
+) -> dict[str, list[str]]:
+    """For each of ``culprits``, those of ``rest`` that share objects with it, directly or through each other (the
+    parameter list and the optimizer made from a model that cannot be written); nothing where a walk fails."""
+    found = sharing({n: objs[n] for n in culprits}, {n: objs[n] for n in rest}, namespace) if rest else None
+    shared: dict[str, list[str]] = {}
+    for names in found[1] if found is not None else ():
+        others = sorted(set(names) & set(rest))
+        shared.update((n, others) for n in names if n in culprits and others)
+    return shared
 
 
 def _serializable(name: str, value: Any, module: types.ModuleType) -> bool:

@@ -876,15 +876,22 @@ class Checkpointer:
     def _offer_replay(self, report: RestoreReport, manifest: Manifest, mode: str) -> None:
         """Plan how to rebuild the variables the restore left absent, skipped or not loaded (a ``__reduce__``
         calling a function whose globals lack a class not bound yet), and replay now or offer it. (An attribute
-        of a module that could not be saved is not absent: it keeps the value its module has.)"""
+        of a module that could not be saved is not absent: it keeps the value its module has.) What was made after
+        a skipped variable holding its objects (the optimizer of a model that could not be saved) is made again
+        with it, even by cells that do not name it (``plan``)."""
         assigned = manifest.get("attributes", {})
         kept = manifest["skipped"].keys() | manifest["variables"].keys()
         missing = [n for n in report.not_restored if n in kept and n not in self.module.__dict__ and n not in assigned]
         self._pending = None
         if not missing or mode == "never":
             return
+        shared: dict[str, set[str]] = {}  # the restored variables that shared objects with missing ones
+        for name in (n for n in missing if n in manifest["skipped"]):
+            for other in manifest["skipped"][name].get("shares", []):
+                if other in self.module.__dict__ and other not in assigned:
+                    shared.setdefault(other, set()).add(name)
         try:
-            recipe = plan(missing, self.store.history(manifest))
+            recipe = plan(missing, self.store.history(manifest), shared)
         except IntegrityError as e:  # a recorded cell was changed: nothing of that history runs
             report.replay = dict.fromkeys(missing, f"not replayed: {e}")
             return

@@ -50,6 +50,9 @@ class Skipped(TypedDict):
 
     reason: str
     type: str
+    # The variables written that shared objects with it (``capture.pack``): replay makes those bound after it
+    # again with it (``recipes.plan``). Absent where it shared none, and from checkpoints older than it.
+    shares: NotRequired[list[str]]
 
 
 class Manifest(TypedDict, total=False):

@@ -320,22 +320,47 @@ class _Index:
         return chosen
 
 
-def plan(missing: Iterable[str], cells: list[Cell]) -> Recipe:
-    """The recipe of each missing variable from the lineage ``cells`` (oldest first, as ``Store.cells`` gives)."""
-    recipe = Recipe(sorted(set(missing)))
+def plan(missing: Iterable[str], cells: list[Cell], shared: dict[str, set[str]] | None = None) -> Recipe:
+    """The recipe of each missing variable from the lineage ``cells`` (oldest first, as ``Store.cells`` gives).
+
+    ``shared`` maps restored variables to the missing ones they shared objects with when checkpointed. One bound
+    after them (``params = list(net.parameters())``, then ``opt = SGD(params)`` in cells that do not name ``net``)
+    was made from them: its cells run with theirs, so that a cell that uses it runs on it made again, and it is
+    taken with them (``_companions``). Where that would stop a recipe (one of its cells failed), it is not.
+    """
     read = [cell_names(c["source"]) for c in cells]
     _through_calls(read)
-    absent = set(recipe.names)
-    index = _Index(read, absent)
+    names = sorted(set(missing))
+    index = _Index(read, set(names))
+    along = {
+        s
+        for s, partners in (shared or {}).items()
+        if s in index.bound and any(p in index.bound and index.bound[s][-1] > index.bound[p][-1] for p in partners)
+    }
+    recipe = _plan(names, read, cells, index, set())
+    if along:
+        fuller = _plan(names, read, cells, _Index(read, set(names) | along), along)
+        if fuller.problems == recipe.problems:
+            return fuller
+    return recipe
+
+
+def _plan(names: list[str], read: list[CellNames], cells: list[Cell], index: _Index, along: set[str]) -> Recipe:
+    """``plan`` with an ``index`` of ``read`` (the ``cells``), the cells of the variables ``along`` run too."""
+    recipe = Recipe(names)
+    absent = set(names) | along
     needs: dict[str, set[int]] = {}
-    for name in recipe.names:
+    for name in [*names, *sorted(along)]:
         if name not in index.bound:
             recipe.problems[name] = "no recorded cell assigns it"
             continue
         steps = index.needed(name)
         failed = [cells[i] for i in sorted(steps) if cells[i]["status"] != "ok"]
         if failed:
-            recipe.problems[name] = f"cell [{failed[0]['count']}] that it needs failed; replay never runs a failed cell"
+            if name in names:
+                recipe.problems[name] = (
+                    f"cell [{failed[0]['count']}] that it needs failed; replay never runs a failed cell"
+                )
             continue
         needs[name] = steps
     # Recipes that share a cell are one part.
@@ -344,25 +369,27 @@ def plan(missing: Iterable[str], cells: list[Cell]) -> Recipe:
     for name, steps in needs.items():
         for i in steps:
             partition.join(name, owner.setdefault(i, name))
-    for names in partition.groups(sorted(needs, key=lambda n: min(needs[n]))):  # in the order of their first cells
-        indices = sorted(set().union(*(needs[n] for n in names)))
+    for group in partition.groups(sorted(needs, key=lambda n: min(needs[n]))):  # in the order of their first cells
+        if not (made := sorted(set(group) - along)):
+            continue  # only variables made along with a missing one: nothing to rebuild
+        indices = sorted(set().union(*(needs[n] for n in group)))
         position = {i: p for p, i in enumerate(indices)}
         recipe.parts.append(
             Part(
-                sorted(names),
+                made,
                 [cells[i] for i in indices],
-                {n: {position[i] for i in needs[n]} for n in names},
+                {n: {position[i] for i in needs[n]} for n in group},
                 set().union(*(read[i].mutated for i in indices)),
                 [
                     {n for n in read[i].needs - index.stale[i] - absent if index.binding(n, i) not in position}
                     for i in indices
                 ],
                 [{n for n in index.stale[i] - absent if index.binding(n, i) is None} for i in indices],
-                _also(names, indices, read, index, cells),
+                _also(made, indices, read, index, cells),
                 {n for i in indices for n in read[i].bound if index.bound[n][-1] in position},
             )
         )
-    chosen = sorted(set().union(*needs.values())) if needs else []
+    chosen = sorted(set().union(*(needs[n] for p in recipe.parts for n in p.needs)))
     recipe.cells = [cells[i] for i in chosen]
     recipe.mutated = set().union(*(read[i].mutated for i in chosen))
     return recipe
@@ -381,16 +408,22 @@ def _also(
     return also
 
 
-def _companions(part: Part, made: dict[str, Any], rebuilt: list[str], restored: dict[str, Any]) -> dict[str, str]:
+def _companions(
+    part: Part, made: dict[str, Any], rebuilt: list[str], restored: dict[str, Any], stopped: dict[str, str]
+) -> dict[str, str]:
     """The restored variables the part's cells ``made`` again sharing objects with a ``rebuilt`` one, directly or
     through each other (an optimizer on a model's parameters, its scheduler), with what becomes of each: taken
     from the replay with it, unless a later cell that replay does not run uses it (then it is kept as restored,
     and no longer shares them). Where a rebuilt variable holds one of them itself (the frame a generator reads),
-    they are all kept as restored, as every restored variable is."""
+    they are all kept as restored, as every restored variable is; so is one a cell of its own ``stopped``."""
     fresh = {
         n: v
         for n, v in made.items()
-        if n in part.also and n in restored and v is not restored[n] and not isinstance(v, type)  # see ``_adopt``
+        if n in part.also
+        and n in restored
+        and n not in stopped
+        and v is not restored[n]
+        and not isinstance(v, type)  # see ``_adopt``
     }
     found = sharing({n: made[n] for n in rebuilt}, fresh, made) if rebuilt and fresh else None
     if found is None:
@@ -476,8 +509,8 @@ def _run_part(part: Part, restored: dict[str, Any], namespace: dict[str, Any], r
     cells all ran."""
     reads = [cell_names(c["source"]) for c in part.cells]
     stopped: dict[str, str] = {}  # variable: why it is not replayed
-    copies, uncopyable = _copy({n: restored[n] for n in sorted(part.mutated - set(part.names)) if n in restored})
-    for name in part.names:
+    copies, uncopyable = _copy({n: restored[n] for n in sorted(part.mutated) if n in restored})
+    for name in part.needs:
         for p in sorted(part.needs[name]):
             gone = sorted(reads[p].mutated & set(uncopyable))
             if gone:
@@ -489,7 +522,7 @@ def _run_part(part: Part, restored: dict[str, Any], namespace: dict[str, Any], r
     seed = {**restored, **copies}
     scratch = dict(seed)
     for p, cell in enumerate(part.cells):
-        users = [n for n in part.names if p in part.needs[n] and n not in stopped]
+        users = [n for n in part.needs if p in part.needs[n] and n not in stopped]
         if not users:
             continue  # every variable that needs it is stopped already
         scratch.update({n: seed[n] for n in part.current[p] if n in seed})
@@ -513,7 +546,7 @@ def _run_part(part: Part, restored: dict[str, Any], namespace: dict[str, Any], r
         else:
             outcome[name] = "the replayed cells did not assign it"
     rebuilt = [n for n in part.names if outcome[n] == "replayed"]
-    outcome.update(_companions(part, made, rebuilt, restored))
+    outcome.update(_companions(part, made, rebuilt, restored, stopped))
     classes = {
         made[n]: restored[n]
         for n in part.final & restored.keys() & made.keys()

@@ -400,3 +400,17 @@ def test_a_widget_made_from_a_function_is_replayed_and_the_others_come_back_with
     out = fresh.ok("%checkpoint restore w --replay")
     assert "rebuilt by running its cells again: panel" in out and "not restored: limit" not in out, out
     assert fresh.value("(limit.value, limit.max, panel.result, panel.children[0].value)") == (4, 9, 2, 1)
+
+
+def test_what_was_made_after_a_missing_variable_from_its_objects_is_replayed_with_it_but_never_blocks_it() -> None:
+    """``opt`` was made from ``params``, made from ``net``, in a cell that does not name ``net``; ``data`` was
+    there before ``net`` took it. ``net`` is rebuilt with the cells of ``params`` and ``opt`` (the one that
+    steps the model runs on the optimizer made again), not with those of ``data``; and where a cell of ``opt``
+    failed, ``net`` is still rebuilt, without it."""
+    history = cells("data = load()", "net = Net(data)", "params = net.parameters()", "opt = SGD(params)", "opt.step()")
+    shared = {"params": {"net"}, "opt": {"net"}, "data": {"net"}}
+    recipe = plan(["net"], history, shared)
+    assert [c["count"] for c in recipe.cells] == [2, 3, 4, 5] and recipe.runnable == ["net"]
+    assert [part.names for part in recipe.parts] == [["net"]]
+    failed = plan(["net"], cells(*[c["source"] for c in history], failed=(4,)), shared)
+    assert [c["count"] for c in failed.cells] == [2, 3] and failed.runnable == ["net"]

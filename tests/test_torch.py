@@ -187,3 +187,32 @@ def test_an_optimizer_made_with_a_model_that_replay_rebuilds_drives_the_rebuilt_
     assert fresh.value("sched.optimizer is opt and sched.last_epoch") == 1
     fresh.ok("net.fc(torch.ones(1, 2)).sum().backward()\nopt.step()")
     assert fresh.value("net.fc.weight.tolist()") != expected  # the optimizer trains the model in the namespace
+
+
+def test_an_optimizer_made_in_a_cell_that_does_not_name_the_replayed_model_drives_the_rebuilt_model(
+    store: Store,
+) -> None:
+    """The model holds a generator, so it is skipped and rebuilt by replay. Its parameters were listed in one cell
+    and the optimizer made from that list in the next, which does not name the model: both came back as saved,
+    on the old model's parameters, and the cell that trained the model was replayed with that old optimizer, so
+    the rebuilt model had not even had its step. Both are now made again with the model."""
+    module = types.ModuleType("__main__")
+    ckpt = Checkpointer(store, "params.ipynb", module)
+    sources = [
+        "import torch\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.fc = torch.nn.Linear(2, 1)\n        self.feed = (i for i in range(3))\n"
+        "torch.manual_seed(0)\nnet = Net()",
+        "params = list(net.parameters())",
+        "opt = torch.optim.SGD(params, lr=0.1)",
+        "net.fc(torch.ones(1, 2)).sum().backward()\nopt.step()",
+    ]
+    for count, source in enumerate(sources, 1):
+        exec(source, module.__dict__)
+        ckpt.record_cell(count, source, True, 0.0)
+    expected = module.__dict__["net"].fc.weight.tolist()
+    ckpt.save()
+    fresh = types.ModuleType("__main__")
+    report = Checkpointer(store, "params.ipynb", fresh, replay_mode="auto").restore("latest")
+    net, params, opt = (fresh.__dict__[n] for n in ("net", "params", "opt"))
+    assert report.replay["net"] == "replayed" and net.fc.weight.tolist() == expected
+    assert opt.param_groups[0]["params"][0] is params[0] is net.fc.weight  # the optimizer drives the model
