@@ -140,7 +140,7 @@ def _cmd_diff(store: Store, args: argparse.Namespace) -> None:
 def _cmd_gc(store: Store, args: argparse.Namespace) -> None:
     if not args.grace >= 0:  # -5 or nan would let gc take the blobs a writer is still uploading
         raise BadArgument(f"--grace must be a number of seconds, 0 or more, not {args.grace:g}")
-    max_size = parse_size(args.max_size) if args.max_size else None
+    max_size = parse_size(args.max_size) if args.max_size is not None else None  # '' is no size
     timeline = Timeline(store)
     if args.session:
         store.checkpoints(args.session)  # UnknownSession, as ``list`` says it
@@ -273,7 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             except IntegrityError as e:  # the other records are in: the command goes on, and verify counts it
                 print(f"jupyter ckpt: {e}", file=sys.stderr)
                 args.refused.append(str(e))
-        if getattr(args, "session", None):
+        if getattr(args, "session", None) is not None:  # ``--session ""`` named every session: gc thinned them all
             args.session = _session(store, args.session)
         with reading_store(store.root):
             return int(COMMANDS[args.command](store, args) or 0)

@@ -211,7 +211,7 @@ class CheckpointMagics(Magics):
     def _gc(self, opts: argparse.Namespace) -> None:
         self._no_args(opts)
         keep_last = 20 if opts.keep_last is None else opts.keep_last
-        max_size = parse_size(opts.max_size) if opts.max_size else None
+        max_size = parse_size(opts.max_size) if opts.max_size is not None else None  # '' is no size
         thinned = self.ckpt.gc(keep_last=keep_last, max_size=max_size, everywhere=opts.all)
         print(format_thinned(thinned, self.ckpt.store.size(), max_size, keep_last))
 

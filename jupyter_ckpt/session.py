@@ -39,6 +39,9 @@ OWN = "this kernel's own"
 # Variables a frontend assigns in the namespace to name the notebook, in order of precedence.
 NAMESPACE = (("__vsc_ipynb_file__", "set by VS Code"), ("__session__", "set by ipykernel"))
 NAME_MAX = 4096  # PATH_MAX: a longer name is no notebook's path
+# The most characters of any other text the catalog takes from a user: a checkpoint's message, a field of a REST
+# request. As long as a name, so that a request may name any session; a 2 MB message was stored and listed.
+TEXT_MAX = NAME_MAX
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -80,17 +83,18 @@ def check_label(text: str, what: str, most: int) -> None:
         raise BadArgument(f"{what} needs at least one character that is not a space")
     if text != text.strip():
         raise BadArgument(f"{text!r} cannot be {what}: it starts or ends with a space")
-    if len(text) > most:
-        raise BadArgument(f"{what} has at most {most} characters, not {len(text)}")
+    check_text(text, what, most)
     if _CONTROL.search(text):
         raise BadArgument(f"{text!r} cannot be {what}: it holds a control character")
-    check_text(text, what)
 
 
-def check_text(text: object, what: str) -> None:
-    """Raise BadArgument unless ``text`` is a string the catalog can store: valid UTF-8, no lone surrogate."""
+def check_text(text: object, what: str, most: int = TEXT_MAX) -> None:
+    """Raise BadArgument unless ``text`` is a string the catalog can store: at most ``most`` characters, valid
+    UTF-8 (no lone surrogate). ``what`` names it in the error ("a message")."""
     if not isinstance(text, str):
         raise BadArgument(f"{what} must be text, not {type(text).__name__}")
+    if len(text) > most:
+        raise BadArgument(f"{what} has at most {most} characters, not {len(text)}")
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

@@ -152,6 +152,16 @@ ROWS = [
         rest=("GET", "events", {"params": {"since": "yesterday"}}, 400, "'since' must be a number"),
         magic=("%checkpoint gc --max-size lots", "'lots' is not a size"),
     ),
+    Bad(  # taken for no --max-size at all: gc thinned as if it had not been given
+        "an empty size",
+        cli=(("gc", "--max-size", ""), 1, "'' is not a size"),
+        magic=('%checkpoint gc --max-size ""', "'' is not a size"),
+    ),
+    Bad(  # taken for no --session: gc thinned every notebook's checkpoints, list listed every session
+        "an empty session name",
+        cli=(("gc", "--session", "", "--keep-last", "0"), 1, "a session name needs at least one character"),
+    ),
+    Bad("an empty session to list", cli=(("list", ""), 1, "a session name needs at least one character")),
     Bad(  # read as an option: "--max-size: expected one argument"
         "a negative size",
         cli=(("gc", "--max-size", "-5G"), 1, "'-5G' is a negative size: give 0 or more"),
@@ -244,6 +254,17 @@ ROWS = [
             400,
             "'message' must be valid text (it holds a lone surrogate)",
         ),
+    ),
+    Bad(  # stored, and sent with every checkpoint of the timeline: a 2 MB message made each listing 2 MB longer
+        "a message too long",
+        rest=(
+            "POST",
+            "checkpoints",
+            {"body": {"session": "bad.ipynb", "kernel_id": "{kernel}", "message": "m" * 4097}},
+            400,
+            "'message' has at most 4096 characters, not 4097",
+        ),
+        magic=("%checkpoint save -m " + "m" * 4097, "a message has at most 4096 characters, not 4097"),
     ),
     Bad(
         "a tag that is not text (a lone surrogate)",
@@ -399,3 +420,15 @@ def test_exclude_include_and_delete_say_what_they_did_with_a_name_they_did_not_e
     assert k.ok("%checkpoint delete keep").strip() == (
         f"kernel checkpoint (id {cid}) tagged 'keep' deleted (its data goes at the next gc)"
     )
+
+
+def test_a_message_has_at_most_4096_characters_from_the_python_api_too(kernels: Any) -> None:
+    """``save(message=...)`` took a message of any length (2 MB was stored and listed, as over REST and from the
+    magic, whose rows are above); one of the limit's length is kept whole."""
+    k = kernels()
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto off\nimport jupyter_ckpt\nx = 1")
+    refused = k.run("jupyter_ckpt.save(message='m' * 2_000_000)")
+    assert refused.error == "BadArgument: a message has at most 4096 characters, not 2000000", refused
+    assert k.value("len(jupyter_ckpt.list())") == 0
+    k.ok("jupyter_ckpt.save(message='line\\n' * 819 + 'x')")  # 4096 characters, over several lines
+    assert k.value("[len(r.message) for r in jupyter_ckpt.list()]") == [4096]
