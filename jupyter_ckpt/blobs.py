@@ -429,12 +429,18 @@ class LocalBlobs:
         return stat.st_size
 
     def listing(self) -> dict[str, BlobStat]:
+        """Every blob file's size and time, by key. Left out: a file another gc collected since its directory was
+        read (it failed this one: "cannot read ... No such file or directory", exit 3, as for a damaged store),
+        and a file that is no blob by its name (a file browser's ``.DS_Store``), which is not this store's to
+        collect (it failed every gc: "malformed blob key")."""
         found = {}
         for sub in self.root.iterdir():
             if sub != self.tmp and sub.is_dir():
                 for path in sub.iterdir():
-                    st = path.stat()
-                    found[path.name] = BlobStat(st.st_size, st.st_mtime)
+                    if _KEY.match(path.name):
+                        with contextlib.suppress(FileNotFoundError):
+                            st = path.stat()
+                            found[path.name] = BlobStat(st.st_size, st.st_mtime)
         return found
 
     # -- writing -----------------------------------------------------------------

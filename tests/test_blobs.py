@@ -170,6 +170,20 @@ def test_listing_gives_every_blob_its_size_and_time_and_leaves_temp_files_out(bl
     assert listing[text.key].modified == 1_000_000.0
 
 
+def test_listing_leaves_out_a_file_gone_since_its_directory_was_read_and_files_that_are_no_blobs(
+    blobs: LocalBlobs,
+) -> None:
+    """A blob another gc collected between the reading of its directory and the look at its file (a link to
+    nothing stands for it here, every time) failed the listing with FileNotFoundError; a file named as no blob
+    key is (a ``.DS_Store``) was listed as a blob, and gc refused it as a "malformed blob key"."""
+    kept = blobs.put(TEXT)
+    gone = blobs.path("d" * 32)
+    gone.parent.mkdir(exist_ok=True)
+    gone.symlink_to(gone.with_name("collected"))
+    blobs.path(kept.key).with_name(".DS_Store").write_bytes(b"Finder")
+    assert list(blobs.listing()) == [kept.key]
+
+
 def test_has_and_delete(blobs: LocalBlobs) -> None:
     info = blobs.put(TEXT)
     assert blobs.has(info.key)

@@ -247,3 +247,26 @@ def test_a_catalog_another_process_keeps_locked_is_said_so_and_changes_nothing(
         f"checkpoint, a gc) for {LOCK_WAIT} s; nothing was changed. Try again.\n"
     )
     assert [r.id for r in store.checkpoints("work/analysis.ipynb")] == ids
+
+
+def test_gc_beside_other_gcs_and_past_files_that_are_no_blobs(written: tuple[Store, list[int]]) -> None:
+    """Several gc at once (two terminals, a kernel thinning the store beside the command line): one failed with
+    "cannot read .../blobs/d6/d678... in the checkpoint store: No such file or directory", exit 3 as for a damaged
+    store, when another collected a file it had listed (``test_blobs`` makes that happen every time). A file among
+    the blobs that is none (a file browser's ``.DS_Store``) failed every gc: "malformed blob key '.DS_Store'"."""
+    store, ids = written
+    stray = store.blobs.path(store.manifest(ids[0])["groups"][0]["key"]).with_name(".DS_Store")
+    stray.write_bytes(b"Finder")
+    for _ in range(3):
+        orphans = [store.blobs.put(os.urandom(64)).key for _ in range(2000)]
+        runs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "jupyter_ckpt.cli", "gc"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            )
+            for _ in range(6)
+        ]
+        said = [(run.wait(timeout=120), run.communicate()[1].decode()) for run in runs]
+        assert said == [(0, "")] * 6, said
+        assert not [key for key in orphans if store.blobs.has(key)]
+    assert stray.read_bytes() == b"Finder"
+    assert [r.id for r in store.checkpoints("work/analysis.ipynb")] == ids and cli("verify").returncode == 0
