@@ -4,10 +4,12 @@ Measured side by side in one run, as ratios to what the same client does with th
 
 * upload: ``Replica.push`` of one checkpoint against writing the same objects as one pickle-5 file
   (buffers in band) with the same client (s3fs);
-* restore on a fresh machine (empty local directory): pull, fetch and restore against reading that
+* restore on a fresh machine (empty local directory): pull, fetch and restore as the kernel starts (and,
+  apart, a restore asked for once the kernel has started, its timeline pulled at load) against reading that
   pickle file back with the same client (and unpickling it), and against downloading the checkpoint's
   own objects from 8 threads with the requests the fetch makes (the floor of any restore that reads them),
   by the client that uploaded them and by a new one (as a new machine's restore makes its own);
+* the pull of a long session's timeline (``--records`` checkpoints) by a new machine, per record;
 * bytes uploaded over a session of cells that each change a little, against the pickle file per cell
   that a naive upload would write;
 * the client: s3fs (fsspec) with botocore's default checksums, s3fs as the tier makes it (checksums only
@@ -114,20 +116,29 @@ def measure_tier(
     base = replica.remote.root + "/baseline.pkl"
     pickle_put_s, _ = timed(lambda: fs.pipe_file(base, payload))
 
-    def restore(n: int) -> tuple[float, types.ModuleType]:  # as a kernel on a new machine: pull, fetch, restore
-        b = Store(work / f"b{n}", secret)
+    def restore(name: str, started: bool) -> tuple[float, types.ModuleType]:
+        """As a kernel on a new machine: pull, fetch, restore, as the kernel starts; or, ``started``, a restore
+        asked for once the kernel has started, whose timeline was pulled at ``%load_ext``, in the background."""
+        b = Store(work / name, secret)
         restored = types.ModuleType("__main__")
         fresh = Replica(b, Remote(url))
-        seconds, _ = timed(lambda: Checkpointer(b, "bench.ipynb", restored, lazy=False, replica=fresh).restore())
+        if started:
+            kernel = Checkpointer(b, "bench.ipynb", restored, lazy=False, replica=fresh)
+            fresh.pulled.wait()
+            seconds, _ = timed(kernel.restore)
+        else:
+            seconds, _ = timed(lambda: Checkpointer(b, "bench.ipynb", restored, lazy=False, replica=fresh).restore())
         fresh.wait_fetched()  # not timed: the local tier is written after the restore, while the kernel is in use
+        fresh.stop()
         return seconds, restored
 
     keys = [path for path in fs.find(replica.remote.root + "/blobs")]
-    restores, floors, fresh_floors, gets, loads, pulls = [], [], [], [], [], []
+    restores, started, floors, fresh_floors, gets, loads, pulls = [], [], [], [], [], [], []
     cpu: dict[str, list[float]] = {"restore": [], "restore, server": [], "download": [], "download, server": []}
-    for n in range(rounds):  # alternated: the restore, then its floors, then the pickle file
+    for n in range(rounds):  # alternated: the restores, then their floors, then the pickle file
+        started.append(restore(f"s{n}", started=True)[0])
         before = cpu_seconds(server)
-        seconds, restored = restore(n)
+        seconds, restored = restore(f"b{n}", started=False)
         after = cpu_seconds(server)
         restores.append(seconds)
         cpu["restore"].append(after[0] - before[0])
@@ -168,6 +179,8 @@ def measure_tier(
         "restore_vs_pickle_get": restore_s / pickle_get_s,
         "download_objects_s": floor_s,
         "restore_vs_download_objects": restore_s / floor_s,
+        "restore_started_s": statistics.median(started),
+        "restore_started_vs_download_objects": statistics.median(started) / floor_s,
         "download_objects_new_client_s": statistics.median(fresh_floors),
         "restore_vs_download_objects_new_client": restore_s / statistics.median(fresh_floors),
         "pull_s": statistics.median(pulls),
@@ -179,6 +192,30 @@ def measure_tier(
         "uploaded_first": uploaded,
         "uploaded_session": session,
         "naive_session": len(payload) * (cells + 1),
+    }
+
+
+def bench_timeline(url: str, server: subprocess.Popen[bytes], records: int) -> dict[str, Any]:
+    """The pull of a long session's timeline on a new machine: one record per checkpoint, each read once."""
+    with tempfile.TemporaryDirectory(prefix="ckpt-remote-") as work:
+        secret = load_secret(Path(work) / "secret")
+        a = Store(Path(work) / "a", secret)
+        module = types.ModuleType("__main__")
+        ckpt = Checkpointer(a, "long.ipynb", module)
+        for i in range(records):
+            module.x = i
+            ckpt.save()
+        Replica(a, Remote(url)).push()
+        fresh = Replica(Store(Path(work) / "b", secret), Remote(url))
+        before = cpu_seconds(server)
+        seconds, pulled = timed(lambda: fresh.pull("long.ipynb"))
+        after = cpu_seconds(server)
+    assert len(pulled) == records
+    return {
+        "records": records,
+        "pull_s": seconds,
+        "per_record_ms": 1000 * seconds / records,
+        "server_cpu_per_record_ms": 1000 * (after[1] - before[1]) / records,
     }
 
 
@@ -232,6 +269,7 @@ def main() -> None:
     p.add_argument("--cells", type=int, default=10, help="cells of the session whose uploaded bytes are counted")
     p.add_argument("--rounds", type=int, default=3, help="alternated rounds of the restore and its floors (medians)")
     p.add_argument("--objects", type=int, default=32, help="4 MiB objects per client in the client comparison")
+    p.add_argument("--records", type=int, default=300, help="checkpoints of the session whose timeline is pulled")
     p.add_argument("--memory-as-found", action="store_true", help="leave free page reporting as it is")
     args = p.parse_args()
     with host_backed_memory(not args.memory_as_found) as memory:
@@ -257,6 +295,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         return {
             "tier": bench_tier("s3://bench/tier", server, args.mib, args.cells, args.rounds),
             "clients": bench_clients(endpoint, "bench", args.objects),
+            "timeline": bench_timeline("s3://bench/timeline", server, args.records),
             "mib": args.mib,
         }
     finally:
