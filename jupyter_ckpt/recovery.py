@@ -14,6 +14,7 @@ It reaches kernels through ``kernelclient`` and the store through the
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import posixpath
 import time
@@ -102,6 +103,9 @@ class CrashRecovery:
         # renamed while its kernel runs keeps that kernel in the old session; the kernel the restarter starts
         # after a crash is on the new path (jupyter_server updates the kernel's environment).
         self._sessions: dict[str, str] = {}
+        # By kernel, the session the renames sent to it and not answered yet go to (it runs a cell: they wait for
+        # it), and the lock that sends them one after the other, so that they reach it in the order they were made.
+        self._renaming: dict[str, tuple[str, asyncio.Lock]] = {}
 
     def start(self) -> None:
         self.bus.register_event_schema(CRASH_SCHEMA)
@@ -125,6 +129,7 @@ class CrashRecovery:
             self.service.recovering.discard(kernel_id)
             self._loops.pop(kernel_id, None)
             self._sessions.pop(kernel_id, None)
+            self._renaming.pop(kernel_id, None)
             return
         kernels = self.service.kernels
         if action == "start":
@@ -160,24 +165,46 @@ class CrashRecovery:
             self.log.warning("jupyter-ckpt: the checkpoints under %s stay there, not under %s: %s", old, new, e)
             return
         inside = os.path.join(old, "")
-        keys = {k for k in [*stored, *self._sessions.values()] if k.startswith(inside)} | {old}
-        for key in sorted(keys):
-            await self._rename(key, new + key[len(old) :])
+        live = [self._going_to(kernel_id, session) for kernel_id, session in self._sessions.items()]
+        keys = {k for k in [*stored, *live] if k.startswith(inside)} | {old}
+        # At once: a kernel that runs a long cell holds up only its own notebook's move.
+        await asyncio.gather(*(self._rename(key, new + key[len(old) :]) for key in sorted(keys)))
 
     async def _rename(self, old: str, new: str) -> None:
         """Session ``old`` goes on as ``new``: in its running kernels, else in the store alone."""
-        kernels = [k for k, s in self._sessions.items() if s == old and k not in self._deaths]
-        for kernel_id in kernels:
-            try:
-                async with self._connect(kernel_id, resume=True) as kernel:
-                    self._sessions[kernel_id] = await kernel.call("rename", old=old, new=new)
-            except CheckpointError as e:  # a kernel busy past the timeout: moved along if it crashes (_recover)
-                self.log.warning("jupyter-ckpt: kernel %s stays in session %s for now: %s", kernel_id, old, e)
+        kernels = [k for k, s in self._sessions.items() if self._going_to(k, s) == old and k not in self._deaths]
+        await asyncio.gather(*(self._rename_in(kernel_id, old, new) for kernel_id in kernels))
         if not kernels:
             try:
                 await self.service.in_thread(self._follow_rename, "", old, new)
             except CheckpointError as e:
                 self.log.warning("jupyter-ckpt: the checkpoints of %s stay there, not under %s: %s", old, new, e)
+
+    def _going_to(self, kernel_id: str, session: str) -> str:
+        """The session a kernel counted in ``session`` is in once the renames sent to it are done."""
+        pending = self._renaming.get(kernel_id)
+        return session if pending is None else pending[0]
+
+    async def _rename_in(self, kernel_id: str, old: str, new: str) -> None:
+        """The kernel goes on in session ``new``, and the server counts it there once it said so.
+
+        A kernel running a cell is waited for as long as it runs: it takes the request once the cell ends. Meanwhile
+        the notebook's next rename goes to it too, after this one: counted in the old session, it was left out, and
+        the timeline moved without it. One that dies first is moved along by its crash recovery (``_recover``).
+        """
+        lock = self._renaming[kernel_id][1] if kernel_id in self._renaming else asyncio.Lock()
+        self._renaming[kernel_id] = (new, lock)
+        try:
+            async with lock:
+                if kernel_id in self.service.recovering:  # it died meanwhile: its crash recovery moves it along
+                    return
+                async with self._connect(kernel_id, resume=True, timeout=math.inf) as kernel:
+                    self._sessions[kernel_id] = await kernel.call("rename", old=old, new=new)
+        except CheckpointError as e:
+            self.log.warning("jupyter-ckpt: kernel %s stays in session %s for now: %s", kernel_id, old, e)
+        finally:
+            if self._renaming.get(kernel_id, (None,))[0] == new:  # no later rename waits
+                del self._renaming[kernel_id]
 
     def _died(self, kernel_id: str) -> None:
         """The restarter found the kernel process dead; whatever ran in it is lost."""
@@ -201,9 +228,11 @@ class CrashRecovery:
 
         task.add_done_callback(done)
 
-    def _connect(self, kernel_id: str, *, resume: bool) -> KernelConnection:
-        """A connection for the server's own request at a kernel's (re)start: sent at once, busy or not."""
-        return KernelConnection(self.service.kernels, kernel_id, self.service.kernel_timeout, idle=False, resume=resume)
+    def _connect(self, kernel_id: str, *, resume: bool, timeout: float | None = None) -> KernelConnection:
+        """A connection for the server's own request at a kernel's (re)start or its notebook's rename: sent at once,
+        busy or not, answered within ``timeout`` seconds (default: ``kernel_timeout``)."""
+        wait = self.service.kernel_timeout if timeout is None else timeout
+        return KernelConnection(self.service.kernels, kernel_id, wait, idle=False, resume=resume)
 
     async def _load(self, kernel_id: str) -> None:
         async with self._connect(kernel_id, resume=True) as kernel:

@@ -396,3 +396,30 @@ async def test_a_notebook_opened_again_in_a_new_kernel_is_offered_its_state_and_
     _, event = await again.next_crash_event(0)
     assert (event["type"], event["checkpoint"]) == ("crash-restore", left["id"])
     assert await again.value("total") == 42
+
+
+async def test_a_notebook_renamed_while_a_long_cell_runs_keeps_its_timeline_through_the_next_rename(
+    notebook: Any, api: Any, ckpt_app: Any
+) -> None:
+    """The kernel runs a cell longer than the server waits for an answer when the notebook is renamed. The kernel
+    moved to the new path once the cell ended, but the server still counted it in the old one: renamed again, the
+    notebook's timeline moved without the kernel, whose next cells went under the path it had before."""
+    ckpt_app.service.kernel_timeout = 1.0
+    nb = await notebook("draft.ipynb")
+    await nb.ok("import time\nx = 1")
+    await nb.wait_for_checkpoints(1)
+    running = asyncio.create_task(nb.run("time.sleep(4)\ny = 2"))
+    await asyncio.sleep(0.5)
+    for old, new in [("draft.ipynb", "final.ipynb"), ("final.ipynb", "published.ipynb")]:
+        await api("PATCH", "api", "contents", old, body={"path": new})
+        (session,) = await api("GET", "api", "sessions")
+        await api("PATCH", "api", "sessions", session["id"], body={"path": new, "name": new})
+        assert (await running).error is None
+        nb.path = new
+        running = asyncio.create_task(nb.run(f"made_in_{new.split('.')[0]} = True"))
+    assert (await running).error is None
+    timeline = await nb.wait_for_checkpoints(4)
+    made = ["x", "y", "made_in_final", "made_in_published"]
+    assert [name in r["changed"] for name, r in zip(made, timeline, strict=True)] == [True] * 4, timeline
+    assert [s["path"] for s in (await api("GET", "api", "ckpt", "sessions"))["sessions"]] == ["published.ipynb"]
+    assert (await nb.ok("%checkpoint session")).endswith("/published.ipynb (JPY_SESSION_NAME, from jupyter_server)\n")
