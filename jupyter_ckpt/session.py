@@ -79,18 +79,17 @@ def check_label(text: str, what: str, most: int) -> None:
     """The rules a session name and a tag share, as text shown on one line of a table: not blank, no space at
     either end, no control character, valid UTF-8, at most ``most`` characters. Raises BadArgument saying why
     not (``what``: "a tag")."""
-    if not isinstance(text, str) or not text.strip():
+    if not check_text(text, what, most).strip():  # a tag of 5 needed "at least one character"
         raise BadArgument(f"{what} needs at least one character that is not a space")
     if text != text.strip():
         raise BadArgument(f"{text!r} cannot be {what}: it starts or ends with a space")
-    check_text(text, what, most)
     if _CONTROL.search(text):
         raise BadArgument(f"{text!r} cannot be {what}: it holds a control character")
 
 
-def check_text(text: object, what: str, most: int = TEXT_MAX) -> None:
-    """Raise BadArgument unless ``text`` is a string the catalog can store: at most ``most`` characters, valid
-    UTF-8 (no lone surrogate). ``what`` names it in the error ("a message")."""
+def check_text(text: object, what: str, most: int = TEXT_MAX) -> str:
+    """``text``, if it is a string the catalog can store: at most ``most`` characters, valid UTF-8 (no lone
+    surrogate); else raise BadArgument saying why, ``what`` naming it ("a message")."""
     if not isinstance(text, str):
         raise BadArgument(f"{what} must be text, not {type(text).__name__}")
     if len(text) > most:
@@ -99,6 +98,7 @@ def check_text(text: object, what: str, most: int = TEXT_MAX) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise BadArgument(f"{what} must be valid text (it holds a lone surrogate)") from None
+    return text
 
 
 def names_a_path(name: str) -> bool:

@@ -422,13 +422,16 @@ def test_exclude_include_and_delete_say_what_they_did_with_a_name_they_did_not_e
     )
 
 
-def test_a_message_has_at_most_4096_characters_from_the_python_api_too(kernels: Any) -> None:
+def test_the_python_api_refuses_a_message_too_long_and_a_tag_that_is_no_text(kernels: Any) -> None:
     """``save(message=...)`` took a message of any length (2 MB was stored and listed, as over REST and from the
-    magic, whose rows are above); one of the limit's length is kept whole."""
+    magic, whose rows are above); one of the limit's length is kept whole. A tag that is no text was refused as
+    one that "needs at least one character that is not a space"."""
     k = kernels()
     k.ok("%load_ext jupyter_ckpt\n%checkpoint auto off\nimport jupyter_ckpt\nx = 1")
     refused = k.run("jupyter_ckpt.save(message='m' * 2_000_000)")
     assert refused.error == "BadArgument: a message has at most 4096 characters, not 2000000", refused
+    assert k.run("jupyter_ckpt.save(tag=5)").error == "BadArgument: a tag must be text, not int"
     assert k.value("len(jupyter_ckpt.list())") == 0
     k.ok("jupyter_ckpt.save(message='line\\n' * 819 + 'x')")  # 4096 characters, over several lines
-    assert k.value("[len(r.message) for r in jupyter_ckpt.list()]") == [4096]
+    assert k.run("jupyter_ckpt.tag('latest', 2.5)").error == "BadArgument: a tag must be text, not float"
+    assert k.value("[(len(r.message), r.tag) for r in jupyter_ckpt.list()]") == [(4096, None)]
