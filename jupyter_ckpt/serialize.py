@@ -198,12 +198,19 @@ def _notebook_module(obj: Any) -> bool:
     """Whether a class or function is the notebook's: its module is ``__main__``, or it has none (a function that
     ``exec(source, namespace)`` made) and the notebook holds it under its name. pickle looked for the latter by
     name in every module, found it among the notebook's variables, and saved it as that name, which a restore
-    could not load: the restore is making it."""
+    could not load: the restore is making it. So is a function whose globals are the notebook's, whatever module
+    it names (``functools.wraps(json.dumps)`` copies ``__module__`` and ``__qualname__``): it was saved as the
+    library's function it names, and one the notebook put in that function's place (``json.dumps = logged``)
+    came back as the library's own."""
     module = getattr(obj, "__module__", None)
-    if module is None:
-        main = sys.modules.get("__main__")
-        return main is not None and vars(main).get(getattr(obj, "__qualname__", "")) is obj
-    return bool(module == "__main__")
+    if module == "__main__":
+        return True
+    main = sys.modules.get("__main__")
+    if main is None:
+        return False
+    if type(obj) is types.FunctionType:
+        return obj.__globals__ is vars(main) or (module is None and vars(main).get(obj.__qualname__) is obj)
+    return module is None and vars(main).get(getattr(obj, "__qualname__", "")) is obj
 
 
 def _located(obj: Any) -> bool:
@@ -211,7 +218,7 @@ def _located(obj: Any) -> bool:
     name: then every pickler saves it as that name."""
     try:
         module = sys.modules.get(obj.__module__ or "__main__")
-        if module is None or module.__name__ == "__main__":
+        if module is None or module.__name__ == "__main__" or _notebook_module(obj):
             return False
         found: Any = module
         for part in obj.__qualname__.split("."):
@@ -318,7 +325,7 @@ class _Library:
         if module is None or vars(module).get(place[1]) is not obj:
             return None
         function = obj.__func__ if type(obj) is types.MethodType else obj
-        if type(function) in _FUNCTION_TYPES and function.__module__ == "__main__":
+        if type(function) in _FUNCTION_TYPES and _notebook_module(function):
             return None
         return place
 
@@ -2107,6 +2114,9 @@ def _save_function(pickler: Any, obj: types.FunctionType) -> None:
     if obj.__module__ == "__main__" and obj.__globals__ is not pickler._main.__dict__:
         pickler.save_reduce(*_reduce_borrowing(obj), obj=obj)
         return
+    if obj.__globals__ is pickler._main.__dict__ and obj.__module__ != "__main__":
+        pickler.save_reduce(*_reduce_named_elsewhere(obj), obj=obj)
+        return
     _dill_save_function(pickler, obj)
     if obj.__qualname__ != obj.__code__.co_qualname and not _located(obj):
         pickler.save((None, {"__qualname__": obj.__qualname__}))
@@ -2139,8 +2149,24 @@ def _global_names(code: types.CodeType) -> set[str]:
     return names
 
 
-def _function(code: types.CodeType, name: str, defaults: tuple[Any, ...] | None, closure: Any) -> Any:
-    return types.FunctionType(code, {}, name, defaults, closure)
+def _reduce_named_elsewhere(f: types.FunctionType) -> tuple[Any, ...]:
+    """A notebook function that names a library's module as its own (``functools.wraps(json.dumps)`` copies
+    ``__module__``), with the notebook's namespace as its globals, as a notebook function has. dill gave it a
+    copy of the globals its code names, each pickled with it: after a restore it appended to a copy of the
+    list the namespace has, and read the globals as they were when it was saved."""
+    attributes = {a: getattr(f, a) for a in _FUNCTION_ATTRIBUTES}
+    arguments = (f.__code__, f.__name__, f.__defaults__, f.__closure__, f.__globals__)
+    return _function, arguments, ({}, attributes), None, None, _fill
+
+
+def _function(
+    code: types.CodeType,
+    name: str,
+    defaults: tuple[Any, ...] | None,
+    closure: Any,
+    globs: dict[str, Any] | None = None,
+) -> Any:
+    return types.FunctionType(code, {} if globs is None else globs, name, defaults, closure)
 
 
 def _fill(f: types.FunctionType, state: tuple[dict[str, Any], dict[str, Any]]) -> None:
@@ -2183,6 +2209,11 @@ class _CloudPickler(cloudpickle.Pickler):  # type: ignore[misc]
             return _with_members(reduced, obj)
         return reduced
 
+    def _function_reduce(self, func: types.FunctionType) -> Any:
+        """A notebook function by value, also one naming a library's function (``_notebook_module``), which
+        cloudpickle found there and saved as that name."""
+        return self._dynamic_function_reduce(func) if _notebook_module(func) else super()._function_reduce(func)
+
     def _dynamic_function_reduce(self, func: types.FunctionType) -> Any:
         """cloudpickle's reduction of a function it saves by value, but with its module's globals, as dill does
         for the notebook's. cloudpickle gives it a dict of its own, with copies of the globals it names: a
@@ -2190,12 +2221,14 @@ class _CloudPickler(cloudpickle.Pickler):  # type: ignore[misc]
         its class was saved, and a library's method that a decorator hides from its name (a widget's
         ``_comm_changed``) brought its module's registry of every widget with it."""
         reduced = super()._dynamic_function_reduce(func)
-        module = sys.modules.get(func.__module__)
+        # A notebook function naming a library's module as its own (``_notebook_module``) has the notebook's.
+        name = "__main__" if _notebook_module(func) else func.__module__
+        module = sys.modules.get(name)
         if module is None or func.__globals__ is not module.__dict__ or not importable(module):
             return reduced
         _, (code, _, *rest), (attributes, slots), *_ = reduced
         slots["__globals__"] = {}
-        return _function_in, (func.__module__, code, *rest), (attributes, slots), None, None, _set_function_state
+        return _function_in, (name, code, *rest), (attributes, slots), None, None, _set_function_state
 
 
 def _function_in(module: str, code: types.CodeType, name: str | None, defaults: Any, closure: Any) -> Any:

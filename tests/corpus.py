@@ -410,6 +410,15 @@ PATTERNS = [
         "'<function wst_fib at') and wst_fib(10) == 55 and wst_fib.__doc__ == 'Fibonacci.' and pickle.loads("
         "pickle.dumps(wst_fib)) is wst_fib and WstArea.of.__qualname__ == 'WstArea.of' and WstArea().of(1) == 3",
     ),
+    _p(  # functools.wraps gives the notebook's function the library function's module and name
+        "wraps_library_function",
+        "stdlib",
+        "import colorsys, functools\nwlf_calls = []\nwlf_original = colorsys.rgb_to_hsv\n"
+        "@functools.wraps(wlf_original)\ndef wlf_hsv(*a):\n    wlf_calls.append(a)\n    return wlf_original(*a)\n"
+        "colorsys.rgb_to_hsv = wlf_hsv",
+        "colorsys.rgb_to_hsv is wlf_hsv and wlf_hsv.__wrapped__ is wlf_original is not wlf_hsv and "
+        "(colorsys.rgb_to_hsv(1, 0, 0), wlf_calls)[1] == [(1, 0, 0)] and wlf_hsv.__module__ == 'colorsys'",
+    ),
     _p(
         "partial",
         "stdlib",

@@ -772,3 +772,40 @@ def test_a_view_of_an_array_of_objects_is_saved_on_its_root_only_where_a_variabl
     block = np.array([str(i) if i % 2 else i for i in range(100_000)], dtype=object)
     packed = serialize.dumps({"head": block[:10]}, module)
     assert packed.nbytes < 1_000 and serialize.loads(packed, module)["head"].tolist() == block[:10].tolist()
+
+
+@pytest.mark.parametrize("serializer", [None, "dill", "cloudpickle"])
+def test_a_notebook_function_wraps_names_after_a_library_function_keeps_the_notebooks_globals_and_its_place(
+    tmp_path: Path, serializer: str | None
+) -> None:
+    """``functools.wraps(colorsys.rgb_to_hsv)`` gives the notebook's function the library function's module and
+    name. Saved by value, it had globals of its own, copies of those it named: it appended to a ``calls`` no
+    variable held. Put in the library function's place (``colorsys.rgb_to_hsv = hsv``), it was found there and
+    saved as that name: a restore gave the library's function, in the variable and in the module."""
+    import colorsys
+
+    module = notebook(
+        """
+        import colorsys, functools
+        calls = []
+        original = colorsys.rgb_to_hsv
+        @functools.wraps(original)
+        def hsv(*a):
+            calls.append(a)
+            return original(*a)
+        """
+    )
+    expression = (
+        "(globals().__setitem__('calls', []), hsv(1, 0, 0), calls, hsv is __import__('colorsys').rgb_to_hsv,"
+        " hsv.__wrapped__ is original, hsv.__name__, hsv.__module__)[2:]"
+    )
+    group = {"hsv": module.hsv, "original": module.original}
+    try:
+        for patched in (False, True):
+            if patched:
+                colorsys.rgb_to_hsv = module.hsv
+            with serialize.as_main(module):
+                packed = serialize._dump(serializer, group, module) if serializer else serialize.dumps(group, module)
+            assert read_back(tmp_path, packed, expression) == "([(1, 0, 0)], False, True, 'rgb_to_hsv', 'colorsys')"
+    finally:
+        colorsys.rgb_to_hsv = module.original
