@@ -423,3 +423,31 @@ async def test_a_notebook_renamed_while_a_long_cell_runs_keeps_its_timeline_thro
     assert [name in r["changed"] for name, r in zip(made, timeline, strict=True)] == [True] * 4, timeline
     assert [s["path"] for s in (await api("GET", "api", "ckpt", "sessions"))["sessions"]] == ["published.ipynb"]
     assert (await nb.ok("%checkpoint session")).endswith("/published.ipynb (JPY_SESSION_NAME, from jupyter_server)\n")
+
+
+async def test_a_notebook_renamed_and_then_undone_to_before_the_rename_stays_under_its_new_name(
+    notebook: Any, api: Any
+) -> None:
+    """An undo (or any restore) to a state from before the rename made the environment what it was then, the old
+    path in JPY_SESSION_NAME: the kernel went back to the old path at its next cell, and the renamed notebook's
+    timeline stopped at the undo. And the rename itself showed in the timeline as a change of the environment."""
+    nb = await notebook("draft.ipynb")
+    await nb.ok("x = 1")
+    await nb.wait_for_checkpoints(1)
+    await api("PATCH", "api", "contents", "draft.ipynb", body={"path": "final.ipynb"})
+    (session,) = await api("GET", "api", "sessions")
+    await api("PATCH", "api", "sessions", session["id"], body={"path": "final.ipynb", "name": "final.ipynb"})
+    nb.path = "final.ipynb"
+    await nb.ok("x = 2")
+    await nb.wait_for_checkpoints(2)
+    await nb.ok("%checkpoint undo")
+    assert await nb.value("x") == 1
+    await nb.ok("y = 3")
+    timeline = await nb.wait_for_checkpoints(5)
+    assert [r["trigger"] for r in timeline] == ["cell", "cell", "restore", "cell", "cell"]
+    # (Each websocket the test opens asks the kernel for its info, whose banner tip moves the random stream.)
+    changed = [[c for c in r["changed"] if c != "random streams"] for r in timeline]
+    assert changed == [["x"], ["x"], [], [], ["y"]]
+    assert [s["path"] for s in (await api("GET", "api", "ckpt", "sessions"))["sessions"]] == ["final.ipynb"]
+    assert (await nb.ok("%checkpoint session")).endswith("/final.ipynb (JPY_SESSION_NAME, from jupyter_server)\n")
+    assert await nb.value("__import__('os').environ['JPY_SESSION_NAME'].endswith('/final.ipynb')") is True
