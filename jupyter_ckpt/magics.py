@@ -18,11 +18,12 @@ from .session import SessionKey
 from .timeline import numbers
 from .units import human_bytes, parse_size, read_negative_sizes
 
-# IPython.core.magic_arguments is unannotated: the three functions used here, with their types.
+# IPython.core.magic_arguments is unannotated: the functions used here, with their types.
 _Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 magic_arguments: Callable[[], _Decorator] = _untyped.magic_arguments
 argument: Callable[..., _Decorator] = _untyped.argument
-parse_argstring: Callable[[Callable[..., Any], str], argparse.Namespace] = _untyped.parse_argstring
+# How IPython splits a magic's line into arguments (quotes kept: ``unquoted``).
+arg_split: Callable[[str], list[str]] = _untyped.arg_split  # type: ignore[attr-defined]  # not re-exported
 
 
 class Hooks(Protocol):
@@ -91,6 +92,8 @@ class CheckpointMagics(Magics):
 
     def _list(self, opts: argparse.Namespace) -> None:
         self._no_args(opts)
+        if opts.all and opts.n is not None:  # -n was ignored
+            raise UsageError("%checkpoint list takes -n N (the last N) or --all, not both")
         n = 20 if opts.n is None else opts.n
         if n < 1:
             raise UsageError("-n must be at least 1")
@@ -341,7 +344,8 @@ class CheckpointMagics(Magics):
             %checkpoint session nightly      # go on in session "nightly" (a later kernel resumes it so)
         """
         try:
-            opts = parse_argstring(self.checkpoint, line)
+            # REFs and names after the options as well as before them: ``tag -t best 3`` was "unrecognized arguments: 3"
+            opts = PARSER.parse_intermixed_args(arg_split(line))
         except ValueError as e:  # the shell-like splitting: an unbalanced quote
             raise UsageError(f"%checkpoint {line.strip()}: {e}") from None
         for name, value in vars(opts).items():  # each option is given once: ``--only x --only y`` kept only y
@@ -361,7 +365,8 @@ class CheckpointMagics(Magics):
             return run(self, opts)
 
 
-read_negative_sizes(CheckpointMagics.checkpoint.parser)  # type: ignore[attr-defined]  # magic_arguments made it
+PARSER: argparse.ArgumentParser = CheckpointMagics.checkpoint.parser  # type: ignore[attr-defined]  # magic_arguments made it
+read_negative_sizes(PARSER)
 
 # Each option of %checkpoint as the user types it, and the commands that take it; any other command refuses it.
 OPTION_FLAGS = {

@@ -213,6 +213,7 @@ ROWS = [
         magic=("%checkpoint restore {a} -n 3", "-n does not go with %checkpoint restore"),
     ),
     Bad("an option to a command that takes none", magic=("%checkpoint undo --all", "which takes no options")),
+    Bad("options that contradict", magic=("%checkpoint list -n 1 --all", "takes -n N (the last N) or --all, not both")),
     # The last one won: ``--only x --only y`` restored y alone, ``-t a -t b`` tagged b.
     Bad("an option given twice", magic=("%checkpoint restore {a} --only n --only m", "--only is given 2 times")),
     Bad("arguments to timeline", magic=("%checkpoint timeline {a}", "%checkpoint timeline takes no arguments")),
@@ -435,3 +436,16 @@ def test_the_python_api_refuses_a_message_too_long_and_a_tag_that_is_no_text(ker
     k.ok("jupyter_ckpt.save(message='line\\n' * 819 + 'x')")  # 4096 characters, over several lines
     assert k.run("jupyter_ckpt.tag('latest', 2.5)").error == "BadArgument: a tag must be text, not float"
     assert k.value("[(len(r.message), r.tag) for r in jupyter_ckpt.list()]") == [(4096, None)]
+
+
+def test_the_magic_takes_refs_and_names_after_its_options_too(kernels: Any) -> None:
+    """``%checkpoint tag -t best 1`` and ``restore --only x start`` were refused ("unrecognized arguments: 1"):
+    the REF had to come before the options."""
+    k = kernels()
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto off\nimport jupyter_ckpt\nx, y = 1, 2")
+    first = k.value("jupyter_ckpt.save()")
+    k.ok("x, y = 3, 4")
+    assert k.ok(f"%checkpoint tag -t start {first}").strip() == f"kernel checkpoint #1 (id {first}) tagged 'start'"
+    assert "restored kernel checkpoint #1" in k.ok("%checkpoint restore --only x start")
+    assert k.value("(x, y)") == (1, 4)
+    assert k.ok("%checkpoint list --all").count("\n") == 4  # the header, #1, #2 (the restore) and the legend
