@@ -1130,8 +1130,24 @@ def _reduce_index(index: Any) -> Any:
     return NotImplemented if any(part is not None for part in state) else (_joined_index, (make, args, refs))
 
 
+def _reduce_frame(frame: Any) -> Any:
+    """A DataFrame or Series with the attributes the notebook gave it (``df.name = "train"``), which pandas'
+    ``__getstate__`` leaves out (it keeps its ``_metadata`` only): they were gone after a restore (dill's too).
+    pandas' ``__setstate__`` sets every key of the state. Not what pandas sets itself (``_mgr``, an accessor it
+    caches under its class attribute's name)."""
+    mro = type(frame).__mro__
+    own = {k: v for k, v in vars(frame).items() if not k.startswith("_") and not any(k in vars(c) for c in mro)}
+    if not own:
+        return NotImplemented
+    reduced = frame.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
+    if not isinstance(reduced, tuple) or len(reduced) < 3 or not isinstance(reduced[2], dict):
+        return NotImplemented
+    return (reduced[0], reduced[1], {**own, **reduced[2]}, *reduced[3:])
+
+
 def _pandas_reducer(t: type) -> Callable[[Any], Any] | None:
-    """The reduction of a pandas object that Copy-on-Write may track (``_SharedValues``), where pandas tracks it."""
+    """The reduction of a pandas object that Copy-on-Write may track (``_SharedValues``), where pandas tracks it;
+    and of a frame or series, with the attributes the notebook gave it (``_reduce_frame``)."""
     internals = sys.modules.get("pandas._libs.internals")
     refs = getattr(internals, "BlockValuesRefs", None)
     if refs is None or not hasattr(refs, "add_index_reference"):  # pandas < 2 tracks nothing
@@ -1142,6 +1158,8 @@ def _pandas_reducer(t: type) -> Callable[[Any], Any] | None:
     if managers is not None and issubclass(t, managers.BaseBlockManager):
         return _reduce_block_manager
     pandas: Any = sys.modules.get("pandas")
+    if issubclass(t, (pandas.DataFrame, pandas.Series)):
+        return _reduce_frame
     # A RangeIndex holds no values a write could change (and computes its references).
     return _reduce_index if issubclass(t, pandas.Index) and not issubclass(t, pandas.RangeIndex) else None
 

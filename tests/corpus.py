@@ -1105,6 +1105,13 @@ PATTERNS = [
         " and str(pd.concat([nu_a, nu_b])['n'].dtype) == 'Int64' and nu_a['n'].isna().tolist() == [False, True]"
         " and nu_a['ok'].dtype == 'boolean' and (nu_b['n'] + 1).tolist() == [3, 4]",
     ),
+    _p(
+        "frame_attributes",
+        "pandas",
+        "import pandas as pd\nfat_train = pd.DataFrame({'a': [1, 2]})\nfat_train.name = 'train'\n"
+        "fat_w = pd.Series([1.5], name='w')\nfat_w.unit = 'kg'",
+        "fat_train.name == 'train' and fat_w.unit == 'kg' and fat_w.name == 'w' and fat_train['a'].sum() == 3",
+    ),
     # -- scipy ---------------------------------------------------------------------------------------
     _p(
         "from_import_scipy",

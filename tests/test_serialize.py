@@ -809,3 +809,25 @@ def test_a_notebook_function_wraps_names_after_a_library_function_keeps_the_note
             assert read_back(tmp_path, packed, expression) == "([(1, 0, 0)], False, True, 'rgb_to_hsv', 'colorsys')"
     finally:
         colorsys.rgb_to_hsv = module.original
+
+
+def test_a_frame_and_a_series_keep_the_attributes_the_notebook_gave_them(tmp_path: Path) -> None:
+    """``df.name = "train"``: pandas pickles a frame's ``_metadata`` only, and such an attribute was gone after a
+    restore (AttributeError), in dill's pickles too."""
+    module = notebook(
+        """
+        import warnings
+        import pandas as pd
+        tags = ['raw']
+        df = pd.DataFrame({'a': [1, 2]})
+        df.name = 'train'
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')  # pandas warns that a list set as an attribute is no column
+            df.tags = tags
+        s = pd.Series([1.0], name='w')
+        s.unit = 'kg'
+        """
+    )
+    packed = serialize.dumps({n: module.__dict__[n] for n in ("df", "s", "tags")}, module)
+    expression = "(df.name, df.tags is tags, s.unit, s.name, df['a'].tolist())"
+    assert read_back(tmp_path, packed, expression) == "('train', True, 'kg', 'w', [1, 2])"
