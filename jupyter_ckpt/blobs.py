@@ -171,6 +171,11 @@ def make_dir(path: Path) -> None:
     if others can write it)."""
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):  # it said "File exists", or "Not a directory"
+        file = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), path)
+        raise BadArgument(
+            f"cannot keep checkpoints in {path}: {'it' if file == path else file} is a file, not a directory"
+        ) from None
     except OSError as e:
         raise BadArgument(f"cannot keep checkpoints in {path}: {e.strerror or e}") from None
 

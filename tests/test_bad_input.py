@@ -449,3 +449,14 @@ def test_the_magic_takes_refs_and_names_after_its_options_too(kernels: Any) -> N
     assert "restored kernel checkpoint #1" in k.ok("%checkpoint restore --only x start")
     assert k.value("(x, y)") == (1, 4)
     assert k.ok("%checkpoint list --all").count("\n") == 4  # the header, #1, #2 (the restore) and the legend
+
+
+def test_a_store_path_that_is_a_file_is_named_as_one(kernels: Any, tmp_path: Path) -> None:
+    """``%load_ext`` with the store's path (or a folder on it) a file said "File exists" or "Not a directory"."""
+    file = tmp_path / "notes.txt"
+    file.write_text("mine")
+    for store, said in [(file, "it is a file"), (file / "store", f"{file} is a file")]:
+        k = kernels(JUPYTER_CKPT_DIR=str(store))
+        loaded = k.run("%load_ext jupyter_ckpt")
+        assert loaded.error == f"BadArgument: cannot keep checkpoints in {store}: {said}, not a directory", loaded
+    assert file.read_text() == "mine"
