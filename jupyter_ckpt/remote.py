@@ -4,6 +4,7 @@ Layout under the URL (``s3://bucket/prefix``, ``gs://``, ``az://``: any fsspec f
 
     blobs/ab/<key>                    a blob file exactly as the local store keeps it: header, signature, payload
     sessions/<hash>/<uid>.json        one checkpoint's record, signed: its manifest, blobs, parent and cells
+    sessions/<hash>/packs/<a>_<b>.json  copies of 64 of those records, uids a to b, read in one request
 
 Blobs are immutable and content-addressed: a key the remote holds is never
 uploaded again. A checkpoint's record is uploaded after every blob it names and
@@ -13,6 +14,14 @@ than a grace period (a writer still uploading is younger than that). Records are
 named by uids (``store.new_uid``), so machines writing one prefix need no
 counter between them; the local catalog gives each checkpoint it pulls an id of
 its own and can be rebuilt from the records.
+
+A pack holds the same signed bytes as 64 record objects, so that a new machine
+learns a long timeline in a few requests rather than one per checkpoint. The
+listing stays the truth: a pack's copy is read only for a record still listed
+(uids are never reused, so the copy is the object's bytes), and it is checked
+like the object. A push packs every 64 records it uploaded; a pull packs those
+it had to read one by one; deleting a checkpoint deletes the packs whose uid
+range holds it, and ``gc`` those holding a record no longer listed.
 
 ``RemoteBlobs`` keeps blob files as ``blobs.LocalBlobs`` does, behind the same
 ``BlobStorage`` interface. The local store stays the fast tier: a checkpoint is durable there first, and a
@@ -48,6 +57,7 @@ from .remote_catalog import RemoteCatalog
 from .store import Store
 
 _MAX_DELAY = 60.0
+PACK = 64  # records per pack
 
 
 def is_remote(url: str) -> bool:
@@ -247,6 +257,7 @@ class Replica:
         self._keeping: threading.Thread | None = None  # writes the last fetch's blobs to the local tier
         self._fetches: list[Future[None]] = []  # the downloads of the last fetch's blobs
         self.kept: Callable[[], None] = lambda: None  # told once a fetched checkpoint's blobs are written here
+        self._unpacked: dict[str, bytes] = {}  # records this process uploaded and no pack holds yet, by path
 
     @property
     def error(self) -> str | None:
@@ -285,17 +296,72 @@ class Replica:
             for checkpoint_id, uid in self.catalog.to_upload():
                 record = self.catalog.record(checkpoint_id)
                 list(self._pool.map(self._upload_blob, self.catalog.blobs_to_upload(checkpoint_id)))
-                self.remote.put_bytes(self.remote.record_path(record["session"], uid), self._signed(record))
+                path, signed = self.remote.record_path(record["session"], uid), self._signed(record)
+                self.remote.put_bytes(path, signed)
                 self.catalog.mark_uploaded(checkpoint_id, uid)
+                self._unpacked[path] = signed
                 pushed += 1
             tombstones = self.catalog.tombstones()
             if tombstones:
-                records = {_uid(path): path for path in self.remote.listing("sessions")}
+                listed = self.remote.listing("sessions")
+                records = {_uid(path): path for path in listed if not _is_pack(path)}
                 for uid in tombstones:
+                    folder = records[uid].rsplit("/", 1)[0] + "/" if uid in records else ""  # else look everywhere
+                    for pack in [p for p in listed if _is_pack(p) and p.startswith(folder) and _holds(p, uid)]:
+                        self.remote.delete(pack)  # before the record: no copy of it outlives it
                     if uid in records:
                         self.remote.delete(records[uid])
+                    self._unpacked.pop(records.get(uid, ""), None)
                     self.catalog.mark_tombstone_pushed(uid)
+            for path in self._pack(self._unpacked):
+                del self._unpacked[path]
             return pushed
+
+    def _read_records(
+        self, listed: Iterable[str], wanted: Callable[[str], bool]
+    ) -> tuple[list[dict[str, Any]], list[str]]:
+        """The records among ``listed`` (a listing of ``sessions/``) whose uid is ``wanted``, checked: from packs
+        where one holds them, else one request each (those are then packed for the next machine). Returns them,
+        and why each one refused for its signature was."""
+        paths = list(listed)
+        records = {_uid(p): p for p in paths if not _is_pack(p) and wanted(_uid(p))}
+        packs = [p for p in paths if _is_pack(p) and any(_holds(p, uid) for uid in records)]
+        found: dict[str, dict[str, Any]] = {}
+        for data in self.remote.get_records(packs).values():
+            for uid, text in _entries(data).items():
+                if uid in records and uid not in found:
+                    with contextlib.suppress(IntegrityError):  # a bad copy: the object itself is read instead
+                        found[uid] = self._verified(records[uid], text.encode())
+        alone = self.remote.get_records([p for uid, p in records.items() if uid not in found])
+        refused = []
+        for path, data in list(alone.items()):
+            try:
+                found[_uid(path)] = self._verified(path, data)
+            except IntegrityError as e:
+                refused.append(str(e))
+                del alone[path]
+        self._pack(alone)
+        return list(found.values()), refused
+
+    def _pack(self, signed: dict[str, bytes]) -> list[str]:
+        """Write the records given (path: signed bytes) as packs of ``PACK``, each of one session's records in uid
+        order; returns the paths of those packed (the rest are too few for a pack). A pack only spares a later
+        pull requests: one that cannot be written now is not, and nothing fails for it."""
+        by_session: dict[str, list[str]] = {}
+        for path in sorted(signed, key=_uid):
+            by_session.setdefault(path.rsplit("/", 1)[0], []).append(path)
+        packed: list[str] = []
+        for folder, paths in by_session.items():
+            for i in range(0, len(paths) - PACK + 1, PACK):
+                chunk = paths[i : i + PACK]
+                body = {"records": {_uid(p): signed[p].decode() for p in chunk}}
+                name = f"{folder}/packs/{_uid(chunk[0])}_{_uid(chunk[-1])}.json"
+                try:
+                    self.remote.put_bytes(name, json.dumps(body).encode())
+                except RemoteError:
+                    return packed
+                packed.extend(chunk)
+        return packed
 
     def _upload_blob(self, key: str) -> None:
         if not self.remote.blobs.has(key):  # immutable and content-addressed: never uploaded twice
@@ -309,13 +375,8 @@ class Replica:
         """
         with self._busy:
             known = self.catalog.known_uids()
-            wanted = [p for p in self.remote.listing(self.remote.records_of(session)) if _uid(p) not in known]
-            records, refused = [], []
-            for path, data in self.remote.get_records(wanted).items():
-                try:
-                    records.append(self._verified(path, data))
-                except IntegrityError as e:
-                    refused.append(str(e))
+            listed = self.remote.listing(self.remote.records_of(session))
+            records, refused = self._read_records(listed, lambda uid: uid not in known)
             imported = [self.catalog.import_record(r) for r in _parents_first(records)]
             if refused:
                 raise IntegrityError(refused[0] + (f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""))
@@ -417,13 +478,14 @@ class Replica:
         uploaded, whose record comes last: it stays.
         """
         with self._busy:
-            named: set[str] = set()
-            for path, data in self.remote.get_records(list(self.remote.listing("sessions"))).items():
-                try:
-                    record = self._verified(path, data)
-                except IntegrityError:
-                    continue
-                named.update(key for key, _, _ in record["blobs"])
+            listed = self.remote.listing("sessions")
+            records, _ = self._read_records(listed, lambda uid: True)
+            named = {key for record in records for key, _, _ in record["blobs"]}
+            live = {_uid(p) for p in listed if not _is_pack(p)}
+            packs = self.remote.get_records([p for p in listed if _is_pack(p)])
+            for pack, data in packs.items():  # one holding a deleted record goes, and the copy with it
+                if not set(_entries(data)) <= live:
+                    self.remote.delete(pack)
             count = freed = 0
             now = time.time()
             for key, stat in self.remote.blobs.listing().items():
@@ -535,6 +597,25 @@ def _modified(info: dict[str, Any], default: float) -> float:
 def _uid(path: str) -> str:
     """The uid a record's path names (``.../<uid>.json``)."""
     return path.rsplit("/", 1)[-1].removesuffix(".json")
+
+
+def _is_pack(path: str) -> bool:
+    return path.rsplit("/", 2)[-2:-1] == ["packs"]
+
+
+def _holds(pack: str, uid: str) -> bool:
+    """Whether a pack's uid range (``.../packs/<first>_<last>.json``) takes in ``uid``."""
+    first, _, last = _uid(pack).partition("_")
+    return first <= uid <= last
+
+
+def _entries(data: bytes) -> dict[str, str]:
+    """A pack's records (uid: signed text); none from a damaged one, whose records are then read alone."""
+    try:
+        records = json.loads(data)["records"]
+    except (ValueError, KeyError, TypeError):
+        return {}
+    return {k: v for k, v in records.items() if isinstance(v, str)} if isinstance(records, dict) else {}
 
 
 def _parents_first(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

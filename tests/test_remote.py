@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -257,6 +258,104 @@ def test_a_pull_lists_only_its_session_and_asks_for_all_its_records_at_once(s3: 
     paths = list(down.remote.listing(down.remote.records_of("nb.ipynb")))[:3]
     s3.client().delete_object(Bucket=s3.bucket, Key=paths[1].split("/", 1)[1])
     assert list(down.remote.get_records(paths)) == [paths[0], paths[2]]
+
+
+def _long_session(store: Store, replica: Replica | None, cells: int) -> Checkpointer:
+    nb = notebook(store, replica)
+    for i in range(cells):
+        nb.module.x = i
+        nb.save()
+    return nb
+
+
+def _gets(replica: Replica) -> list[str]:
+    """The objects a replica's client asks the store for, as it asks."""
+    asked: list[str] = []
+    events = replica.remote.fs.s3.meta.events
+    events.register("before-parameter-build.s3.GetObject", lambda params, **_: asked.append(params["Key"]))
+    return asked
+
+
+def test_a_long_timeline_is_pulled_from_packs_and_a_deleted_checkpoint_leaves_none_behind(
+    s3: S3, jupyter_dirs: Path
+) -> None:
+    a, up = machine(jupyter_dirs / "a", s3)
+    nb = _long_session(a, None, 150)
+    up.push()
+    packs = sorted(k for k in objects(s3, "users/alice/sessions/") if "/packs/" in k)
+    assert len(packs) == 2  # every 64 records uploaded are also copied into one object
+
+    b, down = machine(jupyter_dirs / "b", s3)
+    asked = _gets(down)
+    assert len(down.pull()) == 150
+    assert sorted(k for k in asked if "/packs/" in k) == packs and len(asked) == 2 + 150 - 128  # not 150 requests
+    fresh = Checkpointer(b, "nb.ipynb", types.ModuleType("__main__"), replica=down)
+    fresh.restore("latest")
+    assert fresh.module.x == 149
+    assert [r.id for r in b.checkpoints("nb.ipynb")] == sorted(r.id for r in b.checkpoints("nb.ipynb"))
+    fresh.restore("10")
+    assert fresh.module.x == 9
+
+    gone = nb.checkpoints()[9]  # held by the first pack
+    nb.module.secret = "deleted with its checkpoint"
+    nb.delete(str(gone.id))
+    up.push()
+    left = [k for k in objects(s3, "users/alice/sessions/") if "/packs/" in k]
+    assert left == packs[1:]  # the pack holding it went with it: no copy of a deleted checkpoint stays
+    c, other = machine(jupyter_dirs / "c", s3)
+    other.pull()  # A's checkpoints less the deleted one (and those B's restores made)
+    assert len([r for r in c.checkpoints("nb.ipynb") if r.trigger == "manual"]) == 149
+    assert gone.time not in {r.time for r in c.checkpoints("nb.ipynb")}
+
+
+def test_a_damaged_pack_is_passed_over_for_the_records_themselves(s3: S3, jupyter_dirs: Path) -> None:
+    a, up = machine(jupyter_dirs / "a", s3)
+    _long_session(a, None, 70)
+    up.push()
+    (pack,) = [k for k in objects(s3, "users/alice/sessions/") if "/packs/" in k]
+    body = json.loads(objects(s3, pack)[pack])
+    first = sorted(body["records"])[0]
+    copy = json.loads(body["records"][first])
+    copy["record"] = json.dumps({**json.loads(copy["record"]), "tag": "forged"}, sort_keys=True)  # the mac kept
+    body["records"][first] = json.dumps(copy)
+    s3.client().put_object(Bucket=s3.bucket, Key=pack, Body=json.dumps(body).encode())
+    b, down = machine(jupyter_dirs / "b", s3)
+    asked = _gets(down)
+    assert len(down.pull()) == 70  # nothing refused: the forged copy's record was read from its own object
+    assert [r.tag for r in b.checkpoints("nb.ipynb")] == [None] * 70
+    assert sum(1 for k in asked if k.endswith(f"/{first}.json")) == 1
+
+    s3.client().put_object(Bucket=s3.bucket, Key=pack, Body=b"not json")
+    _, other = machine(jupyter_dirs / "c", s3)
+    assert len(other.pull()) == 70
+
+
+def test_records_a_pull_read_one_by_one_are_packed_for_the_next_machine_and_gc_drops_stale_packs(
+    s3: S3, jupyter_dirs: Path
+) -> None:
+    a, _ = machine(jupyter_dirs / "a", s3)
+    nb = _long_session(a, None, 40)
+    Replica(a, Remote(s3.url)).push()  # two kernels one after the other: 80 records, none packed by them
+    for i in range(40):
+        nb.module.x = 100 + i
+        nb.save()
+    Replica(a, Remote(s3.url)).push()
+    assert not [k for k in objects(s3, "users/alice/sessions/") if "/packs/" in k]
+    _, down = machine(jupyter_dirs / "b", s3)
+    assert len(down.pull()) == 80
+    (pack,) = [k for k in objects(s3, "users/alice/sessions/") if "/packs/" in k]
+    _, other = machine(jupyter_dirs / "c", s3)
+    asked = _gets(other)
+    assert len(other.pull()) == 80 and len(asked) == 1 + 16
+
+    # A record deleted after a pack copied it, by a machine that did not know the pack: gc drops the pack.
+    held = sorted(json.loads(objects(s3, pack)[pack])["records"])[5]
+    record = next(k for k in objects(s3, "users/alice/sessions/") if k.endswith(f"/{held}.json"))
+    s3.client().delete_object(Bucket=s3.bucket, Key=record)
+    other.gc()
+    assert not [k for k in objects(s3, "users/alice/sessions/") if "/packs/" in k]
+    _, last = machine(jupyter_dirs / "d", s3)
+    assert len(last.pull()) == 79
 
 
 def test_two_machines_write_one_prefix_without_colliding(s3: S3, jupyter_dirs: Path) -> None:
