@@ -1200,6 +1200,31 @@ def _reopen(
     return f
 
 
+# What ``np.load`` of an ``.npz`` file reads as it opens it, and sets None as it closes it.
+_NPZ_OPEN = ("zip", "fid", "f")
+
+
+def _reduce_npz(npz: Any) -> Any:
+    """The arrays ``np.load`` opened in an ``.npz`` file, opened again at its path; closed, as it was left by ``with
+    np.load(path) as data:``, closed with the names of its arrays. Neither pickled (a ``BagObj``): the variable
+    was not restored, and was offered to replay. One read from a buffer is refused as before."""
+    path = None if npz.zip is None else npz.zip.filename
+    if npz.zip is not None and not isinstance(path, str):
+        return NotImplemented
+    return _npz, (type(npz), path, {k: v for k, v in vars(npz).items() if k not in _NPZ_OPEN})
+
+
+def _npz(cls: Any, path: str | None, state: dict[str, Any]) -> Any:
+    if path is None:
+        npz = cls.__new__(cls)
+        vars(npz).update(state, f=None)
+        return npz
+    if not os.path.exists(path):
+        raise FileNotFoundError(errno.ENOENT, "the .npz file np.load opened is gone", path)
+    kept = {k: state[k] for k in ("allow_pickle", "pickle_kwargs", "max_header_size")}
+    return cls(open(path, "rb"), own_fid=True, **kept)  # the NpzFile closes it
+
+
 def _open_devnull(path: Any, flags: int) -> int:
     """An ``opener`` that opens the null device whatever ``path`` and ``flags`` ask (``x`` on a file that exists)."""
     return os.open(os.devnull, os.O_RDWR)
@@ -1945,6 +1970,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_array
     if t is memoryview:
         return _reduce_memoryview
+    if numpy is not None and t is getattr(sys.modules.get("numpy.lib.npyio"), "NpzFile", None):
+        return _reduce_npz
     masked = sys.modules.get("numpy.ma")
     if masked is not None and t is masked.MaskedArray:
         return _reduce_masked

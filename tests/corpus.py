@@ -1016,6 +1016,15 @@ PATTERNS = [
         "fin_rand.__self__ is numpy.random.mtrand._rand and numpy.random.seed(0) is None"
         " and fin_rand() == (numpy.random.seed(0) or numpy.random.rand())",
     ),
+    _p(
+        "npz_files",
+        "numpy",
+        "import numpy as np, os, tempfile\nnzf_path = os.path.join(tempfile.gettempdir(), 'nzf.npz')\n"
+        "np.savez(nzf_path, x=np.arange(3), y=np.ones(2))\nnzf_data = np.load(nzf_path)\n"
+        "with np.load(nzf_path) as nzf_done:\n    nzf_y = nzf_done['y']",
+        "nzf_data['x'].tolist() == [0, 1, 2] and nzf_data.files == ['x', 'y'] and nzf_done.zip is None"
+        " and nzf_done.files == ['x', 'y'] and nzf_y.tolist() == [1.0, 1.0]",
+    ),
     # -- pandas --------------------------------------------------------------------------------------
     _p(
         "frame_column",

@@ -831,3 +831,24 @@ def test_a_frame_and_a_series_keep_the_attributes_the_notebook_gave_them(tmp_pat
     packed = serialize.dumps({n: module.__dict__[n] for n in ("df", "s", "tags")}, module)
     expression = "(df.name, df.tags is tags, s.unit, s.name, df['a'].tolist())"
     assert read_back(tmp_path, packed, expression) == "('train', True, 'kg', 'w', [1, 2])"
+
+
+def test_an_npz_file_np_load_opened_comes_back_open_at_its_path_and_one_closed_comes_back_closed(
+    tmp_path: Path,
+) -> None:
+    """``data = np.load("arrays.npz")``, and ``with np.load(path) as d:``, which leaves ``d`` closed: neither
+    could be pickled (a ``BagObj``), and the variables were not restored."""
+    path = tmp_path / "arrays.npz"
+    np.savez(path, a=np.arange(3), b=np.ones(2))
+    module = notebook(
+        f"""
+        import numpy as np
+        data = np.load({str(path)!r})
+        with np.load({str(path)!r}) as done:
+            b = done['b']
+        """
+    )
+    packed = serialize.dumps({"data": module.data, "done": module.done}, module)
+    module.data.close()
+    expression = "(data['a'].tolist(), data.f.b.tolist(), data.files, done.zip, done.files, 'a' in done)"
+    assert read_back(tmp_path, packed, expression) == "([0, 1, 2], [1.0, 1.0], ['a', 'b'], None, ['a', 'b'], True)"
