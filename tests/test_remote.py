@@ -327,7 +327,14 @@ def test_a_damaged_pack_is_passed_over_for_the_records_themselves(s3: S3, jupyte
 
     s3.client().put_object(Bucket=s3.bucket, Key=pack, Body=b"not json")
     _, other = machine(jupyter_dirs / "c", s3)
-    assert len(other.pull()) == 70
+    assert len(other.pull()) == 70  # read alone, and packed again in its place
+    _, again = machine(jupyter_dirs / "d", s3)
+    asked = _gets(again)
+    assert len(again.pull()) == 70 and len(asked) == 1 + 6
+
+    s3.client().put_object(Bucket=s3.bucket, Key=pack, Body=b"not json")
+    again.gc()  # gc reads every record too, so it mends a damaged pack as a pull does
+    assert len(json.loads(objects(s3, pack)[pack])["records"]) == 64
 
 
 def test_records_a_pull_read_one_by_one_are_packed_for_the_next_machine_and_gc_drops_stale_packs(
