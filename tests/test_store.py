@@ -8,6 +8,7 @@ import stat
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -269,3 +270,34 @@ def test_deleting_many_at_once_hangs_each_survivor_from_its_nearest_kept_ancesto
     assert store.verify() == []  # each survivor is signed with the parent it has now
     for cid in parents:
         assert store.manifest(cid)["parent"] == parents[cid]
+
+
+def test_verify_beside_a_gc_reports_nothing_the_gc_took(store: Store, jupyter_dirs: Path) -> None:
+    """``jupyter ckpt verify`` while a kernel thinned the store (or another ``gc`` ran) reported what the thinning
+    was taking as damage, exit 3: "no checkpoint 569", a checkpoint deleted after verify listed it, and "blob ...
+    is missing from the store", one collected after verify read its checkpoint's references."""
+    blobs = [store.blobs.put(os.urandom(99)) for _ in "abc"]
+    cids = [store.commit("nb.ipynb", manifest(), {b.key: b}) for b in blobs]
+    for b in blobs:  # written an hour ago: a gc may collect them
+        os.utime(blob_file(store, b.key), (time.time() - 3600,) * 2)
+    other = Store(store.root, load_secret(jupyter_dirs / "data" / "ckpt" / "secret"))  # another process's
+
+    def thin(cid: int) -> None:
+        other.delete([cid])
+        assert other.gc()[0] == 1  # its blob file goes with it
+
+    read_manifest, read_blob, first_blob = store.manifest, store.blobs.read, min(b.key for b in blobs)
+
+    def manifest_then(cid: int) -> Any:  # verify has listed every checkpoint when it reads the first manifest
+        if cid == cids[0]:
+            thin(cids[1])
+        return read_manifest(cid)
+
+    def blob_then(key: str) -> bytes:  # and every reference when it reads the first blob
+        if key == first_blob:
+            thin(cids[2])
+        return read_blob(key)
+
+    store.manifest, store.blobs.read = manifest_then, blob_then  # type: ignore[method-assign]
+    assert store.verify() == []
+    assert [r.id for r in store.checkpoints("nb.ipynb")] == cids[:1] and Store.verify(other) == []
