@@ -1200,6 +1200,38 @@ def _reopen(
     return f
 
 
+def _executor_types() -> tuple[type, ...]:
+    """``ThreadPoolExecutor`` and ``ProcessPoolExecutor``, those imported."""
+    found = (
+        getattr(sys.modules.get("concurrent.futures.thread"), "ThreadPoolExecutor", None),
+        getattr(sys.modules.get("concurrent.futures.process"), "ProcessPoolExecutor", None),
+    )
+    return tuple(t for t in found if t is not None)
+
+
+def _reduce_executor(executor: Any) -> Any:
+    """A thread or process pool as a new one made with the same arguments, shut down if it was (``with
+    ThreadPoolExecutor() as pool:`` leaves ``pool`` so), with no work queued and no worker started. Its queue and
+    locks could not be pickled: the variable was not restored, and replay offered to run its cell again, with
+    all the work that cell gave the pool."""
+    kwargs = {"max_workers": executor._max_workers, "initializer": executor._initializer}
+    kwargs["initargs"] = executor._initargs
+    if hasattr(executor, "_thread_name_prefix"):
+        kwargs["thread_name_prefix"] = executor._thread_name_prefix
+        shut = executor._shutdown
+    else:
+        kwargs |= {"mp_context": executor._mp_context, "max_tasks_per_child": executor._max_tasks_per_child}
+        shut = executor._shutdown_thread
+    return _executor, (type(executor), kwargs, shut)
+
+
+def _executor(cls: Any, kwargs: dict[str, Any], shut: bool) -> Any:
+    executor = cls(**kwargs)
+    if shut:
+        executor.shutdown()
+    return executor
+
+
 # What ``np.load`` of an ``.npz`` file reads as it opens it, and sets None as it closes it.
 _NPZ_OPEN = ("zip", "fid", "f")
 
@@ -1972,6 +2004,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_memoryview
     if numpy is not None and t is getattr(sys.modules.get("numpy.lib.npyio"), "NpzFile", None):
         return _reduce_npz
+    if t in _executor_types():
+        return _reduce_executor
     masked = sys.modules.get("numpy.ma")
     if masked is not None and t is masked.MaskedArray:
         return _reduce_masked

@@ -511,6 +511,13 @@ PATTERNS = [
         "lk_guard.acquire(timeout=1) and lk_cond.acquire(timeout=1) and lk_held._is_owned()"
         " and (lk_held.release() or not lk_held._is_owned())",
     ),
+    _p(  # ``with ThreadPoolExecutor() as pool:`` leaves ``pool`` in the namespace, shut down
+        "executors",
+        "stdlib",
+        "from concurrent.futures import ThreadPoolExecutor\nwith ThreadPoolExecutor(3, thread_name_prefix='exc') as exc_pool:"
+        "\n    exc_out = list(exc_pool.map(abs, [-1, -2]))\nexc_live = ThreadPoolExecutor(2)",
+        "exc_out == [1, 2] and exc_pool._shutdown and exc_pool._max_workers == 3 and exc_live.submit(abs, -3).result() == 3",
+    ),
     _p(
         "ipython_config",
         "stdlib",

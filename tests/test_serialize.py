@@ -852,3 +852,27 @@ def test_an_npz_file_np_load_opened_comes_back_open_at_its_path_and_one_closed_c
     module.data.close()
     expression = "(data['a'].tolist(), data.f.b.tolist(), data.files, done.zip, done.files, 'a' in done)"
     assert read_back(tmp_path, packed, expression) == "([0, 1, 2], [1.0, 1.0], ['a', 'b'], None, ['a', 'b'], True)"
+
+
+def test_a_thread_or_process_pool_comes_back_as_one_made_alike_and_shut_down_if_it_was(tmp_path: Path) -> None:
+    """``with ThreadPoolExecutor(8) as pool: results = list(pool.map(fetch, urls))`` leaves ``pool`` shut down in
+    the namespace. Its queue and locks could not be pickled: it was not restored, and replay offered to run its
+    cell again, fetching everything again."""
+    module = notebook(
+        """
+        from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+        with ThreadPoolExecutor(max_workers=3, thread_name_prefix='fetch') as done:
+            results = list(done.map(abs, [-1, -2]))
+        live = ThreadPoolExecutor(2)
+        live.submit(sum, [1, 2]).result()
+        procs = ProcessPoolExecutor(2)
+        """
+    )
+    packed = serialize.dumps({n: module.__dict__[n] for n in ("done", "live", "procs")}, module)
+    module.live.shutdown()
+    module.procs.shutdown()
+    expression = (
+        "(done._shutdown, done._max_workers, done._thread_name_prefix, live._shutdown, live.submit(abs, -4).result(),"
+        " procs._max_workers, procs._shutdown_thread)"
+    )
+    assert read_back(tmp_path, packed, expression) == "(True, 3, 'fetch', False, 4, 2, False)"
