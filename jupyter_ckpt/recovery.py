@@ -149,26 +149,46 @@ class CrashRecovery:
     async def _on_contents(self, logger: Any, schema_id: str, data: dict[str, Any]) -> None:
         """A notebook, or a folder of notebooks, renamed (or moved) in the server: their checkpoints go along, and
         so do their running kernels, so that the timeline, ``previous`` in a next kernel and crash recovery find
-        them under the new path."""
-        if data.get("action") != "rename" or not data.get("source_path") or not data.get("path"):
+        them under the new path. Deleted: their checkpoints are put aside (``_put_aside``)."""
+        action, path = data.get("action"), data.get("path")
+        if not path or not (action == "delete" or (action == "rename" and data.get("source_path"))):
             return
-        # As jupyter_server names a notebook in JPY_SESSION_NAME, from its folder as it is now (a folder renamed
-        # is a folder at its new path: the key of its path is not that folder's).
-        kernels = self.service.kernels
-        old, new = (
-            os.path.join(kernels.cwd_for_path(posixpath.dirname(data[name])), posixpath.basename(data[name]))  # type: ignore[no-untyped-call]
-            for name in ("source_path", "path")
-        )
+        old = self._key(data["source_path"] if action == "rename" else path)
         try:
             stored = [s["key"] for s in await self.service.in_thread(self.service.store.sessions)]
         except CheckpointError as e:  # a store this server cannot open: the rename itself went through
-            self.log.warning("jupyter-ckpt: the checkpoints under %s stay there, not under %s: %s", old, new, e)
+            self.log.warning("jupyter-ckpt: the checkpoints under %s stay there: %s", old, e)
             return
         inside = os.path.join(old, "")
-        live = [self._going_to(kernel_id, session) for kernel_id, session in self._sessions.items()]
+        live = {self._going_to(kernel_id, session) for kernel_id, session in self._sessions.items()}
         keys = {k for k in [*stored, *live] if k.startswith(inside)} | {old}
+        if action == "delete":
+            aside = f" (deleted {time.strftime('%Y-%m-%d %H:%M:%S')})"
+            await self.service.in_thread(self._put_aside, sorted(keys.intersection(stored) - live), aside)
+            return
+        new = self._key(path)
         # At once: a kernel that runs a long cell holds up only its own notebook's move.
         await asyncio.gather(*(self._rename(key, new + key[len(old) :]) for key in sorted(keys)))
+
+    def _key(self, path: str) -> str:
+        """The session key of a notebook at ``path`` (relative to the server root), as jupyter_server names it in
+        JPY_SESSION_NAME: from its folder as it is now (a folder renamed is a folder at its new path: the key of its
+        path is not that folder's)."""
+        folder = self.service.kernels.cwd_for_path(posixpath.dirname(path))  # type: ignore[no-untyped-call]
+        return os.path.join(folder, posixpath.basename(path))
+
+    def _put_aside(self, keys: list[str], aside: str) -> None:
+        """Deleted notebooks' sessions go on under their key with ``aside`` after it (in a worker thread): a notebook
+        made later at the same path (the next Untitled.ipynb) is another notebook, and was offered (with
+        ``restore_on_start`` given, and after a crash restored) the deleted one's state. They stay in the store,
+        where ``jupyter ckpt list`` and retention see them. A session a running kernel checkpoints into stays."""
+        for key in keys:
+            try:
+                self.service.store.move_session(key, key + aside)
+            except CheckpointError as e:
+                self.log.warning("jupyter-ckpt: the checkpoints of deleted %s stay under its path: %s", key, e)
+            else:
+                self.log.info("jupyter-ckpt: notebook %s deleted: its checkpoints are kept as %s", key, key + aside)
 
     async def _rename(self, old: str, new: str) -> None:
         """Session ``old`` goes on as ``new``: in its running kernels, else in the store alone."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -282,7 +283,8 @@ async def test_a_notebook_renamed_while_its_kernel_runs_gets_its_state_back_afte
 
     nb.kill()
     _, event = await nb.next_crash_event(0)
-    assert (event["type"], event["checkpoint"], event["path"]) == ("crash-restore", records[-1]["id"], "final.ipynb")
+    expected = ("crash-restore", records[-1]["id"], "final.ipynb")
+    assert (event["type"], event["checkpoint"], event["path"]) == expected, event
     assert await nb.value("(x, y)") == (1, 2)
     nb.path = "final.ipynb"
     timeline = await nb.wait_for_checkpoints(4)
@@ -451,3 +453,32 @@ async def test_a_notebook_renamed_and_then_undone_to_before_the_rename_stays_und
     assert [s["path"] for s in (await api("GET", "api", "ckpt", "sessions"))["sessions"]] == ["final.ipynb"]
     assert (await nb.ok("%checkpoint session")).endswith("/final.ipynb (JPY_SESSION_NAME, from jupyter_server)\n")
     assert await nb.value("__import__('os').environ['JPY_SESSION_NAME'].endswith('/final.ipynb')") is True
+
+
+async def test_a_new_notebook_where_a_deleted_one_was_is_not_given_its_state(
+    notebook: Any, api: Any, profile: Path
+) -> None:
+    """Untitled.ipynb, worked in, closed and deleted; the next new notebook is Untitled.ipynb again. It was offered
+    the deleted notebook's state (with restore_on_start, given it), as if it were that notebook. The deleted one's
+    checkpoints stay in the store, under its path marked deleted."""
+    with (profile / "ipython_kernel_config.py").open("a") as config:
+        config.write("c.Checkpoints.restore_on_start = True\n")
+    nb = await notebook("Untitled.ipynb")
+    await nb.ok("scratch = 'deleted work'")
+    (left,) = await nb.wait_for_checkpoints(1)
+    (session,) = await api("GET", "api", "sessions")
+    await api("DELETE", "api", "sessions", session["id"])
+    await api("DELETE", "api", "contents", "Untitled.ipynb")
+
+    fresh = await notebook("Untitled.ipynb")
+    assert (await api("GET", "api", "ckpt", "offer", params={"kernel_id": fresh.kernel_id}))["offer"] is None
+    said = await fresh.run("'scratch' in dir()")
+    assert said.stdout == "" and "jupyter-ckpt" not in said.stderr
+    assert await fresh.value("'scratch' in dir()") is False
+    (kept,) = [s for s in (await api("GET", "api", "ckpt", "sessions"))["sessions"] if s["path"] != "Untitled.ipynb"]
+    assert re.fullmatch(r"Untitled\.ipynb \(deleted \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\)", kept["path"]), kept
+    assert kept["checkpoints"] == 1
+    assert [
+        r["id"]
+        for r in (await api("GET", "api", "ckpt", "checkpoints", params={"session": kept["key"]}))["checkpoints"]
+    ] == [left["id"]]
