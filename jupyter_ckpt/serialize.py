@@ -1200,6 +1200,27 @@ def _reopen(
     return f
 
 
+def _reduce_script_module(module: Any) -> Any:
+    """A TorchScript module (``torch.jit.script(model)``, ``torch.jit.trace``) as ``torch.jit.save`` writes it, which
+    is how torch saves one: pickle could not ("does not have a __getstate__ method defined"), and the variable was
+    not restored. (torch deprecates TorchScript and says so at each save and load: not the user's doing.)"""
+    import torch
+
+    out = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        torch.jit.save(module, out)
+    return _script_module, (out.getvalue(),)
+
+
+def _script_module(data: bytes) -> Any:
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return torch.jit.load(io.BytesIO(data))  # type: ignore[no-untyped-call]
+
+
 def _executor_types() -> tuple[type, ...]:
     """``ThreadPoolExecutor`` and ``ProcessPoolExecutor``, those imported."""
     found = (
@@ -2022,6 +2043,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
     torch = sys.modules.get("torch")
     if torch is not None and issubclass(t, torch.Tensor):
         return _reduce_tensor
+    if torch is not None and issubclass(t, torch.jit.ScriptModule):
+        return _reduce_script_module
     if _forwards(t):
         return _reduce_proxy
     if _may_give_its_name(t):

@@ -6,6 +6,7 @@ import random
 import sys
 import textwrap
 import types
+import warnings
 from typing import Any
 
 import pytest
@@ -216,3 +217,26 @@ def test_an_optimizer_made_in_a_cell_that_does_not_name_the_replayed_model_drive
     net, params, opt = (fresh.__dict__[n] for n in ("net", "params", "opt"))
     assert report.replay["net"] == "replayed" and net.fc.weight.tolist() == expected
     assert opt.param_groups[0]["params"][0] is params[0] is net.fc.weight  # the optimizer drives the model
+
+
+def test_a_torchscript_module_scripted_or_traced_comes_back_and_computes_as_it_did(store: Store) -> None:
+    """pickle cannot save a TorchScript module ("does not have a __getstate__ method defined"): it was not
+    restored. It is saved as ``torch.jit.save`` writes it."""
+    module = types.ModuleType("__main__")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # torch deprecates TorchScript, which notebooks use
+        exec(
+            "import torch\ntorch.manual_seed(0)\n"
+            "layers = [torch.nn.Linear(2, 3), torch.nn.ReLU(), torch.nn.Linear(3, 1)]\n"
+            "scripted = torch.jit.script(torch.nn.Sequential(*layers))\nscripted.eval()\n"
+            "traced = torch.jit.trace(torch.nn.Linear(2, 1), torch.ones(1, 2))\n",
+            module.__dict__,
+        )
+    Checkpointer(store, "jit.ipynb", module).save()
+    fresh = types.ModuleType("__main__")
+    assert Checkpointer(store, "jit.ipynb", fresh).restore("latest").not_restored == {}
+    x = torch.ones(1, 2)
+    for name in ("scripted", "traced"):
+        assert torch.equal(fresh.__dict__[name](x), module.__dict__[name](x))
+        assert isinstance(fresh.__dict__[name], torch.jit.ScriptModule)
+    assert not fresh.__dict__["scripted"].training
