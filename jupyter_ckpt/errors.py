@@ -99,6 +99,14 @@ def _inside(path: str | bytes | os.PathLike[str] | os.PathLike[bytes], root: str
     return Path(os.path.realpath(os.fsdecode(path))).is_relative_to(top)
 
 
+class StoreReadOnly(CheckpointError):
+    """The store cannot be written (a disk mounted read-only, an archive, a snapshot): a change asked for (a tag, a
+    delete, a gc) was not made, and nothing was changed. The store's condition, not the request's fault."""
+
+    http_status = 500
+    exit_code = 3
+
+
 class UnsafePermissions(IntegrityError):
     """A store directory, catalog or secret that other users can write (or, for the secret, read)."""
 

@@ -54,6 +54,7 @@ from .errors import (
     NoStore,
     StoreBusy,
     StoreFullError,
+    StoreReadOnly,
     StoreVersionError,
     UnknownCheckpoint,
     UnknownSession,
@@ -918,5 +919,5 @@ def _translate_sqlite(e: sqlite3.OperationalError, root: Path) -> CheckpointErro
     if "full" in str(e) or _full(root):  # a catalog read as a file on a full disk cannot be written: "readonly"
         return _no_room(root)
     if "readonly" in str(e):
-        return CheckpointError(f"the checkpoint store cannot be written (a read-only disk or file?): {e}")
+        return StoreReadOnly(f"the checkpoint store cannot be written (a read-only disk or file?): {e}")
     return IntegrityError(f"the catalog could not be written: {e}")

@@ -181,23 +181,28 @@ def test_a_disk_another_process_filled_is_said_once_and_wait_says_the_state_is_n
     assert again.value("(a, b, c, d, e)") == (1, 2, 3, 4, 5)
 
 
+def _three_checkpoints_by_another_process(session: str) -> list[str]:
+    """The ids of three checkpoints of ``session`` a process wrote in the store and ended, n = 0, 1, 2."""
+    write = f"""if True:
+        import types
+        from jupyter_ckpt.checkpointer import Checkpointer
+        from jupyter_ckpt.config import open_store
+        module = types.ModuleType("nb")
+        ckpt = Checkpointer(open_store(), {session!r}, module)
+        for n in range(3):
+            module.n = n
+            print(ckpt.save())
+    """
+    return subprocess.run([sys.executable, "-c", write], capture_output=True, text=True, check=True).stdout.split()
+
+
 def test_on_a_full_disk_the_command_line_reads_the_store_and_gc_says_why_it_cannot(
     jupyter_dirs: Path, small_disk: Path
 ) -> None:
     """Every command, ``list`` and ``verify`` too, said "the catalog ... is unreadable (disk I/O error)", exit 3 (a
     damaged store), once another process had filled the disk: SQLite could not make its log's index there. They
     read the catalog as the file it is; ``gc``, which must write it, says the disk is full, and changes nothing."""
-    write = """if True:
-        import types
-        from jupyter_ckpt.checkpointer import Checkpointer
-        from jupyter_ckpt.config import open_store
-        module = types.ModuleType("nb")
-        ckpt = Checkpointer(open_store(), "full.ipynb", module)
-        for n in range(3):
-            module.n = n
-            print(ckpt.save())
-    """
-    ids = subprocess.run([sys.executable, "-c", write], capture_output=True, text=True, check=True).stdout.split()
+    ids = _three_checkpoints_by_another_process("full.ipynb")
     root = small_disk / "store"
     filler = small_disk / "someone-else.bin"
     with open(filler, "wb") as f, contextlib.suppress(OSError):
@@ -215,6 +220,26 @@ def test_on_a_full_disk_the_command_line_reads_the_store_and_gc_says_why_it_cann
     assert thinned.stderr == f"jupyter ckpt: error: {full}\n"
     filler.unlink()
     assert cli("verify").stdout.endswith("3 checkpoint(s) in 1 session(s), 0 problem(s)\n")
+
+
+def test_gc_on_a_read_only_disk_says_it_is_the_store_that_cannot_be_written(
+    jupyter_dirs: Path, small_disk: Path
+) -> None:
+    """``gc`` on a store whose disk is mounted read-only (an archive, a snapshot) exited 1, as for an unknown
+    checkpoint: it is the store's condition (``StoreReadOnly``), exit 3 as for a store file the system will not
+    read (and HTTP 500 over REST, where it was 400, which blames the request)."""
+    _three_checkpoints_by_another_process("archived.ipynb")
+    before = {p: p.read_bytes() for p in (small_disk / "store").rglob("*") if p.is_file()}
+    subprocess.run(["mount", "--bind", str(small_disk), str(small_disk)], check=True)
+    subprocess.run(["mount", "-o", "remount,ro,bind", str(small_disk)], check=True)
+    try:
+        thinned = cli("gc", "--keep-last", "0")
+    finally:
+        subprocess.run(["umount", str(small_disk)], check=True)
+    assert thinned.returncode == 3, thinned
+    assert thinned.stderr.startswith("jupyter ckpt: error: the checkpoint store cannot be written (a read-only disk")
+    assert thinned.stderr.count("\n") == 1
+    assert {p: p.read_bytes() for p in (small_disk / "store").rglob("*") if p.is_file()} == before
 
 
 def _resumed(kernels: Any, store: Store, session: str) -> Any:
