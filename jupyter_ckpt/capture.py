@@ -308,8 +308,8 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int, spans: _Span
                 stack.append(o.obj)
         elif t in serialize.DICT_VIEWS:  # pickled as a view of its dict (serialize._reduce_dict_view)
             stack.append(serialize.dict_of(o))
-        elif t is weakref.ref:  # pickled as a reference to its object: that object's holder must share its stream
-            stack.append(o())
+        elif t is weakref.ref or t is weakref.WeakMethod:  # pickled as a reference to its object (or method): that
+            stack.append(o())  # object's holder must share its stream
         else:
             _claim_class(owner, t, name, met)
             stack.extend(_contents(o))

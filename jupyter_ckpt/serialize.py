@@ -1717,6 +1717,23 @@ def _weak_proxy(obj: Any, calls: bool) -> Any:
     return weakref.proxy(obj)
 
 
+def _weak_method(method: Any) -> Any:
+    """A ``WeakMethod`` of ``method``; where ``method`` is None, a dead one: of an object made for it and dropped."""
+    return weakref.WeakMethod(method if method is not None else _Gone().method)
+
+
+class _Gone:
+    def method(self) -> None:
+        """What a dead ``WeakMethod`` is made of (``_weak_method``)."""
+
+
+def _reduce_weak_method(ref: Any) -> Any:
+    """A ``WeakMethod`` (a callback list of an observer) as one of its method, bound to its object, which the
+    pickler saves once with every other name for it (the capture groups them), or a dead one. pickle refused
+    it, and the object holding it was not restored."""
+    return _weak_method, (ref(),)
+
+
 def _reduce_weak_proxy(proxy: Any) -> Any:
     """A ``weakref.proxy`` as a proxy of its object, which the pickler saves once with every other name for it,
     or a dead one: pickle asked the object itself (a proxy forwards ``__reduce_ex__``) and saved a copy of it
@@ -1992,6 +2009,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_weak
     if t in WEAK_PROXIES:
         return _reduce_weak_proxy
+    if t is weakref.WeakMethod:
+        return _reduce_weak_method
     if t in DICT_VIEWS:
         return _reduce_dict_view
     if t is types.ModuleType:

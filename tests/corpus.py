@@ -171,6 +171,17 @@ PATTERNS = [
         "type(wp_live) is weakref.ProxyType and wp_live.v == 3 and (setattr(wp_node, 'v', 5), wp_live.v)[1] == 5"
         " and type(wp_call) is weakref.CallableProxyType and wp_call() == 4",
     ),
+    _p(  # an observer's callbacks, held weakly
+        "weak_method",
+        "plain",
+        "import weakref\nclass WmeButton:\n    def __init__(self):\n        self.listeners = []\n"
+        "    def on_click(self, f):\n        self.listeners.append(weakref.WeakMethod(f))\n    def click(self):\n"
+        "        return [r()() for r in self.listeners if r() is not None]\nclass WmeView:\n    def handle(self):\n"
+        "        return 'handled'\nwme_view = WmeView()\nwme_button = WmeButton()\nwme_button.on_click(wme_view.handle)\n"
+        "wme_button.on_click(WmeView().handle)",
+        "wme_button.click() == ['handled'] and wme_button.listeners[0]().__self__ is wme_view"
+        " and wme_button.listeners[1]() is None",
+    ),
     _p(
         "dead_proxy",
         "plain",

@@ -228,6 +228,21 @@ def test_a_weak_container_and_its_referents_are_one_group() -> None:
     assert group({"item": item, "seen": weakref.WeakSet([item]), "other": other}) == [["item", "seen"], ["other"]]
 
 
+def test_a_weak_method_and_the_object_it_is_bound_to_are_one_group() -> None:
+    import weakref
+
+    module = notebook(
+        """
+        class View:
+            def handle(self):
+                return 'handled'
+        view = View()
+        """
+    )
+    listeners = [weakref.WeakMethod(module.view.handle)]
+    assert group({"view": module.view, "listeners": listeners, "other": Box()}) == [["listeners", "view"], ["other"]]
+
+
 def test_an_object_used_as_a_key_is_grouped_with_the_dict() -> None:
     key, other = Box(), Box()
     assert group({"key": key, "names": {key: "one"}, "other": {other: 1}}) == [["key", "names"], ["other"]]

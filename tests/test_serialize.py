@@ -876,3 +876,21 @@ def test_a_thread_or_process_pool_comes_back_as_one_made_alike_and_shut_down_if_
         " procs._max_workers, procs._shutdown_thread)"
     )
     assert read_back(tmp_path, packed, expression) == "(True, 3, 'fetch', False, 4, 2, False)"
+
+
+def test_a_weak_method_comes_back_bound_to_its_object_and_a_dead_one_dead(tmp_path: Path) -> None:
+    """An observer's callbacks held as ``weakref.WeakMethod``: pickle refused them, and the object holding them
+    was not restored."""
+    module = notebook(
+        """
+        import weakref
+        class View:
+            def handle(self):
+                return 'handled'
+        view = View()
+        listeners = [weakref.WeakMethod(view.handle), weakref.WeakMethod(View().handle)]
+        """
+    )
+    packed = serialize.dumps({"view": module.view, "listeners": module.listeners}, module)
+    expression = "(listeners[0]().__self__ is view, listeners[0]()(), listeners[1]())"
+    assert read_back(tmp_path, packed, expression) == "(True, 'handled', None)"
