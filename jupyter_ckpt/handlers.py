@@ -54,6 +54,15 @@ def checkpoint_id(text: str) -> int:
     return cid
 
 
+def _given_once(fields: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose every field is given once, as a dict."""
+    names = [name for name, _ in fields]
+    for name in names:
+        if names.count(name) > 1:
+            raise BadArgument(f"{name!r} is given {names.count(name)} times in the request body; give it once")
+    return dict(fields)
+
+
 class CkptHandler(APIHandler):
     auth_resource = AUTH_RESOURCE
 
@@ -68,6 +77,7 @@ class CkptHandler(APIHandler):
         body = self.get_json_body()  # malformed JSON is a 400 already
         if not isinstance(body, dict):
             raise BadArgument("the request body must be a JSON object")
+        json.loads(self.request.body, object_pairs_hook=_given_once)  # {"tag": "a", "tag": null} read the last
         unknown = [name for name in body if name not in required + optional]
         if unknown:
             fields = ", ".join(repr(name) for name in required + optional)
@@ -82,6 +92,13 @@ class CkptHandler(APIHandler):
             if isinstance(value, str):
                 check_text(value, repr(name))
         return body
+
+    def query(self, name: str) -> str | None:
+        """A query parameter, given at most once (``?session=a&session=b`` read b); None when absent."""
+        values = self.get_query_arguments(name)
+        if len(values) > 1:
+            raise BadArgument(f"{name!r} is given {len(values)} times in the query; give it once")
+        return values[0] if values else None
 
     def reply(self, data: dict[str, Any], status: int = 200) -> None:
         self.set_status(status)
@@ -101,7 +118,7 @@ class CheckpointsHandler(CkptHandler):
     @authorized
     @http_errors
     async def get(self) -> None:
-        name = self.get_query_argument("session", None)
+        name = self.query("session")
         if name is None:
             raise BadArgument("the request needs a 'session': the notebook's path or the session key")
         self.reply(await self.ckpt.checkpoints(name))
@@ -166,7 +183,7 @@ class OfferHandler(CkptHandler):
     @authorized
     @http_errors
     async def get(self) -> None:
-        kernel_id = self.get_query_argument("kernel_id", None)
+        kernel_id = self.query("kernel_id")
         if kernel_id is None:
             raise BadArgument("the request needs a 'kernel_id'")
         self.reply({"offer": await self.ckpt.offer(kernel_id)})
@@ -177,9 +194,9 @@ class EventsHandler(CkptHandler):
     @authorized
     @http_errors
     async def get(self) -> None:
-        name = self.get_query_argument("session", None)
+        name, since_text = self.query("session"), self.query("since")
         try:
-            since = float(self.get_query_argument("since", "0"))
+            since = 0.0 if since_text is None else float(since_text)
             if not math.isfinite(since):
                 raise ValueError
         except ValueError:

@@ -170,6 +170,8 @@ async def test_malformed_requests_get_clear_errors_and_change_nothing(
         # A field the endpoint does not take was ignored, and the reply said 200 with nothing done.
         (("PATCH", *one), {"body": {"tags": "x"}}, 400, "unknown field 'tags' in the request body, which takes 'tag'"),
         (("PATCH", *one), {"body": {"tag": "x", "message": "y"}}, 400, "unknown field 'message'"),
+        # A field given twice: the last one was read, and the reply said 200.
+        (("PATCH", *one), {"body": '{"tag": "a", "tag": "b"}'}, 400, "'tag' is given 2 times in the request body"),
         (("POST", *one, "restore"), {"body": {"kernel_id": "x", "only": ["n"]}}, 400, "unknown field 'only'"),
         (("POST", *one, "restore"), {"body": {"kernel_id": "x", "replay": True}}, 400, "'replay' must be a string"),
         (("POST", *CKPT, "replay"), {"body": {"kernel_id": "x", "cells": [1]}}, 400, "unknown field 'cells'"),
@@ -204,6 +206,17 @@ async def test_malformed_requests_get_clear_errors_and_change_nothing(
     for (method, *parts), kwargs, status, message in cases:
         code, text = await api.error(method, *parts, **kwargs)
         assert code == status and message in text, (method, parts, kwargs, code, text)
+
+    # A query parameter given twice: the last one was read.
+    for query, name in [
+        (f"checkpoints?session=nope.ipynb&session={timeline['path']}", "session"),
+        ("events?since=0&since=1e9", "since"),
+        ("offer?kernel_id=a&kernel_id=b&kernel_id=c", "kernel_id"),
+    ]:
+        url = f"{jp_base_url}api/ckpt/{query}"
+        response = await http_server_client.fetch(url, headers=jp_auth_header, raise_error=False)
+        assert response.code == 400, (query, response.body)
+        assert f"'{name}' is given" in json.loads(response.body)["message"], (query, response.body)
 
     # An id that tries to climb out of the URL, encoded as a browser's encodeURIComponent does.
     url = f"{jp_base_url}api/ckpt/checkpoints/..%2F{first}"
