@@ -108,16 +108,15 @@ def test_a_terminal_killed_mid_session_resumes_in_the_next_terminal_by_its_name(
     profile.write_text("c.Checkpoints.restore_on_start = True\n")
     command = [sys.executable, "-m", "IPython", "--simple-prompt", "--no-banner", "--HistoryManager.enabled=False"]
     env = {**os.environ, "JUPYTER_CKPT_SESSION": "exploration"}
-    first = subprocess.Popen(command, env=env, cwd=jupyter_dirs, stdin=subprocess.PIPE, text=True)
-    try:
-        assert first.stdin is not None
-        first.stdin.write("prices = {'a': 1.5}\n")
-        first.stdin.flush()
-        # A cell followed by idle gets its checkpoint at once, with no wait() to ask for it.
-        wait_for(lambda: any(s["key"] == "exploration" for s in store.sessions()), "the idle cell's checkpoint")
-    finally:
-        first.kill()
-        first.wait()
+    with subprocess.Popen(command, env=env, cwd=jupyter_dirs, stdin=subprocess.PIPE, text=True) as first:
+        try:
+            assert first.stdin is not None
+            first.stdin.write("prices = {'a': 1.5}\n")
+            first.stdin.flush()
+            # A cell followed by idle gets its checkpoint at once, with no wait() to ask for it.
+            wait_for(lambda: any(s["checkpoints"] for s in store.sessions()), "the idle cell's checkpoint")
+        finally:
+            first.kill()
 
     again = subprocess.run(
         command, input="print(prices)\nexit\n", env=env, cwd=jupyter_dirs, capture_output=True, text=True, timeout=120
