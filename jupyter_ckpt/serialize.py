@@ -482,6 +482,23 @@ def _reduce_font(font: Any) -> Any:
     return type(font), (io.BytesIO(font.font_bytes), font.size, font.index, font.encoding, font.layout_engine)
 
 
+def _draw_class(t: type) -> bool:
+    draw = sys.modules.get("PIL.ImageDraw")
+    return draw is not None and issubclass(t, draw.ImageDraw)
+
+
+# What a PIL drawing context takes from its image as it is made.
+_DRAW_MADE = ("im", "draw", "_image", "palette")
+
+
+def _reduce_draw(draw: Any) -> Any:
+    """A PIL drawing context (``ImageDraw.Draw(image)``) as one made again on its image, which the pickler saves
+    once with every other name for it, with its settings (``ink``, ``fill``, ``font``): its C drawing object could
+    not be pickled, and the variable was not restored."""
+    state = {k: v for k, v in vars(draw).items() if k not in _DRAW_MADE}
+    return type(draw), (draw._image, draw.mode), state, None, None, _set_state
+
+
 def _reduce_widget(widget: Any) -> Any:
     """An ipywidgets widget as its class and the values of its traits, then its own attributes (a notebook
     subclass's ``self.data``) and the callbacks the notebook gave it (``observe``, ``on_click``, ``on_msg``).
@@ -2059,6 +2076,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_widget
     if _font_class(t):
         return _reduce_font
+    if _draw_class(t):
+        return _reduce_draw
     torch = sys.modules.get("torch")
     if torch is not None and issubclass(t, torch.Tensor):
         return _reduce_tensor

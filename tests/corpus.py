@@ -1196,6 +1196,14 @@ PATTERNS = [
         " and pli_pal.getpalette()[3] == 255 and pli_font.getbbox('hi') == pli_box and pli_font.size == 12"
         " and pli_turned.font is pli_font and ImageDraw.Draw(pli_im.copy()).textlength('hi', font=pli_font) > 0",
     ),
+    _p(
+        "pil_draw",
+        "pillow",
+        "from PIL import Image, ImageDraw\npdr_img = Image.new('RGB', (4, 4))\npdr_draw = ImageDraw.Draw(pdr_img)\n"
+        "pdr_draw.point((1, 1), fill=(255, 0, 0))\npdr_blend = ImageDraw.Draw(pdr_img, 'RGBA')",
+        "(pdr_draw.point((2, 2), fill=(0, 9, 0)), pdr_img.getpixel((2, 2)))[1] == (0, 9, 0)"
+        " and pdr_img.getpixel((1, 1)) == (255, 0, 0) and pdr_blend.mode == 'RGBA' and pdr_blend._image is pdr_img",
+    ),
     # -- traitlets and ipywidgets ------------------------------------------------------------------------
     _p(
         "library_metaclass_globals",

@@ -894,3 +894,19 @@ def test_a_weak_method_comes_back_bound_to_its_object_and_a_dead_one_dead(tmp_pa
     packed = serialize.dumps({"view": module.view, "listeners": module.listeners}, module)
     expression = "(listeners[0]().__self__ is view, listeners[0]()(), listeners[1]())"
     assert read_back(tmp_path, packed, expression) == "(True, 'handled', None)"
+
+
+def test_a_pil_drawing_context_comes_back_drawing_on_its_image_with_its_settings(tmp_path: Path) -> None:
+    """Its C drawing object could not be pickled: ``draw = ImageDraw.Draw(img)`` was not restored."""
+    module = notebook(
+        """
+        from PIL import Image, ImageDraw
+        img = Image.new('RGB', (4, 4))
+        draw = ImageDraw.Draw(img)
+        draw.point((1, 1), fill=(255, 0, 0))
+        draw.fontmode = '1'
+        """
+    )
+    packed = serialize.dumps({"img": module.img, "draw": module.draw}, module)
+    expression = "(draw.point((2, 2), fill=(0, 9, 0)), img.getpixel((2, 2)), img.getpixel((1, 1)), draw.fontmode)[1:]"
+    assert read_back(tmp_path, packed, expression) == "((0, 9, 0), (255, 0, 0), '1')"
