@@ -236,7 +236,8 @@ class Timeline:
     def find(self, ref: str, session: str | None) -> CheckpointRecord:
         """What the command line names: a REF of ``session``, or, without one, a checkpoint id of any session (or a
         REF of the store's one session)."""
-        if ref.strip() == "previous":
+        ref = ref_text(ref)  # " 12" is the id 12 to a kernel: it was no id here
+        if ref == "previous":
             raise BadArgument(
                 "'previous' names what the kernels before a running one left: in a kernel only (here, use last-good)"
             )

@@ -49,6 +49,7 @@ def test_refs_resolve_and_unknown_refs_are_clear(store: Store) -> None:
     store.commit("other.ipynb", manifest(), {})
     with pytest.raises(BadArgument, match="the store holds 2 sessions; give --session"):
         timeline.find("baseline", None)
+    assert timeline.find(f" {b} ", None).id == b  # as a kernel reads it: it was "not a checkpoint id" here
 
 
 def test_a_checkpoint_that_changed_nothing_holds_its_parents_state_for_undo_good_states_and_thinning(
