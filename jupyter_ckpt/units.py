@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import re
 
 from .errors import BadArgument
@@ -20,7 +21,10 @@ def parse_size(text: str) -> int:
         raise BadArgument(f"{text!r} is not a size (try 500M or 2G)")
     if m.group(1).startswith("-") and float(m.group(1)):
         raise BadArgument(f"{text.strip()!r} is a negative size: give 0 or more (try 500M or 2G)")
-    return int(float(m.group(1)) * _UNITS[m.group(2)[:1].lower()])
+    size = float(m.group(1)) * _UNITS[m.group(2)[:1].lower()]
+    if not math.isfinite(size):  # 400 nines: "cannot convert float infinity to integer", a traceback
+        raise BadArgument(f"{text.strip()!r} is too large a size (try 500M or 2G)")
+    return int(size)
 
 
 def read_negative_sizes(parser: argparse.ArgumentParser) -> None:

@@ -152,6 +152,11 @@ ROWS = [
         rest=("GET", "events", {"params": {"since": "yesterday"}}, 400, "'since' must be a number"),
         magic=("%checkpoint gc --max-size lots", "'lots' is not a size"),
     ),
+    Bad(  # a traceback: "OverflowError: cannot convert float infinity to integer"
+        "a size too large for a number",
+        cli=(("gc", "--max-size", "9" * 400), 1, "is too large a size"),
+        magic=("%checkpoint gc --max-size " + "9" * 400 + "G", "is too large a size"),
+    ),
     Bad(  # taken for no --max-size at all: gc thinned as if it had not been given
         "an empty size",
         cli=(("gc", "--max-size", ""), 1, "'' is not a size"),
