@@ -219,7 +219,13 @@ class CrashRecovery:
                 if kernel_id in self.service.recovering:  # it died meanwhile: its crash recovery moves it along
                     return
                 async with self._connect(kernel_id, resume=True, timeout=math.inf) as kernel:
-                    self._sessions[kernel_id] = await kernel.call("rename", old=old, new=new)
+                    try:
+                        self._sessions[kernel_id] = await kernel.call("rename", old=old, new=new)
+                    except KernelDied:
+                        raise
+                    except CheckpointError as e:  # it may have moved all the same: where it is, it says
+                        self._sessions[kernel_id] = await kernel.call("session")
+                        self.log.warning("jupyter-ckpt: kernel %s: the rename of %s failed: %s", kernel_id, old, e)
         except CheckpointError as e:
             self.log.warning("jupyter-ckpt: kernel %s stays in session %s for now: %s", kernel_id, old, e)
         finally:

@@ -336,23 +336,40 @@ async def test_a_notebook_renamed_while_a_store_file_is_unreadable_keeps_its_ker
     """The kernel meets a store file it cannot read as the server moves it to the renamed notebook (a killed kernel's
     writer left its result as a directory): the checkpoints moved to the new path, and the kernel went back to the
     old one at its next cell, so the renamed notebook's timeline stopped there and its later cells went under a path
-    no notebook has."""
+    no notebook has. And the server, told the rename failed, counted the kernel in the old path: renamed again, the
+    timeline moved without the kernel."""
     nb = await notebook("draft.ipynb")
     await nb.ok("x = 1")
     (first,) = await nb.wait_for_checkpoints(1)
     unreadable = tmp_path / "store" / "blobs" / "tmp" / "result.999999999.0.json"
     unreadable.mkdir()
-    await api("PATCH", "api", "contents", "draft.ipynb", body={"path": "final.ipynb"})
-    (session,) = await api("GET", "api", "sessions")
-    await api("PATCH", "api", "sessions", session["id"], body={"path": "final.ipynb", "name": "final.ipynb"})
-    nb.path = "final.ipynb"
+    await rename(api, "draft.ipynb", "final.ipynb")
+    deadline = time.monotonic() + 30
+    while [s["path"] for s in (await api("GET", "api", "ckpt", "sessions"))["sessions"]] != ["final.ipynb"]:
+        assert time.monotonic() < deadline, "the checkpoints did not move"
+        await asyncio.sleep(0.05)
     unreadable.rmdir()
+    nb.path = "final.ipynb"
 
     await nb.ok("y = 2")
     timeline = await nb.wait_for_checkpoints(2)
     assert [r["parent"] for r in timeline] == [None, first["id"]]
     assert [s["path"] for s in (await api("GET", "api", "ckpt", "sessions"))["sessions"]] == ["final.ipynb"]
     assert (await nb.ok("%checkpoint session")).endswith("/final.ipynb (JPY_SESSION_NAME, from jupyter_server)\n")
+
+    await rename(api, "final.ipynb", "published.ipynb")
+    nb.path = "published.ipynb"
+    await nb.ok("z = 3")
+    assert [r["parent"] for r in await nb.wait_for_checkpoints(3)] == [None, first["id"], timeline[-1]["id"]]
+    assert [s["path"] for s in (await api("GET", "api", "ckpt", "sessions"))["sessions"]] == ["published.ipynb"]
+    assert (await nb.ok("%checkpoint session")).endswith("/published.ipynb (JPY_SESSION_NAME, from jupyter_server)\n")
+
+
+async def rename(api: Any, old: str, new: str) -> None:
+    """Rename a notebook as JupyterLab does: the file, then its session."""
+    await api("PATCH", "api", "contents", old, body={"path": new})
+    (session,) = await api("GET", "api", "sessions")
+    await api("PATCH", "api", "sessions", session["id"], body={"path": new, "name": new})
 
 
 async def test_with_two_notebooks_open_the_killed_one_gets_its_own_state_back_and_the_other_runs_on(
