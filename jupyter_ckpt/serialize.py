@@ -2398,11 +2398,19 @@ def _with_members(reduced: tuple[Any, ...], cls: Any) -> tuple[Any, ...]:
     make, args, (own, slots) = reduced[:3]
     # Every name the class gave a member: iterating it, as cloudpickle does, leaves out aliases (``CRIMSON = 1``
     # beside ``RED = 1``) and a Flag's named combinations (``RW = 3``), which were lost, or failed the class.
-    named = {name: member.value for name, member in cls._member_map_.items()}
+    # A value the class would take for a method (a function, ``@enum.member def fn``) is marked a member again: it
+    # was not made, and loading the class failed on its name (KeyError).
+    named = {name: _as_member(member.value) for name, member in cls._member_map_.items()}
     args = (*args[:3], named, *args[4:])
     own = {k: v for k, v in own.items() if k not in named}
     members = {m.name: {k: v for k, v in vars(m).items() if k not in _MEMBER_OWN} for m in cls._member_map_.values()}
     return make, args, ((own, slots), members), None, None, _set_enum_state
+
+
+def _as_member(value: Any) -> Any:
+    """``value``, as an Enum's class body must give it to make it a member: a descriptor wrapped in ``enum.member``."""
+    descriptor = any(hasattr(type(value), n) for n in ("__get__", "__set__", "__delete__"))
+    return enum.member(value) if descriptor and hasattr(enum, "member") else value
 
 
 def _set_enum_state(cls: Any, state: tuple[Any, dict[str, dict[str, Any]]]) -> Any:

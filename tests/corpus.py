@@ -695,6 +695,14 @@ PATTERNS = [
         "import enum\nclass FlPerm(enum.Flag):\n    R = 4\n    W = 2\nfl_p = FlPerm.R | FlPerm.W",
         "FlPerm.R in fl_p and fl_p == FlPerm.R | FlPerm.W",
     ),
+    _p(  # Python 3.11: a function made a member with ``enum.member``, a constant kept out with ``enum.nonmember``
+        "enum_function_member",
+        "stdlib",
+        "import enum\nclass EfmOp(enum.Enum):\n    ADD = 1\n    limit = enum.nonmember(10)\n    @enum.member\n"
+        "    def twice(x):\n        return 2 * x\nefm_add = EfmOp.ADD",
+        "[m.name for m in EfmOp] == ['ADD', 'twice'] and EfmOp.twice.value(4) == 8 and EfmOp.limit == 10"
+        " and efm_add is EfmOp.ADD",
+    ),
     _p(
         "enum_aliases",
         "stdlib",

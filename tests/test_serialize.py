@@ -910,3 +910,23 @@ def test_a_pil_drawing_context_comes_back_drawing_on_its_image_with_its_settings
     packed = serialize.dumps({"img": module.img, "draw": module.draw}, module)
     expression = "(draw.point((2, 2), fill=(0, 9, 0)), img.getpixel((2, 2)), img.getpixel((1, 1)), draw.fontmode)[1:]"
     assert read_back(tmp_path, packed, expression) == "((0, 9, 0), (255, 0, 0), '1')"
+
+
+def test_an_enum_whose_member_is_a_function_comes_back_with_that_member(tmp_path: Path) -> None:
+    """``@enum.member def fn`` (Python 3.11) makes a function a member. Made again from its value, it was taken for
+    a method: the class had no member ``fn``, and loading it failed (KeyError), with every variable of its group."""
+    module = notebook(
+        """
+        import enum
+        class Op(enum.Enum):
+            ADD = 1
+            helper = enum.nonmember(10)
+            @enum.member
+            def twice(x):
+                return 2 * x
+        add = Op.ADD
+        """
+    )
+    packed = serialize.dumps({"Op": module.Op, "add": module.add}, module)
+    expression = "([m.name for m in Op], Op.twice.value(4), Op.helper, add is Op.ADD)"
+    assert read_back(tmp_path, packed, expression) == "(['ADD', 'twice'], 8, 10, True)"
