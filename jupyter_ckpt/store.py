@@ -774,12 +774,15 @@ class Store:
             if self._has_remote_tables():  # the remote record carries the tag: upload it again
                 db.execute("UPDATE uids SET uploaded=0 WHERE checkpoint_id=?", (checkpoint_id,))
 
-    def delete(self, checkpoint_ids: list[int]) -> None:
-        """Forget checkpoints; their blobs go at the next ``gc`` if nothing else uses them.
+    def delete(self, checkpoint_ids: list[int], *, missing_ok: bool = False) -> list[int]:
+        """Forget checkpoints; their blobs go at the next ``gc`` if nothing else uses them. Returns the ids it
+        deleted: with ``missing_ok`` (thinning, which another process's thinning may have been first to),
+        those of ``checkpoint_ids`` that were still there; else an id not there is UnknownCheckpoint.
 
         A checkpoint the remote store holds leaves a tombstone: the next push deletes
         its record there, and no pull brings it back.
         """
+        deleted: list[int] = []
         with self._transaction() as db:
             remote = self._has_remote_tables()
             # What each child of a deleted checkpoint changed since its new parent: its own changes and those of
@@ -790,8 +793,11 @@ class Store:
             trusted: dict[int, Manifest | None] = {}
             for cid in checkpoint_ids:
                 row = db.execute("SELECT parent, changed FROM checkpoints WHERE id=?", (cid,)).fetchone()
+                if row is None and missing_ok:
+                    continue
                 if row is None:
                     raise UnknownCheckpoint(f"no checkpoint {cid}")
+                deleted.append(cid)
                 # Children keep a working parent link: they hang from the deleted one's parent.
                 changed = set(json.loads(row[1])) | inherited.pop(cid, set())
                 for (child,) in db.execute("SELECT id FROM checkpoints WHERE parent=?", (cid,)).fetchall():
@@ -810,6 +816,7 @@ class Store:
             for child, changed in sorted(inherited.items()):
                 if (manifest := trusted[child]) is not None:  # one moved to this row by hand stays refused
                     self._bind(db, child, manifest, changed)
+        return deleted
 
     def _has_remote_tables(self) -> bool:
         """Whether the catalog has the remote tier's tables (a store the CLI opened read-only may predate them)."""

@@ -334,13 +334,16 @@ class Timeline:
         doomed: list[tuple[int, str]] = []
         if sparse:
             doomed, extras = sorted(extras), []
-        self.store.delete([cid for cid, _ in doomed])
+        # Another gc (a kernel's thinning, the command line) may have deleted some since they were listed: it failed
+        # this one with "no checkpoint 7078".
+        gone = set(self.store.delete([cid for cid, _ in doomed], missing_ok=True))
+        doomed = [(cid, key) for cid, key in doomed if cid in gone]
         if target is not None:
             for cid, key in sorted(extras) + sorted(spares):
                 if self.store.referenced_size() <= target:
                     break
-                self.store.delete([cid])
-                doomed.append((cid, key))
+                if self.store.delete([cid], missing_ok=True):
+                    doomed.append((cid, key))
         files, freed = self.store.gc()
         return Thinned(len(doomed), files, freed, dict(Counter(key for _, key in doomed)))
 

@@ -22,7 +22,7 @@ from jupyter_ckpt.blobs import WriteLimit
 from jupyter_ckpt.checkpointer import Checkpointer
 from jupyter_ckpt.errors import StoreFullError
 from jupyter_ckpt.retention import Limits, Retention, usage
-from jupyter_ckpt.store import Store
+from jupyter_ckpt.store import Store, load_secret
 from jupyter_ckpt.timeline import Timeline, never_thinned
 
 
@@ -53,6 +53,28 @@ def test_thinning_to_a_size_keeps_tags_and_the_newest_good_states(store: Store) 
     assert set(left) == {ids[0], ids[-2], ids[-1], failed}
     assert never_thinned(store.checkpoints("nb.ipynb")) == set(left)
     assert store.referenced_size() <= 4 * (100_000 + 4096)
+    assert store.verify() == []
+
+
+def test_thinning_beside_another_gc_leaves_it_what_it_took_first(store: Store, jupyter_dirs: Path) -> None:
+    """Two passes at once (a kernel's thinning and ``jupyter ckpt gc``, two terminals): the one second to a
+    checkpoint both had listed failed whole, "no checkpoint 7078", exit 1 (and a kernel's pass said "thinning
+    failed"). It goes on, and counts only what it deleted itself."""
+    ids = [commit_with_blob(store, "nb.ipynb", 10_000) for _ in range(12)]
+    other = Store(store.root, load_secret(jupyter_dirs / "data" / "ckpt" / "secret"))  # another process's
+    by_the_other: list[int] = []
+    delete = store.delete
+
+    def after_the_other(checkpoint_ids: list[int], **options: Any) -> list[int]:
+        other.delete(checkpoint_ids[:1])  # the other pass was first to one of them
+        by_the_other.extend(checkpoint_ids[:1])
+        return delete(checkpoint_ids, **options)
+
+    store.delete = after_the_other  # type: ignore[method-assign]
+    thinned = Timeline(store).gc(["nb.ipynb"], 0, 0)
+    left = {r.id for r in store.checkpoints("nb.ipynb")}
+    assert left == never_thinned(store.checkpoints("nb.ipynb")) == {ids[-2], ids[-1]}
+    assert by_the_other and thinned.checkpoints == len(ids) - len(left) - len(by_the_other)
     assert store.verify() == []
 
 
