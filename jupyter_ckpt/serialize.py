@@ -384,10 +384,11 @@ def _attribute(module: str, name: str) -> Any:
 
 def may_be_by_reference(t: type) -> bool:
     """Whether an object of type ``t`` may be saved as where to import it from (``by_reference`` tells): a
-    module, a class or function, an object of a type some library module holds one of now, or the shell."""
+    module, a class or function, a builtin, an object of a type some library module holds one of now, or the shell."""
     return (
         t is types.ModuleType
         or t is types.FunctionType
+        or t is types.BuiltinMethodType
         or issubclass(t, type)
         or t in _LIBRARY.current().types
         or _shell_class(t)
@@ -426,12 +427,16 @@ def _reduce_module(module: types.ModuleType) -> Any:
 
 def by_reference(obj: Any) -> bool:
     """Whether every pickler here saves ``obj`` as where to import it from, so that nothing it holds goes with it:
-    a module, a class or function found under its module and name, an object a library module holds, the shell."""
+    a module, a class or function found under its module and name, a builtin of a module or of such a class, an
+    object a library module holds, the shell."""
     t = type(obj)
     if t is types.ModuleType:
         return True
     if (t is types.FunctionType or issubclass(t, type)) and _located(obj):
         return True
+    if t is types.BuiltinMethodType:  # ``len``, ``object.__new__`` (every Enum's ``_new_member_``): pickled by name
+        owner = obj.__self__
+        return isinstance(owner, types.ModuleType) or (isinstance(owner, type) and _located(owner))
     if t in _LIBRARY.current().types and _LIBRARY.find(obj) is not None:
         return True
     return obj is _the_shell()

@@ -228,6 +228,25 @@ def test_a_weak_container_and_its_referents_are_one_group() -> None:
     assert group({"item": item, "seen": weakref.WeakSet([item]), "other": other}) == [["item", "seen"], ["other"]]
 
 
+def test_enums_share_no_group_through_the_builtin_each_makes_its_members_with() -> None:
+    """Every Enum holds ``object.__new__`` (its ``_new_member_``): it joined every Enum of the notebook, and the
+    variables holding their members, into one group, which one Enum that failed to load took down whole."""
+    module = notebook(
+        """
+        import enum
+        class Color(enum.Enum):
+            RED = 1
+        class Perm(enum.Flag):
+            R = 4
+        red = Color.RED
+        printer = print
+        """
+    )
+    variables = {n: module.__dict__[n] for n in ("Color", "Perm", "red", "printer")}
+    variables["bound"] = [].append
+    assert group(variables) == [["Color", "red"], ["Perm"], ["bound"], ["printer"]]
+
+
 def test_a_weak_method_and_the_object_it_is_bound_to_are_one_group() -> None:
     import weakref
 
