@@ -42,7 +42,9 @@ NAME_MAX = 4096  # PATH_MAX: a longer name is no notebook's path
 # The most characters of any other text the catalog takes from a user: a checkpoint's message, a field of a REST
 # request. As long as a name, so that a request may name any session; a 2 MB message was stored and listed.
 TEXT_MAX = NAME_MAX
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Control characters (C0, DEL, C1) and the Unicode line and paragraph separators: each breaks a table's line,
+# as str.splitlines() breaks at NEL (\x85) and U+2028.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 @dataclass(frozen=True)

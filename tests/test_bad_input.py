@@ -247,6 +247,14 @@ ROWS = [
         rest=("PATCH", "checkpoints/{a}", {"body": {"tag": "a\nb"}}, 400, "control character"),
         magic=("%checkpoint tag {a} -t a\x1bb", "control character"),
     ),
+    Bad(  # taken: a line break to str.splitlines(), and to a terminal
+        "a tag with a Unicode line break",
+        rest=("PATCH", "checkpoints/{a}", {"body": {"tag": "a\u2028b"}}, 400, "control character"),
+    ),
+    Bad(
+        "a tag with a C1 control (next line)",
+        rest=("PATCH", "checkpoints/{a}", {"body": {"tag": "a\x85b"}}, 400, "control character"),
+    ),
     Bad(  # ignored: the reply was 200 and the checkpoint as it was, so a misspelt field looked done
         "a field the request does not take",
         rest=("PATCH", "checkpoints/{a}", {"body": {"tag": "t", "tags": "u"}}, 400, "unknown field 'tags'"),
