@@ -23,6 +23,10 @@ from .session import names_a_path
 from .store import Store, check_catalog, holds_blobs, load_secret
 from .units import parse_size
 
+# Set by the server in the environment of a kernel it restarts after a crash: its crash recovery chooses the state to
+# bring back (and stops restoring one that keeps killing the kernel), so the kernel restores nothing as it starts.
+CRASH_RESTART = "JUPYTER_CKPT_CRASH_RESTART"
+
 
 def default_store_dir() -> Path:
     return Path(os.environ.get("JUPYTER_CKPT_DIR") or Path(jupyter_data_dir()) / "ckpt")
@@ -145,7 +149,8 @@ class Checkpoints(StoreOptions):
 
     restore_on_start = Bool(
         False,
-        help="When a kernel starts on a notebook whose session has checkpoints, restore the last good one. "
+        help="When a kernel starts on a notebook whose session has checkpoints, restore the last good one (not in "
+        "a kernel the server restarts after a crash: its crash recovery chooses the state). "
         "Off, the kernel's first cell prints one line: what the earlier kernels left, and the command to restore it.",
     ).tag(config=True)
     auto = Bool(True, help="Checkpoint automatically (after cells and/or periodically) in new sessions.").tag(

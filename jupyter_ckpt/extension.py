@@ -26,7 +26,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from . import shellconfig
 from .cellcode import only_checkpoint_magics
 from .checkpointer import Checkpointer, Policy
-from .config import Checkpoints, open_replica
+from .config import CRASH_RESTART, Checkpoints, open_replica
 from .errors import CheckpointError, reading_store
 from .format import previous_session_line
 from .notice import Notice
@@ -219,11 +219,11 @@ class CellHooks:
                     # rename keeps it (with the old path back, the next cell would go back to the old session).
                     self.ckpt._start.environment.variables["JPY_SESSION_NAME"] = key.key
 
-    def arrive(self) -> None:
+    def arrive(self, *, resume: bool = True) -> None:
         """The kernel is in its notebook's session: restore the last good state the notebook's earlier kernels
-        left if ``restore_on_start`` asks for it and this kernel has done nothing yet, else say at the next cell
-        boundary what they left."""
-        if self.config.restore_on_start and self.ckpt.nothing_done() and self.ckpt.checkpoints():
+        left if ``restore_on_start`` asks for it, ``resume`` allows it and this kernel has done nothing yet, else say
+        at the next cell boundary what they left."""
+        if resume and self.config.restore_on_start and self.ckpt.nothing_done() and self.ckpt.checkpoints():
             before = set(self.shell.user_ns)
             # Said at the next cell boundary: at start-up nothing shows what is printed now.
             try:
@@ -393,7 +393,7 @@ def load(shell: InteractiveShell) -> None:
             return shut_down_kernel(restart)
 
         kernel.do_shutdown = settle_then_shut_down
-    cell_hooks.arrive()
+    cell_hooks.arrive(resume=not os.environ.get(CRASH_RESTART))  # after a crash, the server chooses the state
 
 
 def starting_up() -> bool:

@@ -25,6 +25,7 @@ from typing import Any
 
 from jupyter_events import EventLogger
 
+from .config import CRASH_RESTART
 from .errors import CheckpointError, UnknownSession
 from .kernelclient import KernelConnection, KernelDied
 from .service import CheckpointService
@@ -139,6 +140,8 @@ class CrashRecovery:
             return
         crashed = action == "restart" and kernel_id in self._deaths
         self._deaths.discard(kernel_id)
+        if crashed:  # the kernel started with it: the next restart (the user's) is not a crash's
+            kernels.update_env(kernel_id=kernel_id, env={CRASH_RESTART: ""})
         if crashed and self.restore:
             self._run(kernel_id, self._recover(kernel_id))
             return
@@ -236,6 +239,8 @@ class CrashRecovery:
         """The restarter found the kernel process dead; whatever ran in it is lost."""
         self._deaths.add(kernel_id)
         self.service.recovering.add(kernel_id)
+        if self.restore:  # called before the restarter starts the new kernel: it starts with this
+            self.service.kernels.update_env(kernel_id=kernel_id, env={CRASH_RESTART: "1"})
         self._died_restoring(kernel_id)
         task = self._tasks.pop(kernel_id, None)
         if task is not None:

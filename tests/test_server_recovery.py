@@ -499,3 +499,28 @@ async def test_a_new_notebook_where_a_deleted_one_was_is_not_given_its_state(
         r["id"]
         for r in (await api("GET", "api", "ckpt", "checkpoints", params={"session": kept["key"]}))["checkpoints"]
     ] == [left["id"]]
+
+
+async def test_a_kernel_that_loads_the_extension_itself_is_restored_by_the_crash_recovery_alone(
+    notebook: Any, profile: Path
+) -> None:
+    """``jupyter ckpt enable`` and ``restore_on_start``: the kernel the restarter starts after a crash loads the
+    extension from its profile and restored the newest good state itself, before the server's crash recovery and
+    out of its reach: a state that kills the kernel as it loads killed every restarted kernel until the restarter
+    gave up, and a state that loads was restored twice."""
+    (profile / "ipython_config.json").write_text('{"InteractiveShellApp": {"extensions": ["jupyter_ckpt"]}}\n')
+    with (profile / "ipython_kernel_config.py").open("a") as config:
+        config.write("c.Checkpoints.restore_on_start = True\n")
+    nb = await notebook("loop.ipynb")
+    await nb.ok("x = 1")
+    await nb.ok(
+        "class Bomb:\n    def __reduce__(self):\n        import os\n        return (os._exit, (1,))\nbomb = Bomb()"
+    )
+    good, bombed = await nb.wait_for_checkpoints(2)
+    nb.kill()
+    _, failed = await nb.next_crash_event(0, timeout=60)
+    _, restored = await nb.next_crash_event(1, timeout=60)
+    assert (failed["type"], failed["checkpoint"]) == ("crash-restore-failed", bombed["id"])
+    assert (restored["type"], restored["checkpoint"]) == ("crash-restore", good["id"])
+    assert await nb.value("(x, 'bomb' in dir())") == (1, False)
+    assert [r["trigger"] for r in await nb.checkpoints()] == ["cell", "cell", "crash-restore"]
