@@ -1652,12 +1652,43 @@ def _pickled_by_value_alone(t: type) -> bool:
 
 def _reduce_with_attributes(obj: Any) -> Any:
     """An instance of a notebook subclass of such a type (``_pickled_by_value_alone``) with the attributes the
-    notebook gave it, where its base's reduction keeps no state: they were gone after a restore (dill too)."""
+    notebook gave it, where its base's reduction keeps no state: they were gone after a restore (dill too).
+
+    Where a notebook class defines ``__init__`` (``class LRU(OrderedDict): def __init__(self, capacity)``), the
+    base's reduction called it with the base's arguments: it failed (a missing ``capacity``), or took them for
+    its own (``Counter``'s counts as a label) and the instance came back empty. Such an instance is made by its
+    base's ``__new__`` and ``__init__``, given its attributes, then its items by the base's own methods, so that
+    an overridden ``__setitem__`` (an LRU's eviction) neither runs before its attributes nor runs again."""
     reduced = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
-    if not isinstance(reduced, tuple) or (len(reduced) > 2 and reduced[2] is not None) or not vars(obj):
+    if not isinstance(reduced, tuple):
         return NotImplemented
-    items = (*reduced[3:5], None, None)[:2]
-    return reduced[0], reduced[1], dict(vars(obj)), *items, _set_state
+    make, args, state, listitems, dictitems = (*reduced, None, None, None)[:5]
+    cls = type(obj)
+    if make is cls and isinstance(state, (dict, type(None))):
+        own = [c for c in cls.__mro__ if c.__module__ == "__main__"]
+        if any("__init__" in vars(c) for c in own):
+            base = next(c for c in cls.__mro__ if c.__module__ != "__main__")
+            contents = (base, dict(vars(obj)), list(listitems or ()), list(dictitems or ()))
+            return _made_by_base_init, (base, cls, args), contents, None, None, _set_state_and_items
+    if state is not None or not vars(obj):
+        return NotImplemented
+    return make, args, dict(vars(obj)), listitems, dictitems, _set_state
+
+
+def _made_by_base_init(base: Any, cls: type, args: tuple[Any, ...]) -> Any:
+    obj = base.__new__(cls, *args)
+    if base.__init__ is not object.__init__:
+        base.__init__(obj, *args)
+    return obj
+
+
+def _set_state_and_items(obj: Any, contents: tuple[Any, dict[str, Any], list[Any], list[Any]]) -> None:
+    base, attributes, items, pairs = contents
+    obj.__dict__.update(attributes)
+    for item in items:
+        base.append(obj, item)
+    for key, value in pairs:
+        base.__setitem__(obj, key, value)
 
 
 def _may_give_its_name(t: type) -> bool:

@@ -627,6 +627,18 @@ PATTERNS = [
         "import collections\nod_d = collections.OrderedDict([('b', 1), ('a', 2)])",
         "list(od_d) == ['b', 'a']",
     ),
+    _p(  # the base's pickling called the subclass with the base's arguments
+        "mapping_subclass_init",
+        "stdlib",
+        "import collections\nclass MsiLRU(collections.OrderedDict):\n    def __init__(self, capacity):\n"
+        "        super().__init__()\n        self.capacity = capacity\n    def __setitem__(self, key, value):\n"
+        "        super().__setitem__(key, value)\n        if len(self) > self.capacity:\n"
+        "            self.popitem(last=False)\nclass MsiTally(collections.Counter):\n    def __init__(self, label, *a):\n"
+        "        super().__init__(*a)\n        self.label = label\nmsi_cache = MsiLRU(2)\nfor _msi_k in 'abc':\n"
+        "    msi_cache[_msi_k] = _msi_k.upper()\ndel _msi_k\nmsi_tally = MsiTally('letters', 'aab')",
+        "list(msi_cache.items()) == [('b', 'B'), ('c', 'C')] and msi_cache.capacity == 2 and msi_tally['a'] == 2"
+        " and msi_tally.label == 'letters' and (msi_cache.__setitem__('d', 'D'), list(msi_cache))[1] == ['c', 'd']",
+    ),
     _p(
         "ordereddict_view",
         "stdlib",

@@ -930,3 +930,39 @@ def test_an_enum_whose_member_is_a_function_comes_back_with_that_member(tmp_path
     packed = serialize.dumps({"Op": module.Op, "add": module.add}, module)
     expression = "([m.name for m in Op], Op.twice.value(4), Op.helper, add is Op.ADD)"
     assert read_back(tmp_path, packed, expression) == "(['ADD', 'twice'], 8, 10, True)"
+
+
+def test_a_subclass_of_ordereddict_or_counter_with_an_init_of_its_own_comes_back_whole(tmp_path: Path) -> None:
+    """The base's pickling calls the class with the base's arguments: an LRU cache's ``__init__(self, capacity)``
+    failed (and its group was not restored), a labelled Counter took the counts for its label and came back
+    empty. The items are put back after the attributes, without the subclass's ``__setitem__``."""
+    module = notebook(
+        """
+        import collections
+        class LRU(collections.OrderedDict):
+            def __init__(self, capacity):
+                super().__init__()
+                self.capacity = capacity
+                self.evicted = 0
+            def __setitem__(self, key, value):
+                super().__setitem__(key, value)
+                if len(self) > self.capacity:
+                    self.popitem(last=False)
+                    self.evicted += 1
+        class Tally(collections.Counter):
+            def __init__(self, label, *args):
+                super().__init__(*args)
+                self.label = label
+        cache = LRU(2)
+        for k in 'abc':
+            cache[k] = k.upper()
+        tally = Tally('letters', 'aab')
+        """
+    )
+    packed = serialize.dumps({"cache": module.cache, "tally": module.tally, "LRU": module.LRU}, module)
+    expression = (
+        "(list(cache.items()), cache.capacity, cache.evicted, type(cache) is LRU, tally['a'], tally.label,"
+        " (cache.__setitem__('d', 'D'), list(cache), cache.evicted)[1:])"
+    )
+    expected = "([('b', 'B'), ('c', 'C')], 2, 1, True, 2, 'letters', (['c', 'd'], 2))"
+    assert read_back(tmp_path, packed, expression) == expected
