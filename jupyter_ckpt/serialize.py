@@ -2437,10 +2437,43 @@ def _with_members(reduced: tuple[Any, ...], cls: Any) -> tuple[Any, ...]:
     # A value the class would take for a method (a function, ``@enum.member def fn``) is marked a member again: it
     # was not made, and loading the class failed on its name (KeyError).
     named = {name: _as_member(member.value) for name, member in cls._member_map_.items()}
+    if _members_made_its_way(cls):
+        made = {n: _EnumMember(m, cls._member_type_) for n, m in cls._member_map_.items()}
+        named = {"__new__": _enum_member, "__init__": _enum_member_init, **made}
     args = (*args[:3], named, *args[4:])
     own = {k: v for k, v in own.items() if k not in named}
     members = {m.name: {k: v for k, v in vars(m).items() if k not in _MEMBER_OWN} for m in cls._member_map_.values()}
     return make, args, ((own, slots), members), None, None, _set_enum_state
+
+
+def _members_made_its_way(cls: Any) -> bool:
+    """Whether an Enum's members are made by a ``__new__`` of its own (the documentation's ``Coordinate(bytes,
+    Enum)``, whose values are ``(0, 'P.X', 'km')``), or are of a class of the notebook's (a dataclass mixed in):
+    made again from their values alone they were not the members (``3 is not a valid Coordinate``), or were not
+    made (``_value_ not set in __new__``), and the class and its group failed to load. Each is then made as it
+    is (``_enum_member``), and given its attributes once the class is made."""
+    member_type = cls._member_type_
+    return cls._new_member_ is not member_type.__new__ or member_type.__module__ != "builtins"
+
+
+class _EnumMember:
+    """What ``_enum_member`` makes a member of: its value and the arguments of its type's ``__new__``."""
+
+    def __init__(self, member: Any, member_type: type) -> None:
+        self.value = member._value_
+        self.type = member_type if member_type.__module__ == "builtins" else object
+        self.args = member_type.__getnewargs__(member) if hasattr(member_type, "__getnewargs__") else ()
+
+
+def _enum_member(cls: Any, made: _EnumMember) -> Any:
+    """The ``__new__`` of an Enum made again whose members are made their own way (``_members_made_its_way``)."""
+    member = made.type.__new__(cls, *made.args)
+    member._value_ = made.value
+    return member
+
+
+def _enum_member_init(member: Any, *args: Any) -> None:
+    """What initializes such a member (``_enum_member``): nothing, its attributes are set once its class is made."""
 
 
 def _as_member(value: Any) -> Any:
@@ -2452,6 +2485,8 @@ def _as_member(value: Any) -> Any:
 def _set_enum_state(cls: Any, state: tuple[Any, dict[str, dict[str, Any]]]) -> Any:
     own, members = state
     cloudpickle.cloudpickle._class_setstate(cls, own)
+    if vars(cls).get("__init__") is _enum_member_init:  # not the class's own
+        delattr(cls, "__init__")
     for name, attributes in members.items():
         vars(cls[name]).update(attributes)
     return cls

@@ -715,6 +715,18 @@ PATTERNS = [
         "[m.name for m in EfmOp] == ['ADD', 'twice'] and EfmOp.twice.value(4) == 8 and EfmOp.limit == 10"
         " and efm_add is EfmOp.ADD",
     ),
+    _p(  # the documentation's Coordinate: members made by a __new__ of the class's own; a dataclass mixed in
+        "enum_own_new",
+        "stdlib",
+        "import dataclasses, enum\nclass EonCoord(bytes, enum.Enum):\n    def __new__(cls, value, label, unit):\n"
+        "        obj = bytes.__new__(cls, [value])\n        obj._value_ = value\n        obj.label = label\n"
+        "        obj.unit = unit\n        return obj\n    PX = (0, 'P.X', 'km')\n    VY = (3, 'V.Y', 'km/s')\n"
+        "@dataclasses.dataclass(frozen=True)\nclass EonBody:\n    mass: float\n    radius: float\n"
+        "class EonPlanet(EonBody, enum.Enum):\n    EARTH = 5.97, 6371.0\n    MARS = 0.642, 3389.5\n"
+        "eon_vy = EonCoord.VY\neon_earth = EonPlanet.EARTH",
+        "eon_vy is EonCoord(3) and eon_vy.label == 'V.Y' and bytes(eon_vy) == b'\\x03' and eon_earth.radius == 6371.0"
+        " and EonPlanet.MARS.mass == 0.642 and eon_earth is EonPlanet['EARTH']",
+    ),
     _p(
         "enum_aliases",
         "stdlib",

@@ -966,3 +966,40 @@ def test_a_subclass_of_ordereddict_or_counter_with_an_init_of_its_own_comes_back
     )
     expected = "([('b', 'B'), ('c', 'C')], 2, 1, True, 2, 'letters', (['c', 'd'], 2))"
     assert read_back(tmp_path, packed, expression) == expected
+
+
+def test_an_enum_whose_members_a_new_of_its_own_or_a_dataclass_makes_comes_back_with_them(tmp_path: Path) -> None:
+    """Made again from their values alone, the documentation's ``Coordinate(bytes, Enum)`` (values ``(3, 'V.Y',
+    'km/s')``, ``__new__`` setting ``_value_`` and a label) was not its members ("3 is not a valid Coordinate"),
+    and an Enum mixing in a dataclass was not made ("_value_ not set in __new__"): class and group not loaded."""
+    module = notebook(
+        """
+        import dataclasses, enum
+        class Coordinate(bytes, enum.Enum):
+            def __new__(cls, value, label, unit):
+                obj = bytes.__new__(cls, [value])
+                obj._value_ = value
+                obj.label = label
+                obj.unit = unit
+                return obj
+            PX = (0, 'P.X', 'km')
+            VY = (3, 'V.Y', 'km/s')
+        @dataclasses.dataclass(frozen=True)
+        class Body:
+            mass: float
+            radius: float
+        class Planet(Body, enum.Enum):
+            EARTH = 5.97, 6371.0
+            MARS = 0.642, 3389.5
+        vy = Coordinate.VY
+        earth = Planet.EARTH
+        """
+    )
+    names = ("Coordinate", "Body", "Planet", "vy", "earth")
+    packed = serialize.dumps({n: module.__dict__[n] for n in names}, module)
+    expression = (
+        "(vy is Coordinate(3), vy.label, bytes(vy), Coordinate.PX.unit, earth is Planet.MARS.__class__.EARTH,"
+        " earth.radius, Planet.MARS.mass, '__init__' in vars(Planet), [m.name for m in Planet])"
+    )
+    expected = "(True, 'V.Y', b'\\x03', 'km', True, 6371.0, 0.642, False, ['EARTH', 'MARS'])"
+    assert read_back(tmp_path, packed, expression) == expected
