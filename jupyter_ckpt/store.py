@@ -652,13 +652,8 @@ class Store:
                 "history": self._mac_of(db, manifest["last_cell"]),
             }
             text = json.dumps({**manifest, **identity}, sort_keys=True)
-            if (
-                manifest.get("tag") is not None
-                and db.execute(
-                    "SELECT 1 FROM checkpoints WHERE session_id=? AND tag=?", (sid, manifest["tag"])
-                ).fetchone()
-            ):
-                raise BadArgument(f"tag {manifest['tag']!r} is already used in this session")
+            if (tag := manifest.get("tag")) is not None:
+                self._check_tag_free(db, sid, tag, cid)
             db.execute(
                 "INSERT INTO checkpoints (id, session_id, parent, time, cell, last_cell, trigger, status, tag, "
                 "message, new_bytes, total_bytes, changed, manifest, mac) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -767,12 +762,21 @@ class Store:
             row = db.execute("SELECT session_id FROM checkpoints WHERE id=?", (checkpoint_id,)).fetchone()
             if row is None:
                 raise UnknownCheckpoint(f"no checkpoint {checkpoint_id}")
-            try:
-                db.execute("UPDATE checkpoints SET tag=? WHERE id=?", (tag, checkpoint_id))
-            except sqlite3.IntegrityError:
-                raise BadArgument(f"tag {tag!r} is already used in this session") from None
+            if tag is not None:
+                self._check_tag_free(db, row[0], tag, checkpoint_id)
+            db.execute("UPDATE checkpoints SET tag=? WHERE id=?", (tag, checkpoint_id))
             if self._has_remote_tables():  # the remote record carries the tag: upload it again
                 db.execute("UPDATE uids SET uploaded=0 WHERE checkpoint_id=?", (checkpoint_id,))
+
+    @staticmethod
+    def _check_tag_free(db: sqlite3.Connection, session_id: int, tag: str, checkpoint_id: int) -> None:
+        """Raise BadArgument naming the checkpoint that holds ``tag`` in the session, if one but ``checkpoint_id``
+        does (it said "already used in this session", where a kernel's save named it)."""
+        holder = db.execute(
+            "SELECT id FROM checkpoints WHERE session_id=? AND tag=? AND id!=?", (session_id, tag, checkpoint_id)
+        ).fetchone()
+        if holder is not None:
+            raise BadArgument(f"tag {tag!r} is already used by checkpoint {holder[0]}")
 
     def delete(self, checkpoint_ids: list[int], *, missing_ok: bool = False) -> list[int]:
         """Forget checkpoints; their blobs go at the next ``gc`` if nothing else uses them. Returns the ids it

@@ -239,8 +239,8 @@ ROWS = [
     ),
     Bad(
         "a tag already used",
-        rest=("PATCH", "checkpoints/{b}", {"body": {"tag": "start"}}, 400, "already used"),
-        magic=("%checkpoint tag {b} -t start", "tag 'start' is already used"),
+        rest=("PATCH", "checkpoints/{b}", {"body": {"tag": "start"}}, 400, "'start' is already used by checkpoint {a}"),
+        magic=("%checkpoint tag {b} -t start", "tag 'start' is already used by checkpoint {a}"),
     ),
     Bad(  # it broke the tables that list it
         "a tag with a control character",
