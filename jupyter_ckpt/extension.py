@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
 import os
 import secrets
 import sys
 import threading
 import time
 import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from IPython.core.getipython import get_ipython
 from IPython.core.interactiveshell import InteractiveShell
 
 from . import shellconfig
+from .blobs import writer_alive
 from .cellcode import only_checkpoint_magics
 from .checkpointer import Checkpointer, Policy
 from .config import CRASH_RESTART, Checkpoints, open_replica
@@ -224,16 +227,63 @@ class CellHooks:
         left if ``restore_on_start`` asks for it, ``resume`` allows it and this kernel has done nothing yet, else say
         at the next cell boundary what they left."""
         if resume and self.config.restore_on_start and self.ckpt.nothing_done() and self.ckpt.checkpoints():
-            before = set(self.shell.user_ns)
             # Said at the next cell boundary: at start-up nothing shows what is printed now.
+            died = self._died_restoring()
+            if died is not None:
+                self.notice(
+                    f"jupyter-ckpt: the last kernel on this notebook died while it restored checkpoint {died} as it "
+                    "started; nothing was restored, as that state may be what kills the kernel. Choose what to bring "
+                    "back: %checkpoint list, then %checkpoint restore REF"
+                )
+                self.greet = False  # whose "restore previous" would bring that state back
+                return
+            before = set(self.shell.user_ns)
             try:
-                self.notice("jupyter-ckpt: " + self.ckpt.restore("last-good").summary())
+                target = self.ckpt.resolve("last-good")
+                number = self.ckpt.timeline.number(self.ckpt.session, target.id)
+                with self._restoring(f"#{number} (id {target.id})"):
+                    self.notice("jupyter-ckpt: " + self.ckpt.restore(target.id).summary())
             except CheckpointError as e:
                 self.notice(f"jupyter-ckpt: could not restore the last good checkpoint: {e}")
             self._restored = set(self.shell.user_ns) - before
         else:
             # Loaded by the server, the extension prints nowhere a user looks: the line waits for the first cell.
             self.greet = True
+
+    def _marker(self, pid: int | str) -> Path:
+        """The file that says kernel ``pid`` is restoring its notebook's last good state as it starts."""
+        digest = hashlib.sha256(self.ckpt.session.encode()).hexdigest()[:16]
+        return self.ckpt.store.blobs.tmp / f"start-restore.{pid}.{digest}"
+
+    @contextlib.contextmanager
+    def _restoring(self, checkpoint: str) -> Iterator[None]:
+        """While a restore at start-up runs, its marker says which checkpoint it restores: a kernel the state kills
+        as it loads leaves the marker behind for the next one (``_died_restoring``). A store that will not take it
+        takes nothing from the restore."""
+        marker = self._marker(os.getpid())
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+        with contextlib.suppress(OSError), open(os.open(marker, flags, 0o600), "w") as f:
+            f.write(checkpoint)  # private, as every file of the store
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                marker.unlink()
+
+    def _died_restoring(self) -> str | None:
+        """The checkpoint an earlier kernel on this session was restoring as it started when it died, if one did
+        (its marker is left, its process gone), so that the state that may have killed it is not restored again and
+        again: by a kernel started outside the server after each death (VS Code, the terminal), which no crash
+        recovery watches. The markers are removed: the restart after this one restores again."""
+        died = None
+        for marker in self._marker("*").parent.glob(self._marker("*").name):
+            pid = marker.name.split(".")[1]
+            if pid != str(os.getpid()) and writer_alive(marker.name):  # a kernel restoring now
+                continue
+            with contextlib.suppress(OSError):
+                died = marker.read_text()
+                marker.unlink()
+        return died
 
     def catch_up(self) -> None:
         """Record the cells that ran before the extension was loaded, and checkpoint after the last of them.

@@ -124,3 +124,37 @@ def test_a_terminal_killed_mid_session_resumes_in_the_next_terminal_by_its_name(
     assert again.returncode == 0, again.stderr
     assert "{'a': 1.5}" in again.stdout
     assert "jupyter-ckpt: restored kernel checkpoint #1" in again.stdout + again.stderr
+
+
+def test_a_state_that_kills_the_kernel_as_it_is_restored_at_start_is_not_restored_again(
+    kernels: Any, jupyter_dirs: Path
+) -> None:
+    """VS Code with ``restore_on_start``: the notebook's last good state kills the kernel as it loads (a C extension
+    that crashes as it is unpickled). Every kernel VS Code started on the notebook died at its first cell, and the
+    notebook could not be used until ``restore_on_start`` was turned off. The next kernel restores nothing, and says
+    why."""
+    assert cli("enable").returncode == 0
+    profile = jupyter_dirs / "ipython" / "profile_default" / "ipython_config.py"
+    profile.write_text("c.Checkpoints.restore_on_start = True\n")
+    notebook = jupyter_dirs / "bomb.ipynb"
+    first = vs_code(kernels, notebook)
+    first.ok("x = 1")
+    first.ok("%checkpoint wait")
+    first.ok("class Bomb:\n    def __reduce__(self):\n        import os\n        return (os._exit, (1,))\n")
+    first.ok("bomb = Bomb()")
+    first.ok("%checkpoint wait")
+    first.close()
+
+    second = vs_code(kernels, notebook)
+    second.kc.execute("print('never printed')")
+    wait_for(lambda: not second.km.is_alive(), "the kernel restoring the state to die")
+
+    third = vs_code(kernels, notebook)
+    up = third.run("print('up')")
+    assert up.stdout == "up\n"
+    said = "the last kernel on this notebook died while it restored checkpoint #2 (id 2) as it started; nothing was"
+    assert up.stderr.startswith(f"jupyter-ckpt: {said} restored"), up.stderr
+    assert up.stderr.count("\n") == 1  # that alone: not "Get it back with: %checkpoint restore previous" too
+    assert third.value("('x' in dir(), 'bomb' in dir())") == (False, False)
+    third.ok("%checkpoint restore 1")  # what the user chooses to bring back comes back
+    assert third.value("x") == 1
