@@ -20,6 +20,9 @@ attributes that cells which ran without error change in their own statements, as
 The timeline names ``config.DEBUG`` where it changed. A restore sets them once the namespace and its modules
 are back, on what the name's first part is then.
 
+So are those of an object a module holds, saved as that module's (``from config import settings`` then
+``settings.lr = 0.5``, ``settings.tags.append(x)``).
+
 Not followed: a change inside a function or class body (``def setup(): config.X = 1``), an attribute of a
 notebook object (its own state is kept with it), and an attribute set to a module (importing gives it). An
 undo sets the checkpoint's values again; one first changed after the checkpoint keeps its value, as for the
@@ -40,8 +43,8 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
+from . import serialize
 from .cellcode import MUTATORS, parsed
-from .serialize import importable
 
 SET = "set"  # assigned: set again as the value kept (the very object the notebook's variables hold)
 IN_PLACE = "in place"  # a project module's list, dict or set changed in place: its contents are put back
@@ -67,8 +70,9 @@ def read(namespace: dict[str, Any], kept: dict[str, str], main: str) -> dict[str
         owner = namespace.get(root)
         # A module made in the notebook is skipped, and its attributes with it: replay makes it again with them.
         if not (
-            (isinstance(owner, types.ModuleType) and importable(owner))
+            (isinstance(owner, types.ModuleType) and serialize.importable(owner))
             or (isinstance(owner, type) and owner.__module__ != main)
+            or _held_by_module(owner)
         ):
             continue
         top = owner
@@ -82,6 +86,13 @@ def read(namespace: dict[str, Any], kept: dict[str, str], main: str) -> dict[str
         elif how == IN_PLACE and isinstance(owner, _CONTAINERS) and _in_project(top):
             values[name] = copy.copy(owner)
     return values
+
+
+def _held_by_module(owner: Any) -> bool:
+    """Whether ``owner`` is an object a module holds (``from config import settings``), which is saved as that
+    module's and comes back as the module makes it: ``settings.lr = 0.5`` in a cell was lost, as a module's own
+    attribute was."""
+    return not isinstance(owner, (type, types.ModuleType)) and serialize.by_reference(owner)
 
 
 def places(namespace: dict[str, Any], kept: dict[str, str]) -> list[tuple[str, str]]:

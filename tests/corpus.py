@@ -545,6 +545,16 @@ PATTERNS = [
         "statistics.mean is ma_mean and MaFraction(1).ma_half() == MaFraction(1, 2)"
         " and string.ma_setting == {'depth': 3}",
     ),
+    _p(  # an object a project module holds, changed by the cells
+        "project_object",
+        "stdlib",
+        "import os, sys, tempfile\n_pob_dir = os.path.join(tempfile.gettempdir(), 'pob_project')\n"
+        "os.makedirs(_pob_dir, exist_ok=True)\nwith open(os.path.join(_pob_dir, 'pob_config.py'), 'w') as _pob_f:\n"
+        "    _pob_f.write('class Settings:\\n    def __init__(self):\\n        self.lr = 0.1\\n        self.tags = []\\n"
+        "settings = Settings()\\n')\nsys.path.insert(0, _pob_dir)\ndel _pob_dir, _pob_f\n"
+        "from pob_config import settings as pob_settings\npob_settings.lr = 0.5\npob_settings.tags.append('x')",
+        "pob_settings.lr == 0.5 and pob_settings.tags == ['x'] and sys.modules['pob_config'].settings is pob_settings",
+    ),
     _p("ipython_shell", "stdlib", "is_ip = get_ipython()", "is_ip is get_ipython()"),
     _p("namespace", "stdlib", "ns_g = globals()", "ns_g is globals() and ns_g['ns_g'] is ns_g"),
     _p(

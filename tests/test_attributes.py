@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import fractions
+import importlib
 import statistics
 import sys
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from jupyter_ckpt import attributes
+from jupyter_ckpt import attributes, serialize
 from jupyter_ckpt.attributes import IN_PLACE, SET
+from jupyter_ckpt.checkpointer import Checkpointer
 
 
 def test_the_attributes_a_cell_changes_are_kept_once_each_as_typed_with_how() -> None:
@@ -151,3 +154,31 @@ def test_variables_bound_to_a_project_module_s_containers_are_bound_to_them_agai
     assert failed == {
         "SEEN": "restored as a copy, not alias_project:SEEN itself: TypeError: alias_project:SEEN is a str now"
     }
+
+
+def test_what_cells_change_of_an_object_a_project_module_holds_comes_back_on_that_object(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store: Any
+) -> None:
+    """``from config import settings`` then ``settings.lr = 0.5``: ``settings`` is saved as the module's, and came
+    back as the module makes it (``lr`` 0.1, no tags), the cells' changes lost."""
+    (tmp_path / "projcfg.py").write_text(
+        "class Settings:\n    def __init__(self):\n        self.lr = 0.1\n        self.tags = []\n"
+        "settings = Settings()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    serialize.index_library()  # counted before the import: the index takes in the module as a kernel's does
+    module = types.ModuleType("__main__")
+    ckpt = Checkpointer(store, "project.ipynb", module)
+    for count, source in enumerate(["from projcfg import settings", "settings.lr = 0.5\nsettings.tags.append('x')"], 1):
+        exec(source, module.__dict__)
+        ckpt.record_cell(count, source, True, 0.0)
+    ckpt.save()
+    try:
+        importlib.reload(sys.modules["projcfg"])  # as a new kernel imports it
+        fresh = types.ModuleType("__main__")
+        report = Checkpointer(store, "project.ipynb", fresh).restore("latest")
+        settings = fresh.__dict__["settings"]
+        assert report.not_restored == {} and settings is sys.modules["projcfg"].settings
+        assert (settings.lr, settings.tags) == (0.5, ["x"])
+    finally:
+        del sys.modules["projcfg"]
