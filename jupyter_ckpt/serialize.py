@@ -488,8 +488,9 @@ def _reduce_font(font: Any) -> Any:
 
 
 def _draw_class(t: type) -> bool:
+    """PIL's drawing context, not a subclass of it, which may be made from other arguments than its image's."""
     draw = sys.modules.get("PIL.ImageDraw")
-    return draw is not None and issubclass(t, draw.ImageDraw)
+    return draw is not None and t is draw.ImageDraw
 
 
 # What a PIL drawing context takes from its image as it is made.
