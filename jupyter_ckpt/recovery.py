@@ -141,7 +141,7 @@ class CrashRecovery:
         crashed = action == "restart" and kernel_id in self._deaths
         self._deaths.discard(kernel_id)
         if crashed:  # the kernel started with it: the next restart (the user's) is not a crash's
-            kernels.update_env(kernel_id=kernel_id, env={CRASH_RESTART: ""})
+            self._launch_env(kernel_id, "")
         if crashed and self.restore:
             self._run(kernel_id, self._recover(kernel_id))
             return
@@ -240,11 +240,18 @@ class CrashRecovery:
         self._deaths.add(kernel_id)
         self.service.recovering.add(kernel_id)
         if self.restore:  # called before the restarter starts the new kernel: it starts with this
-            self.service.kernels.update_env(kernel_id=kernel_id, env={CRASH_RESTART: "1"})
+            self._launch_env(kernel_id, "1")
         self._died_restoring(kernel_id)
         task = self._tasks.pop(kernel_id, None)
         if task is not None:
             task.cancel()
+
+    def _launch_env(self, kernel_id: str, crash_restart: str) -> None:
+        """Set ``CRASH_RESTART`` in the environment the kernel's next process starts with (jupyter_client 8.5 and
+        later can; before, a kernel that loads the extension from its profile restores as it starts)."""
+        update = getattr(self.service.kernels, "update_env", None)
+        if update is not None:
+            update(kernel_id=kernel_id, env={CRASH_RESTART: crash_restart})
 
     def _run(self, kernel_id: str, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)
