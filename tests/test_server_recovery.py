@@ -502,7 +502,7 @@ async def test_a_new_notebook_where_a_deleted_one_was_is_not_given_its_state(
 
 
 async def test_a_kernel_that_loads_the_extension_itself_is_restored_by_the_crash_recovery_alone(
-    notebook: Any, profile: Path
+    notebook: Any, api: Any, profile: Path
 ) -> None:
     """``jupyter ckpt enable`` and ``restore_on_start``: the kernel the restarter starts after a crash loads the
     extension from its profile and restored the newest good state itself, before the server's crash recovery and
@@ -524,3 +524,10 @@ async def test_a_kernel_that_loads_the_extension_itself_is_restored_by_the_crash
     assert (restored["type"], restored["checkpoint"]) == ("crash-restore", good["id"])
     assert await nb.value("(x, 'bomb' in dir())") == (1, False)
     assert [r["trigger"] for r in await nb.checkpoints()] == ["cell", "cell", "crash-restore"]
+
+    # A restart the user asks for is no crash: the kernel resumes as it starts, as restore_on_start says.
+    await nb.ok("del x\ny = 2")
+    await api("POST", "api", "kernels", nb.kernel_id, "restart")
+    await nb.until_loaded()
+    assert await nb.value("(y, 'x' in dir())") == (2, False)
+    assert "restore" in [r["trigger"] for r in await nb.checkpoints()]  # not a crash-restore: the kernel's own
