@@ -1276,6 +1276,49 @@ def _executor(cls: Any, kwargs: dict[str, Any], shut: bool) -> Any:
     return executor
 
 
+def _pool_types() -> tuple[type, ...]:
+    """multiprocessing's ``Pool`` and ``ThreadPool``, once imported."""
+    pools = sys.modules.get("multiprocessing.pool")
+    return () if pools is None else (pools.Pool, pools.ThreadPool)
+
+
+# What a pool is made with, as it keeps it.
+_POOL_ARGUMENTS = ("_processes", "_initializer", "_initargs", "_maxtasksperchild", "_ctx")
+
+
+def _reduce_pool(pool: Any) -> Any:
+    """A multiprocessing pool as one made again: a running one with the same arguments, its workers started anew;
+    one closed or terminated (``with Pool(8) as pool: results = pool.map(f, xs)`` leaves it so) as a pool in that
+    state, which runs nothing and starts no worker. pickle refuses a pool ("pool objects cannot be passed between
+    processes or pickled"): the variable was not restored, and replay offered to run its cell, with all the work
+    that cell gave the pool, again."""
+    return _pool_again, (type(pool), {k: getattr(pool, k, None) for k in _POOL_ARGUMENTS}, pool._state)
+
+
+class _Stopped:
+    """The worker and task handlers of a pool made again stopped (``_pool_again``): ``pool.join()`` returns."""
+
+    def join(self, timeout: float | None = None) -> None:
+        pass
+
+
+def _stop_nothing() -> None:
+    """What a pool made again stopped calls as it is terminated (``_pool_again``)."""
+
+
+def _pool_again(cls: Any, arguments: dict[str, Any], state: str) -> Any:
+    if state == "RUN":
+        names = ("processes", "initializer", "initargs", "maxtasksperchild", "context")
+        kwargs = dict(zip(names, arguments.values(), strict=True))
+        if cls.__name__ == "ThreadPool":
+            kwargs = {k: kwargs[k] for k in names[:3]}
+        return cls(**kwargs)
+    pool = cls.__new__(cls)
+    vars(pool).update(arguments, _state=state, _pool=[], _cache={}, _terminate=_stop_nothing)
+    pool._worker_handler = pool._task_handler = pool._result_handler = _Stopped()
+    return pool
+
+
 # What ``np.load`` of an ``.npz`` file reads as it opens it, and sets None as it closes it.
 _NPZ_OPEN = ("zip", "fid", "f")
 
@@ -2100,6 +2143,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_npz
     if t in _executor_types():
         return _reduce_executor
+    if t in _pool_types():
+        return _reduce_pool
     masked = sys.modules.get("numpy.ma")
     if masked is not None and t is masked.MaskedArray:
         return _reduce_masked

@@ -529,6 +529,14 @@ PATTERNS = [
         "\n    exc_out = list(exc_pool.map(abs, [-1, -2]))\nexc_live = ThreadPoolExecutor(2)",
         "exc_out == [1, 2] and exc_pool._shutdown and exc_pool._max_workers == 3 and exc_live.submit(abs, -3).result() == 3",
     ),
+    _p(  # ``with Pool() as pool:`` leaves ``pool`` terminated in the namespace
+        "multiprocessing_pools",
+        "stdlib",
+        "import multiprocessing\nfrom multiprocessing.pool import ThreadPool\nwith multiprocessing.Pool(1) as mpo_done:\n"
+        "    mpo_out = mpo_done.map(abs, [-1, -2])\nmpo_live = ThreadPool(2)",
+        "mpo_out == [1, 2] and mpo_done._state == 'TERMINATE' and mpo_done.join() is None"
+        " and mpo_live.map(abs, [-3]) == [3]",
+    ),
     _p(
         "ipython_config",
         "stdlib",

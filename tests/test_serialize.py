@@ -1003,3 +1003,22 @@ def test_an_enum_whose_members_a_new_of_its_own_or_a_dataclass_makes_comes_back_
     )
     expected = "(True, 'V.Y', b'\\x03', 'km', True, 6371.0, 0.642, False, ['EARTH', 'MARS'])"
     assert read_back(tmp_path, packed, expression) == expected
+
+
+def test_a_multiprocessing_pool_comes_back_running_or_stopped_as_it_was(tmp_path: Path) -> None:
+    """``with Pool(8) as pool: results = pool.map(f, xs)`` leaves ``pool`` terminated in the namespace. pickle
+    refuses a pool: it was not restored, and replay offered to run its cell, with all its work, again."""
+    module = notebook(
+        """
+        import multiprocessing
+        from multiprocessing.pool import ThreadPool
+        with multiprocessing.Pool(2) as done:
+            results = done.map(abs, [-1, -2])
+        live = ThreadPool(2)
+        """
+    )
+    packed = serialize.dumps({"done": module.done, "live": module.live}, module)
+    module.live.close()
+    module.live.join()
+    expression = "(done._state, done._processes, done.join(), done.terminate(), live._state, live.map(abs, [-3]))"
+    assert read_back(tmp_path, packed, expression) == "('TERMINATE', 2, None, None, 'RUN', [3])"
