@@ -1244,6 +1244,37 @@ def _script_module(data: bytes) -> Any:
         return torch.jit.load(io.BytesIO(data))  # type: ignore[no-untyped-call]
 
 
+def _parametrized_class(t: type) -> bool:
+    """The class torch makes for a module given a parametrization (``weight_norm``, ``spectral_norm``,
+    ``register_parametrization``), where torch has what makes it again."""
+    parametrize = sys.modules.get("torch.nn.utils.parametrize")
+    return (
+        parametrize is not None
+        and t.__module__ == parametrize.__name__
+        and t.__name__.startswith("Parametrized")
+        and all(hasattr(parametrize, f) for f in ("_inject_new_class", "_inject_property"))
+    )
+
+
+def _reduce_parametrized(module: Any) -> Any:
+    """A module given a parametrization (``torch.nn.utils.parametrizations.weight_norm(layer)``) as its own class and
+    state, its parametrizations and their original tensors with it (an optimizer holding those holds them still);
+    torch makes its parametrized class again as it loads. torch refuses to pickle one ("Serialization of
+    parametrized modules is only supported through state_dict()"): the variable was not restored."""
+    base = type(module).__bases__[0]
+    return base.__new__, (base,), (dict(vars(module)), list(module.parametrizations)), None, None, _parametrize
+
+
+def _parametrize(module: Any, state: tuple[dict[str, Any], list[str]]) -> None:
+    from torch.nn.utils import parametrize
+
+    attributes, names = state
+    vars(module).update(attributes)
+    parametrize._inject_new_class(module)
+    for name in names:
+        parametrize._inject_property(module, name)
+
+
 def _executor_types() -> tuple[type, ...]:
     """``ThreadPoolExecutor`` and ``ProcessPoolExecutor``, those imported."""
     found = (
@@ -2165,6 +2196,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_tensor
     if torch is not None and issubclass(t, torch.jit.ScriptModule):
         return _reduce_script_module
+    if torch is not None and _parametrized_class(t):
+        return _reduce_parametrized
     if _forwards(t):
         return _reduce_proxy
     if _may_give_its_name(t):

@@ -1360,6 +1360,15 @@ PATTERNS = [
         " and tgr_head._base is tgr_w and torch.enable_grad()(lambda: tgr_head.sum().backward())() is None"
         " and tgr_w.grad.tolist() == [1.0, 1.0, 0.0]",
     ),
+    _p(
+        "torch_parametrized",
+        "torch",
+        "import torch\nfrom torch.nn.utils import parametrizations, parametrize\n"
+        "tpz_layer = parametrizations.weight_norm(torch.nn.Linear(2, 2))\n"
+        "tpz_opt = torch.optim.SGD(tpz_layer.parameters(), lr=0.1)\ntpz_y = tpz_layer(torch.ones(1, 2)).detach()",
+        "torch.equal(tpz_layer(torch.ones(1, 2)), tpz_y) and parametrize.is_parametrized(tpz_layer, 'weight')"
+        " and any(p is tpz_layer.parametrizations.weight.original0 for p in tpz_opt.param_groups[0]['params'])",
+    ),
     _p(  # the last to draw from torch's stream, so that its check sees the draws its setup expects
         "torch_random_stream",
         "torch",

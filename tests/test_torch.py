@@ -240,3 +240,22 @@ def test_a_torchscript_module_scripted_or_traced_comes_back_and_computes_as_it_d
         assert torch.equal(fresh.__dict__[name](x), module.__dict__[name](x))
         assert isinstance(fresh.__dict__[name], torch.jit.ScriptModule)
     assert not fresh.__dict__["scripted"].training
+
+
+def test_a_module_given_a_parametrization_comes_back_parametrized_with_its_optimizer_on_it(store: Store) -> None:
+    """``weight_norm(layer)`` from ``torch.nn.utils.parametrizations``: torch refuses to pickle a parametrized module
+    ("only supported through state_dict()"), and the variable was not restored."""
+    module = types.ModuleType("__main__")
+    exec(
+        "import torch\nfrom torch.nn.utils import parametrizations\ntorch.manual_seed(0)\n"
+        "layer = parametrizations.weight_norm(torch.nn.Linear(2, 2))\n"
+        "opt = torch.optim.SGD(layer.parameters(), lr=0.1)\n",
+        module.__dict__,
+    )
+    Checkpointer(store, "parametrized.ipynb", module).save()
+    fresh = types.ModuleType("__main__")
+    assert Checkpointer(store, "parametrized.ipynb", fresh).restore("latest").not_restored == {}
+    layer, opt, x = fresh.__dict__["layer"], fresh.__dict__["opt"], torch.ones(1, 2)
+    assert torch.equal(layer(x), module.__dict__["layer"](x))
+    assert torch.nn.utils.parametrize.is_parametrized(layer, "weight") and isinstance(layer, torch.nn.Linear)
+    assert any(p is layer.parametrizations.weight.original0 for p in opt.param_groups[0]["params"])
