@@ -6,7 +6,9 @@ key is the first of these that is present:
 
 - ``JPY_SESSION_NAME``: jupyter_server (JupyterLab, Notebook 7) puts the notebook's OS path in the kernel's
   environment. It is the key as it is: the server looks sessions up by that very string
-  (``CheckpointService.session_keys``), so it is not normalized here.
+  (``CheckpointService.session_keys``), so it is not normalized here. Where it names no notebook of this
+  kernel it is passed over (``_names_this_notebook``): a job started from a notebook's cell inherits its
+  notebook's; VS Code on a server names a file of its own, new for every kernel; a console is "Console 1".
 - ``__vsc_ipynb_file__``: VS Code starts kernels itself and assigns the notebook's path in the namespace after
   start-up, so a kernel may learn it only at its first cell (the extension re-keys then).
 - ``__session__``: the notebook's path as ipykernel puts it in the namespace.
@@ -120,6 +122,28 @@ def _unsaved(name: str) -> bool:
     return not name.startswith("file://") and not os.path.dirname(os.path.expanduser(name))
 
 
+def _names_this_notebook(server: str) -> bool:
+    """Whether ``JPY_SESSION_NAME`` is the notebook this kernel runs. It is not where it is
+
+    - VS Code's: connected to a server, VS Code names each kernel's session after a file of its own,
+      ``<notebook>-jvsc-<uuids>.ipynb``, new every time (the notebook comes in ``__vsc_ipynb_file__``);
+    - no notebook: a console, named "Console 1" after the first of each page load, so a console would be given
+      another one's state;
+    - inherited: the process that started the kernel (``JPY_PARENT_PID``) started with the same value, so the
+      kernel is a job run from that notebook's cell (papermill, nbclient, ``!jupyter execute``), whose cells
+      would otherwise go into the notebook's timeline and come back in its crash recovery.
+    """
+    base = os.path.basename(server)
+    if "-jvsc-" in base or not (base.lower().endswith(".ipynb") or os.path.isfile(server)):
+        return False
+    try:
+        with open(f"/proc/{int(os.environ.get('JPY_PARENT_PID', ''))}/environ", "rb") as f:
+            started_with = f.read().split(b"\0")
+    except (ValueError, OSError):  # no parent named, or no /proc: the server's kernel
+        return True
+    return os.fsencode(f"JPY_SESSION_NAME={server}") not in started_with
+
+
 def session_key(namespace: Mapping[str, object], name: str, own: str) -> SessionKey:
     """The session a kernel checkpoints into, from its environment and its ``namespace`` (see the module's
     docstring); ``name`` is the session option (empty: none), ``own`` the kernel's own key.
@@ -127,10 +151,12 @@ def session_key(namespace: Mapping[str, object], name: str, own: str) -> Session
     Raises BadArgument if ``name`` is no session name.
     """
     server = os.environ.get("JPY_SESSION_NAME")
-    if server:
+    if server and _names_this_notebook(server):
         return SessionKey(server, SERVER)
     for variable, who in NAMESPACE:
         value = namespace.get(variable)
+        if value == server:  # ipykernel's __session__ is JPY_SESSION_NAME again
+            continue
         # A bare name ("Untitled-1.ipynb") is a notebook not saved yet: every folder has one of that name.
         if isinstance(value, str) and value.strip() and not _CONTROL.search(value) and not _unsaved(value):
             return SessionKey(notebook_path(value), f"{variable}, {who}")

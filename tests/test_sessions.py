@@ -9,9 +9,11 @@ import secrets
 import shutil
 import time
 import types
+import uuid
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
 from conftest import Kernel, cli
 from objectstore import S3, machine
@@ -74,6 +76,78 @@ def test_a_vs_code_notebook_resumes_in_the_next_kernel(kernels: Any, jupyter_dir
     assert second.ok("%checkpoint restore previous").startswith("restored kernel checkpoint #1 (id ")
     assert second.value("(model, 'fresh' in dir())") == ({"weights": [1, 2, 3]}, False)
     assert [s["key"] for s in store.sessions()] == [os.path.realpath(notebook)]  # not one session per kernel
+
+
+def test_a_vs_code_notebook_on_a_jupyter_server_resumes_in_the_next_kernel(
+    kernels: Any, jupyter_dirs: Path, store: Store
+) -> None:
+    """VS Code connected to a server names each kernel's session after a file of its own (``model-jvsc-<uuids>
+    .ipynb``, vscode-jupyter's ``generateBackingIPyNbFileName``), new every time: taken as the notebook, it gave
+    every kernel a session of its own, and nothing ever resumed."""
+    assert cli("enable").returncode == 0
+    notebook = jupyter_dirs / "project" / "model.ipynb"
+
+    def kernel() -> Kernel:
+        backing = jupyter_dirs / f"model-jvsc-{uuid.uuid4()}{uuid.uuid4()}.ipynb"
+        k: Kernel = kernels(str(backing))
+        k.kc.execute(f"__vsc_ipynb_file__ = {str(notebook)!r}", silent=True)
+        return k
+
+    first = kernel()
+    first.ok("model = {'weights': [1, 2, 3]}")
+    first.ok("%checkpoint wait")
+    assert (
+        first.ok("%checkpoint session")
+        == f"session: {os.path.realpath(notebook)} (__vsc_ipynb_file__, set by VS Code)\n"
+    )
+    first.close()
+    second = kernel()
+    assert HINT in second.run("fresh = True").stderr
+    assert second.ok("%checkpoint restore previous").startswith("restored kernel checkpoint #1 (id ")
+    assert second.value("model") == {"weights": [1, 2, 3]}
+    assert [s["key"] for s in store.sessions()] == [os.path.realpath(notebook)]
+
+
+def test_a_console_is_given_no_other_console_s_state(kernels: Any, jupyter_dirs: Path, store: Store) -> None:
+    """JupyterLab names a console's session "Console 1" (the first of each page load) in the folder it opened
+    in, so every first console had one session, and a new one was offered (or, with restore_on_start, given)
+    the state of another."""
+    assert cli("enable").returncode == 0
+    for n in range(2):
+        k = kernels(str(jupyter_dirs / "Console 1"))
+        assert "from earlier kernels" not in k.run(f"console_{n} = {n}").stderr
+        assert "(this kernel's own" in k.ok("%checkpoint session")
+        k.ok("%checkpoint wait")
+        k.close()
+    assert len(store.sessions()) == 2
+
+
+def test_a_notebook_run_from_a_notebook_s_cell_does_not_go_into_that_notebook_s_timeline(
+    kernels: Any, jupyter_dirs: Path, store: Store
+) -> None:
+    """papermill, nbclient or ``!jupyter execute`` in a cell start a kernel that inherits the notebook's
+    JPY_SESSION_NAME: its cells went into the notebook's timeline, and its state came back in the notebook's
+    crash recovery or as ``previous``."""
+    parent = kernels(str(jupyter_dirs / "parent.ipynb"))
+    parent.ok("%load_ext jupyter_ckpt\nmine = 'A'")
+    child = jupyter_dirs / "child.ipynb"
+    nbformat.write(
+        nbformat.v4.new_notebook(
+            cells=[nbformat.v4.new_code_cell("%load_ext jupyter_ckpt\nwho = 'B'\n%checkpoint wait")]
+        ),
+        child,
+    )
+    ran = parent.ok(
+        "import subprocess, sys\n"
+        f"job = subprocess.run([sys.executable, '-m', 'jupyter', 'execute', '--inplace', {str(child)!r}], "
+        "capture_output=True, text=True)\n"
+        "print(job.returncode)"
+    )
+    assert ran == "0\n"
+    parent.ok("%checkpoint wait")
+    assert "who" not in parent.ok("%checkpoint list")
+    keys = [s["key"] for s in store.sessions()]
+    assert len(keys) == 2 and keys.count(str(jupyter_dirs / "parent.ipynb")) == 1  # the job's is a session of its own
 
 
 def test_what_a_kernel_did_before_its_notebook_was_named_goes_into_the_notebooks_session(
