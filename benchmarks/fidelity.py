@@ -129,7 +129,8 @@ def main() -> int:
     ]
     for pattern in PATTERNS:
         marks = [mark(found, pattern.name) for found in results.values()]
-        lines.append(f"| {pattern.area} | {pattern.name} | " + " | ".join(m.replace("|", "/") for m in marks) + " |")
+        cells = (" ".join(m.replace("|", "/").split()) for m in marks)  # a reason's newlines would end the row
+        lines.append(f"| {pattern.area} | {pattern.name} | " + " | ".join(cells) + " |")
     totals = [f"**{report['passed'][t]} of {report['run'][t]}**" for t in results]
     lines.append("| | **passed** | " + " | ".join(totals) + " |")
     (RESULTS / "corpus.md").write_text("\n".join(lines) + "\n")
