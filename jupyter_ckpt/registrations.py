@@ -1,11 +1,12 @@
 """What the cells registered with an imported library: a notebook class made a pandas accessor
 (``@pd.api.extensions.register_dataframe_accessor("geo")``) or a virtual subclass of a library's abstract
-class (``collections.abc.Sequence.register(Rows)``).
+class (``collections.abc.Sequence.register(Rows)``), and a colormap a variable holds registered with matplotlib
+(``matplotlib.colormaps.register(cmap)``).
 
 Such a registration lives in the library, not in a variable, and a fresh kernel's imports do not make it
 again: a restore into one would bring the class back without ``df.geo`` or ``isinstance(rows, Sequence)``.
-A checkpoint records each registration of a class that is a variable of the notebook, by the variable's
-name, as plain data in the manifest: the class itself is saved with the variables, so a restore registers
+A checkpoint records each registration of a class (or colormap) that is a variable of the notebook, by the
+variable's name, as plain data in the manifest: the class itself is saved with the variables, so a restore registers
 the very class it brought back. Registrations an imported module makes come back with its import, and
 are not recorded.
 
@@ -27,7 +28,8 @@ from typing import Any
 from . import serialize
 
 # [kind, target, key, variable]: ["accessor", "pandas:DataFrame", "geo", "Geo"] is ``df.geo``, made of the class
-# in the variable ``Geo``; ["abc", "collections.abc:Sequence", "", "Rows"] is ``Sequence.register(Rows)``.
+# in the variable ``Geo``; ["abc", "collections.abc:Sequence", "", "Rows"] is ``Sequence.register(Rows)``;
+# ["colormap", "matplotlib:colormaps", "mine", "cmap"] is ``matplotlib.colormaps.register(cmap)`` (named "mine").
 Registration = list[str]
 
 # The pandas classes that take accessors, and the call that registers one on each.
@@ -48,12 +50,31 @@ def read(variables: dict[str, Any], notebook: str) -> list[Registration]:
         value = variables[name]
         if isinstance(value, type) and value.__module__ == notebook:
             classes[id(value)] = name
-    if not classes:
-        return []
     try:
-        return sorted([*_accessors(classes), *_virtual_subclasses(classes, notebook)])
+        found = list(_colormaps(variables))
+        if classes:
+            found += [*_accessors(classes), *_virtual_subclasses(classes, notebook)]
+        return sorted(found)
     except Exception:
         return []
+
+
+def _colormaps(variables: dict[str, Any]) -> Iterator[Registration]:
+    """The colormaps the cells registered with matplotlib (``matplotlib.colormaps.register(cmap)``, then
+    ``cmap="mine"``) that a variable holds: a fresh kernel has only matplotlib's own."""
+    colors = sys.modules.get("matplotlib.colors")
+    registry = getattr(sys.modules.get("matplotlib"), "colormaps", None)
+    if colors is None or registry is None:
+        return
+    held: dict[str, str] = {}
+    for name in sorted(variables, reverse=True):  # one registered from two variables: under the first
+        value = variables[name]
+        if isinstance(value, colors.Colormap):
+            held[value.name] = name
+    builtin = getattr(registry, "_builtin_cmaps", ())
+    for key, name in sorted(held.items()):
+        if key in registry and key not in builtin and registry[key] == variables[name]:
+            yield ["colormap", "matplotlib:colormaps", key, name]
 
 
 def _accessors(classes: dict[int, str]) -> Iterator[Registration]:
@@ -116,6 +137,11 @@ def apply(registrations: list[Registration], namespace: dict[str, Any]) -> dict[
         kind, target, key, variable = registration
         klass = namespace.get(variable)
         try:
+            if kind == "colormap" and target == "matplotlib:colormaps":
+                registry = importlib.import_module("matplotlib").colormaps
+                if key not in registry:
+                    registry.register(klass, name=key)
+                continue
             if not isinstance(klass, type):
                 raise TypeError(f"{variable} is not a class in this kernel")
             owner, pandas_class = serialize.find(target), target.removeprefix("pandas:")

@@ -1315,6 +1315,14 @@ PATTERNS = [
         "mf_ax[0].figure is mf_fig and mf_fig.axes[0] is mf_ax[0] and mf_ax[0].get_title() == 't'"
         " and list(mf_ax[0].lines[0].get_ydata()) == [4, 5, 6]",
     ),
+    _p(
+        "colormap_registered",
+        "matplotlib",
+        "import matplotlib\nimport matplotlib.colors as mcolors\n"
+        "cmr_ramp = mcolors.LinearSegmentedColormap.from_list('cmr_ramp', ['red', 'blue'])\n"
+        "matplotlib.colormaps.register(cmr_ramp)",
+        "matplotlib.colormaps['cmr_ramp'] == cmr_ramp and matplotlib.colormaps['cmr_ramp'](0.0)[:3] == (1.0, 0.0, 0.0)",
+    ),
     # -- torch -----------------------------------------------------------------------------------------
     _p(
         "torch_training",

@@ -493,3 +493,26 @@ def test_what_replay_rebuilds_is_an_instance_of_the_restored_class_its_cell_defi
     assert run_recipe(plan(["box"], history), namespace, exec_cell) == {"box": "replayed"}
     assert (namespace["Box"], namespace["Slim"]) == restored and type(namespace["box"]) is restored[0]
     assert type(namespace["box"].inner[0]) is restored[1] and list(namespace["box"].inner[0].rows) == [0, 1]
+
+
+def test_a_colormap_the_notebook_registered_with_matplotlib_is_registered_again(store: Store) -> None:
+    """``matplotlib.colormaps.register(cmap)`` then ``imshow(x, cmap="ramp")``: a fresh kernel's matplotlib has only its
+    own colormaps, and ``cmap="ramp"`` raised ValueError after a restore."""
+    import matplotlib
+
+    module = types.ModuleType("__main__")
+    exec(
+        "import matplotlib, matplotlib.colors as mcolors\n"
+        "ramp = mcolors.LinearSegmentedColormap.from_list('test_ramp', ['red', 'blue'])\n"
+        "matplotlib.colormaps.register(ramp)\n",
+        module.__dict__,
+    )
+    try:
+        Checkpointer(store, "colormap.ipynb", module).save()
+        matplotlib.colormaps.unregister("test_ramp")  # as a new kernel's matplotlib has it
+        fresh = types.ModuleType("__main__")
+        assert Checkpointer(store, "colormap.ipynb", fresh).restore("latest").not_restored == {}
+        assert matplotlib.colormaps["test_ramp"] == fresh.__dict__["ramp"]
+    finally:
+        if "test_ramp" in matplotlib.colormaps:
+            matplotlib.colormaps.unregister("test_ramp")
