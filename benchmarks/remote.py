@@ -133,10 +133,9 @@ def measure_tier(
         return seconds, restored
 
     keys = [path for path in fs.find(replica.remote.root + "/blobs")]
-    restores, started, floors, fresh_floors, gets, loads, pulls = [], [], [], [], [], [], []
+    restores, floors, fresh_floors, gets, loads, pulls = [], [], [], [], [], []
     cpu: dict[str, list[float]] = {"restore": [], "restore, server": [], "download": [], "download, server": []}
-    for n in range(rounds):  # alternated: the restores, then their floors, then the pickle file
-        started.append(restore(f"s{n}", started=True)[0])
+    for n in range(rounds):  # alternated: the restore, then its floors, then the pickle file
         before = cpu_seconds(server)
         seconds, restored = restore(f"b{n}", started=False)
         after = cpu_seconds(server)
@@ -156,6 +155,9 @@ def measure_tier(
         gets.append(get_s)
         loads.append(timed(lambda data=data: pickle.loads(data))[0])
         assert np.array_equal(restored.arrays[0], module.arrays[0])
+    # Apart, after: a kernel's threads (a writer's memory watcher) linger after its restore and slowed the
+    # next round's restore by 0.15-0.2 s where these ran inside the rounds.
+    started = [restore(f"s{n}", started=True)[0] for n in range(rounds)]
     restore_s, floor_s = statistics.median(restores), statistics.median(floors)
     pickle_get_s, unpickle_s = statistics.median(gets), statistics.median(loads)
     # The least any restore takes: the pull, the download of the objects, and unpickling the same objects.
@@ -179,7 +181,9 @@ def measure_tier(
         "restore_vs_pickle_get": restore_s / pickle_get_s,
         "download_objects_s": floor_s,
         "restore_vs_download_objects": restore_s / floor_s,
+        "restore_rounds_s": restores,
         "restore_started_s": statistics.median(started),
+        "restore_started_rounds_s": started,
         "restore_started_vs_download_objects": statistics.median(started) / floor_s,
         "download_objects_new_client_s": statistics.median(fresh_floors),
         "restore_vs_download_objects_new_client": restore_s / statistics.median(fresh_floors),
