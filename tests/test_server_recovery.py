@@ -236,10 +236,9 @@ async def test_the_crash_notification_can_tell_how_far_the_restore_is(notebook: 
     assert await nb.value("(big.shape, slow)") == ((2_000_000,), "rebuilt")
 
 
-async def test_a_state_that_kills_the_kernel_as_it_is_restored_is_said_and_not_restored_again(notebook: Any) -> None:
-    """A crash loop inside the restore itself: loading the newest good state kills the new kernel (as a C
-    extension that segfaults as it loads does). The user is told that state killed it, not "nothing was done. Try
-    again"; the one before it comes back."""
+async def _killed_by_its_newest_state(notebook: Any) -> tuple[Any, Any, Any, Any, Any]:
+    """A notebook whose newest good state kills the kernel as it is loaded (as a C extension that segfaults as it
+    loads does), killed: the notebook, its two checkpoints, and the crash recovery's first two events."""
     nb = await notebook("loop.ipynb")
     await nb.ok("x = 1")
     await nb.ok(
@@ -249,6 +248,14 @@ async def test_a_state_that_kills_the_kernel_as_it_is_restored_is_said_and_not_r
     nb.kill()
     _, failed = await nb.next_crash_event(0, timeout=60)
     _, restored = await nb.next_crash_event(1, timeout=60)
+    return nb, good, bombed, failed, restored
+
+
+async def test_a_state_that_kills_the_kernel_as_it_is_restored_is_said_and_not_restored_again(notebook: Any) -> None:
+    """A crash loop inside the restore itself: loading the newest good state kills the new kernel (as a C
+    extension that segfaults as it loads does). The user is told that state killed it, not "nothing was done. Try
+    again"; the one before it comes back."""
+    nb, good, bombed, failed, restored = await _killed_by_its_newest_state(notebook)
     assert (failed["type"], failed["checkpoint"], failed["tried"]) == (
         "crash-restore-failed",
         bombed["id"],
@@ -511,15 +518,7 @@ async def test_a_kernel_that_loads_the_extension_itself_is_restored_by_the_crash
     (profile / "ipython_config.json").write_text('{"InteractiveShellApp": {"extensions": ["jupyter_ckpt"]}}\n')
     with (profile / "ipython_kernel_config.py").open("a") as config:
         config.write("c.Checkpoints.restore_on_start = True\n")
-    nb = await notebook("loop.ipynb")
-    await nb.ok("x = 1")
-    await nb.ok(
-        "class Bomb:\n    def __reduce__(self):\n        import os\n        return (os._exit, (1,))\nbomb = Bomb()"
-    )
-    good, bombed = await nb.wait_for_checkpoints(2)
-    nb.kill()
-    _, failed = await nb.next_crash_event(0, timeout=60)
-    _, restored = await nb.next_crash_event(1, timeout=60)
+    nb, good, bombed, failed, restored = await _killed_by_its_newest_state(notebook)
     assert (failed["type"], failed["checkpoint"]) == ("crash-restore-failed", bombed["id"])
     assert (restored["type"], restored["checkpoint"]) == ("crash-restore", good["id"])
     assert await nb.value("(x, 'bomb' in dir())") == (1, False)

@@ -26,10 +26,12 @@ from jupyter_ckpt.store import Store, load_secret
 HINT = "from earlier kernels; the last good one is #1 after cell [1]"
 
 
-def vs_code(kernels: Any, notebook: Path, **env: str) -> Kernel:
-    """A kernel started as VS Code starts one: no JPY_SESSION_NAME, and the notebook's path assigned in the
-    namespace by a silent execute right after start-up."""
-    k: Kernel = kernels(None, **env)
+def vs_code(kernels: Any, notebook: Path, server: bool = False, **env: str) -> Kernel:
+    """A kernel started as VS Code starts one: no JPY_SESSION_NAME (connected to a Jupyter ``server``, one naming
+    a backing file of VS Code's own, new every time: vscode-jupyter's ``generateBackingIPyNbFileName``), and the
+    notebook's path assigned in the namespace by a silent execute right after start-up."""
+    backing = notebook.parent / f"{notebook.stem}-jvsc-{uuid.uuid4()}{uuid.uuid4()}.ipynb"
+    k: Kernel = kernels(str(backing) if server else None, **env)
     k.kc.execute(f"__vsc_ipynb_file__ = {str(notebook)!r}", silent=True)
     return k
 
@@ -58,10 +60,15 @@ def test_untitled_vs_code_notebooks_get_sessions_of_their_own(kernels: Any, jupy
     assert len(store.sessions()) == 2
 
 
-def test_a_vs_code_notebook_resumes_in_the_next_kernel(kernels: Any, jupyter_dirs: Path, store: Store) -> None:
+@pytest.mark.parametrize("server", [False, True], ids=["alone", "on a jupyter server"])
+def test_a_vs_code_notebook_resumes_in_the_next_kernel(
+    kernels: Any, jupyter_dirs: Path, store: Store, server: bool
+) -> None:
+    """Also where VS Code is connected to a Jupyter server, whose session names a backing file new for every
+    kernel: taken as the notebook, it gave every kernel a session of its own, and nothing ever resumed."""
     assert cli("enable").returncode == 0  # VS Code starts the kernel: the profile loads the extension
     notebook = jupyter_dirs / "project" / "model.ipynb"
-    first = vs_code(kernels, notebook)
+    first = vs_code(kernels, notebook, server)
     first.ok("model = {'weights': [1, 2, 3]}")
     first.ok("%checkpoint wait")
     assert (
@@ -70,42 +77,12 @@ def test_a_vs_code_notebook_resumes_in_the_next_kernel(kernels: Any, jupyter_dir
     )
     first.close()
 
-    second = vs_code(kernels, notebook)
+    second = vs_code(kernels, notebook, server)
     hint = second.run("fresh = True").stderr
     assert HINT in hint and hint.endswith("Get it back with: %checkpoint restore previous\n")
     assert second.ok("%checkpoint restore previous").startswith("restored kernel checkpoint #1 (id ")
     assert second.value("(model, 'fresh' in dir())") == ({"weights": [1, 2, 3]}, False)
     assert [s["key"] for s in store.sessions()] == [os.path.realpath(notebook)]  # not one session per kernel
-
-
-def test_a_vs_code_notebook_on_a_jupyter_server_resumes_in_the_next_kernel(
-    kernels: Any, jupyter_dirs: Path, store: Store
-) -> None:
-    """VS Code connected to a server names each kernel's session after a file of its own (``model-jvsc-<uuids>
-    .ipynb``, vscode-jupyter's ``generateBackingIPyNbFileName``), new every time: taken as the notebook, it gave
-    every kernel a session of its own, and nothing ever resumed."""
-    assert cli("enable").returncode == 0
-    notebook = jupyter_dirs / "project" / "model.ipynb"
-
-    def kernel() -> Kernel:
-        backing = jupyter_dirs / f"model-jvsc-{uuid.uuid4()}{uuid.uuid4()}.ipynb"
-        k: Kernel = kernels(str(backing))
-        k.kc.execute(f"__vsc_ipynb_file__ = {str(notebook)!r}", silent=True)
-        return k
-
-    first = kernel()
-    first.ok("model = {'weights': [1, 2, 3]}")
-    first.ok("%checkpoint wait")
-    assert (
-        first.ok("%checkpoint session")
-        == f"session: {os.path.realpath(notebook)} (__vsc_ipynb_file__, set by VS Code)\n"
-    )
-    first.close()
-    second = kernel()
-    assert HINT in second.run("fresh = True").stderr
-    assert second.ok("%checkpoint restore previous").startswith("restored kernel checkpoint #1 (id ")
-    assert second.value("model") == {"weights": [1, 2, 3]}
-    assert [s["key"] for s in store.sessions()] == [os.path.realpath(notebook)]
 
 
 def test_a_console_is_given_no_other_console_s_state(kernels: Any, jupyter_dirs: Path, store: Store) -> None:
