@@ -155,8 +155,8 @@ def measure_tier(
         gets.append(get_s)
         loads.append(timed(lambda data=data: pickle.loads(data))[0])
         assert np.array_equal(restored.arrays[0], module.arrays[0])
-    # Apart, after: a kernel's threads (a writer's memory watcher) linger after its restore and slowed the
-    # next round's restore by 0.15-0.2 s where these ran inside the rounds.
+    # Apart, after: run inside the rounds, each slowed the next round's restore by 0.15-0.2 s (work its kernel
+    # leaves running after the restore; which, not identified).
     started = [restore(f"s{n}", started=True)[0] for n in range(rounds)]
     restore_s, floor_s = statistics.median(restores), statistics.median(floors)
     pickle_get_s, unpickle_s = statistics.median(gets), statistics.median(loads)
