@@ -682,6 +682,12 @@ class Checkpointer:
 
     # -- going back -----------------------------------------------------------
 
+    def start_with(self, name: str, value: str) -> None:
+        """Set environment variable ``name`` as if the kernel had started with it: not a change the cells made, so
+        no checkpoint records it and a restore leaves it as it is."""
+        os.environ[name] = value
+        self._start.environment.variables[name] = value
+
     def resolve(self, ref: str | int) -> CheckpointRecord:
         """The checkpoint a REF names (``Timeline.resolve``: ``-N`` from this kernel's head, ``previous`` among
         the checkpoints other kernels left), once every requested checkpoint is on the timeline."""

@@ -217,10 +217,9 @@ class CellHooks:
             if self.ckpt.session == key.key:
                 self.session = key
                 if key.source == SERVER:  # the server renamed the notebook: the kernel is as if started on the new path
-                    os.environ["JPY_SESSION_NAME"] = key.key
                     # Not a change the cells made: no checkpoint shows it, and a restore to a state from before the
                     # rename keeps it (with the old path back, the next cell would go back to the old session).
-                    self.ckpt._start.environment.variables["JPY_SESSION_NAME"] = key.key
+                    self.ckpt.start_with("JPY_SESSION_NAME", key.key)
 
     def arrive(self, *, resume: bool = True) -> None:
         """The kernel is in its notebook's session: restore the last good state the notebook's earlier kernels
