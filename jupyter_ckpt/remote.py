@@ -319,16 +319,17 @@ class Replica:
 
     def _read_records(
         self, listed: Iterable[str], wanted: Callable[[str], bool]
-    ) -> tuple[list[dict[str, Any]], list[str]]:
+    ) -> tuple[list[dict[str, Any]], list[str], dict[str, dict[str, str]]]:
         """The records among ``listed`` (a listing of ``sessions/``) whose uid is ``wanted``, checked: from packs
         where one holds them, else one request each (those are then packed for the next machine). Returns them,
-        and why each one refused for its signature was."""
+        why each one refused for its signature was, and the packs it read (path: ``_entries``)."""
         paths = list(listed)
         records = {_uid(p): p for p in paths if not _is_pack(p) and wanted(_uid(p))}
         packs = [p for p in paths if _is_pack(p) and any(_holds(p, uid) for uid in records)]
+        read = {pack: _entries(data) for pack, data in self.remote.get_records(packs).items()}
         found: dict[str, dict[str, Any]] = {}
-        for data in self.remote.get_records(packs).values():
-            for uid, text in _entries(data).items():
+        for entries in read.values():
+            for uid, text in entries.items():
                 if uid in records and uid not in found:
                     with contextlib.suppress(IntegrityError):  # a bad copy: the object itself is read instead
                         found[uid] = self._verified(records[uid], text.encode())
@@ -341,7 +342,7 @@ class Replica:
                 refused.append(str(e))
                 del alone[path]
         self._pack(alone)
-        return list(found.values()), refused
+        return list(found.values()), refused, read
 
     def _pack(self, signed: dict[str, bytes]) -> list[str]:
         """Write the records given (path: signed bytes) as packs of ``PACK``, each of one session's records in uid
@@ -376,7 +377,7 @@ class Replica:
         with self._busy:
             known = self.catalog.known_uids()
             listed = self.remote.listing(self.remote.records_of(session))
-            records, refused = self._read_records(listed, lambda uid: uid not in known)
+            records, refused, _ = self._read_records(listed, lambda uid: uid not in known)
             imported = [self.catalog.import_record(r) for r in _parents_first(records)]
             if refused:
                 raise IntegrityError(refused[0] + (f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""))
@@ -479,12 +480,14 @@ class Replica:
         """
         with self._busy:
             listed = self.remote.listing("sessions")
-            records, _ = self._read_records(listed, lambda uid: True)
+            records, _, read = self._read_records(listed, lambda uid: True)
             named = {key for record in records for key, _, _ in record["blobs"]}
             live = {_uid(p) for p in listed if not _is_pack(p)}
-            packs = self.remote.get_records([p for p in listed if _is_pack(p)])
-            for pack, data in packs.items():  # one holding a deleted record goes, and the copy with it
-                if not set(_entries(data)) <= live:
+            # The packs the records were read from, as read; then those whose range holds no listed record.
+            unread = self.remote.get_records([p for p in listed if _is_pack(p) and p not in read])
+            packs = {**read, **{pack: _entries(data) for pack, data in unread.items()}}
+            for pack, held in packs.items():  # one holding a deleted record goes, and the copy with it
+                if not set(held) <= live:
                     self.remote.delete(pack)
             count = freed = 0
             now = time.time()
