@@ -250,7 +250,7 @@ class Checkpointer:
             if not self.policy.auto:
                 return None
             if self.policy.budgeted:
-                if self.schedule.cell_finished(count, duration):  # the newest checkpoint is max_lag behind
+                if self.schedule.cell_finished(count, duration):  # another such cell would pass max_lag
                     return self.save(trigger="cell", status=status, cell=count)
                 self._owed = ("cell", status, count)
                 return None

@@ -17,8 +17,11 @@ policy spends them where nobody waits:
   ``max_pause``; otherwise the boundary is skipped and the reason counted. A
   run of short cells therefore pays for no fork until enough execution has
   accumulated to cover one;
-- whatever the budget, the newest checkpoint is never more than ``max_lag``
-  seconds of execution behind: a cell boundary past that checkpoints at once.
+- whatever the budget, checkpoints are never more than ``max_lag`` seconds of
+  execution apart: a boundary checkpoints at once if another cell as long as the
+  one that just ended would take the newest checkpoint past ``max_lag`` (a cell
+  longer than ``max_lag`` is one boundary to the next: a checkpoint is never
+  taken inside a cell, except by ``here()``).
 
 ``every`` forces a checkpoint after every Nth cell, whatever it costs, and
 ``interval`` once that many seconds have passed (at a cell boundary, or by itself
@@ -66,17 +69,19 @@ class Scheduler:
         self.lag += duration
 
     def cell_finished(self, count: int | None, duration: float) -> bool:
-        """A cell ended: whether to checkpoint at this boundary because the newest checkpoint is ``max_lag`` behind.
+        """A cell ended: whether to checkpoint at this boundary, whatever the budget, to keep within ``max_lag``.
 
-        Otherwise the cell is owed a checkpoint, taken when the kernel goes idle
-        or as the next cell starts.
+        The next cell's length is not known: it is taken to be this one's, so
+        under a Run All of cells shorter than ``max_lag`` no two checkpoints are
+        more than ``max_lag`` of execution apart. Otherwise the cell is owed a
+        checkpoint, taken when the kernel goes idle or as the next cell starts.
         """
         self.ran(duration)
         self._ended_at = self.clock()
         if self.owed is not None:  # a boundary that no cell start saw (a silent request ran between)
             self.skipped[self._why_not() or OVER_BUDGET] += 1
         self.owed = -1 if count is None else count
-        return self.lag >= self.max_lag
+        return self.lag >= self.max_lag or self.lag + duration > self.max_lag
 
     def idle_due(self) -> bool:
         """Whether the kernel has been idle long enough after an owed cell to checkpoint it now."""

@@ -823,12 +823,13 @@ def test_the_default_policy_checkpoints_idle_cells_and_bounds_the_lag_of_back_to
         return sorted({int(m["variables"][name]["repr"]) for m in manifests if name in m["variables"]})
 
     assert saved("step") == [0, 1, 2]  # every cell followed by idle got its own checkpoint
-    # Back to back and over budget, a boundary is checkpointed only once the newest checkpoint is max_lag
-    # (1 s) of execution behind, and the last one when the kernel settles.
-    # Each batch cell runs at least 0.3 s, so at most four of them pass between two checkpoints.
+    # Back to back and over budget, a boundary is checkpointed only where another cell as long as the last
+    # would take the newest checkpoint past max_lag (1 s) of execution, and the last one when the kernel
+    # settles. Each batch cell runs at least 0.3 s, so at most three of them pass between two checkpoints
+    # (four would be 1.2 s apart).
     batch = saved("batch")
     steps = [b - a for a, b in zip([-1, *batch[:-1]], batch, strict=True)]
-    assert batch[-1] == 6 and 2 <= len(batch) <= 3 and max(steps) <= 4
+    assert batch[-1] == 6 and len(batch) >= 3 and max(steps) <= 3, batch
     assert "policy: after every cell, within the overhead budget" in status
     # And the loading cell, which left ``time``: the first ``step`` cell came back to back, over the budget.
     assert f"cells not checkpointed: {8 - len(batch)} (back to back, over the overhead budget)" in status

@@ -82,7 +82,7 @@ def test_a_slow_fork_is_never_paid_between_back_to_back_cells() -> None:
     assert s.cell_starting() is False and s.skipped == {SLOW_FORK: 1}
 
 
-def test_the_newest_checkpoint_is_never_more_than_max_lag_behind() -> None:
+def test_checkpoints_are_never_more_than_max_lag_of_execution_apart() -> None:
     s, _ = scheduler(max_lag=60.0, max_pause=0.0)  # back-to-back checkpoints never allowed
     at_boundary = []
     for count in range(1, 31):
@@ -91,8 +91,32 @@ def test_the_newest_checkpoint_is_never_more_than_max_lag_behind() -> None:
             s.taken(fork_seconds=0.05)
         else:
             s.cell_starting()
-        assert s.lag < 60.0
-    assert at_boundary == [9, 18, 27]  # every 63 s of execution
+        assert s.lag <= 60.0
+    # Not at 63 s, past max_lag: at 56 s, when another 7 s cell would pass it.
+    assert at_boundary == [8, 16, 24]
+
+
+@pytest.mark.parametrize(
+    ("durations", "at_boundary"),
+    [
+        ([20.0, 30.0, 5.0, 5.0], [2]),  # 50 s behind, and another 30 s cell would make 80
+        ([45.0, 10.0, 2.0, 2.0], [1]),  # 45 + 45 > 60
+        ([70.0, 70.0, 1.0], [1, 2]),  # a cell longer than max_lag: one boundary to the next
+        ([10.0, 10.0, 10.0], []),  # 30 s behind, 40 s after another such cell
+    ],
+)
+def test_the_boundary_checkpointed_is_the_last_before_a_cell_like_the_last_would_pass_max_lag(
+    durations: list[float], at_boundary: list[int]
+) -> None:
+    s, _ = scheduler(max_lag=60.0, max_pause=0.0)
+    taken = []
+    for count, duration in enumerate(durations, start=1):
+        if s.cell_finished(count, duration):
+            taken.append(count)
+            s.taken(fork_seconds=0.05)
+        else:
+            s.cell_starting()
+    assert taken == at_boundary
 
 
 def test_the_report_says_how_far_behind_and_why() -> None:
