@@ -142,6 +142,21 @@ def test_sidebar_follows_the_notebook_and_restores(page: Page, lab: Lab) -> None
     assert "(5000, 4)" in run(page, "print(orders.shape)")
     save_for_docs("sidebar.png", "sidebar.png")
 
+    # Tag a checkpoint and delete another from the sidebar: the kernel's own timeline agrees.
+    row(sidebar, 2).click()
+    details.locator(".jp-ckpt-tag-button").click()
+    page.locator(".jp-Dialog input").fill("imports done")
+    page.locator(".jp-Dialog button.jp-mod-accept").click()
+    expect(sidebar.locator(".jp-ckpt-status-line")).to_contain_text("kernel checkpoint #2 tagged imports done")
+    expect(row(sidebar, 2).locator(".jp-ckpt-tag")).to_have_text("imports done")
+    row(sidebar, 1).click()
+    details.locator(".jp-ckpt-delete").click()
+    page.locator(".jp-Dialog button.jp-mod-warn").click()
+    expect(sidebar.locator(".jp-ckpt-status-line")).to_contain_text("kernel checkpoint #1 deleted")
+    expect(sidebar.locator(".jp-ckpt-row .jp-ckpt-cell", has_text="[1]")).to_have_count(0)
+    listing = run(page, "%checkpoint list")
+    assert "imports done" in listing and not re.search(r"^\s*#\d+\s+\d+\s+\S+\s+1\s", listing, re.M), listing
+
 
 def test_a_killed_kernel_comes_back_with_its_variables(page: Page, lab: Lab) -> None:
     open_notebook(page, lab, "crash_and_recover.ipynb")
