@@ -9,6 +9,7 @@ session key.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import json
 import math
@@ -189,7 +190,11 @@ class Checkpointer:
         self._short_of_memory = Notice(self._notify)  # a write in the kernel would not fit (``_inline_fits``)
         self._lock = threading.RLock()
         self._sync = SyncWriter()
-        self._fork = ForkWriter(store.blobs.tmp, _encode, _decode) if background else None
+        self._fork = (
+            ForkWriter(store.blobs.tmp, functools.partial(_encode, store), functools.partial(_decode, store))
+            if background
+            else None
+        )
         # The pages of the large buffers written since the newest checkpoint's writer started: what an undo
         # need not hash.
         self._watch = WriteWatch()
@@ -589,9 +594,12 @@ class Checkpointer:
             if writer_alive(path.name):
                 continue
             try:
-                manifest, blobs, _ = _decode(json.loads(path.read_text())["ok"])
+                manifest, blobs, _ = _decode(self.store, json.loads(path.read_text())["ok"])
                 if manifest["session"] == self.session:
                     found.append((float(manifest["time"]), manifest, blobs, path))
+            except IntegrityError as e:  # planted by someone who can write the store, not by a writer
+                self._notify(f"jupyter-ckpt: {path} was removed: {e}")
+                path.unlink(missing_ok=True)
             except (OSError, ValueError, KeyError, TypeError):
                 path.unlink(missing_ok=True)  # a failed or half-written result: nothing to adopt
         adopted = []
@@ -1114,11 +1122,14 @@ def variable_names(only: Iterable[str] | str | None) -> list[str] | None:
     return names
 
 
-def _encode(outcome: Written) -> list[Any]:
+def _encode(store: Store, outcome: Written) -> list[str]:
+    """A writer's result, signed: the kernel commits it from a file in the store (``_decode``)."""
     manifest, blobs, hashed = outcome
-    return [manifest, [[b.key, b.size, b.stored, b.new] for b in blobs.values()], hashed]
+    return store.seal([manifest, [[b.key, b.size, b.stored, b.new] for b in blobs.values()], hashed])
 
 
-def _decode(data: list[Any]) -> Written:
-    manifest, blobs, *hashed = data  # a result left by an older version has no buffers hashed
-    return manifest, {b[0]: BlobInfo(*b) for b in blobs}, [(a, s, k) for a, s, k in (hashed[0] if hashed else [])]
+def _decode(store: Store, sealed: Any) -> Written:
+    """A writer's result, if it verifies: IntegrityError for one planted in the store, whose manifest it would sign
+    (a module to import, a directory on ``sys.path``)."""
+    manifest, blobs, hashed = store.unseal(sealed, "a checkpoint writer's result")
+    return manifest, {b[0]: BlobInfo(*b) for b in blobs}, [(a, s, k) for a, s, k in hashed]

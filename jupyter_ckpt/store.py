@@ -707,6 +707,23 @@ class Store:
     def sign(self, text: str) -> str:
         return hmac.new(self._secret, text.encode(), hashlib.sha256).hexdigest()
 
+    def seal(self, value: Any) -> list[str]:
+        """``value`` as JSON text with its signature: what a checkpoint writer leaves in ``blobs/tmp`` for its
+        kernel to commit (``unseal``), where anyone who can write the store could put a file."""
+        text = json.dumps(value)
+        return [text, self.sign(text)]
+
+    def unseal(self, sealed: Any, what: str) -> Any:
+        """The value ``seal`` made; IntegrityError naming ``what`` if this store's secret did not sign it."""
+        if not (
+            isinstance(sealed, list)
+            and len(sealed) == 2
+            and all(isinstance(part, str) for part in sealed)
+            and hmac.compare_digest(self.sign(sealed[0]), sealed[1])
+        ):
+            raise IntegrityError(f"{what} fails its signature check: no writer of this store left it; not committed")
+        return json.loads(sealed[0])
+
     def manifest_text(self, text: str, mac: str, name: int | str) -> Manifest:
         """A manifest read from its signed text; raises IntegrityError naming checkpoint ``name`` if it fails."""
         if not isinstance(mac, str) or not hmac.compare_digest(self.sign(text), mac):

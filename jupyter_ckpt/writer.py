@@ -594,5 +594,10 @@ class ForkWriter:
             child.result.unlink(missing_ok=True)
         if "error" in payload:
             child.done(None, WriterFailed(payload["error"]))
-        else:
-            child.done(self._decode(payload["ok"]), None)
+            return
+        try:
+            outcome = self._decode(payload["ok"])
+        except Exception as e:  # not what the child wrote: a file put in its place (``decode`` checks a signature)
+            child.done(None, e)
+            return
+        child.done(outcome, None)

@@ -261,3 +261,37 @@ def test_a_missing_secret_beside_a_store_that_holds_checkpoints_is_not_made_agai
     aside.rename(secret)
     enabled.ok("%load_ext jupyter_ckpt\n%checkpoint restore kept")  # tried again, once the secret is back
     assert enabled.value("x") == 1
+
+
+def test_a_writer_result_planted_in_the_store_is_never_committed(kernels: Any, jupyter_dirs: Path) -> None:
+    """A kernel commits the results its checkpoint writers leave in ``blobs/tmp`` (also those of a kernel that was
+    killed). One planted there without the secret, naming the notebook's session, was committed and signed as the
+    notebook's newest checkpoint; its manifest put a directory of the attacker's on ``sys.path`` and a module of it
+    among the imports, which the restore then imported."""
+    marker = jupyter_dirs / "ran"
+    k = kernels("victim.ipynb")
+    k.ok("%load_ext jupyter_ckpt\nx = 1\n%checkpoint save\n%checkpoint wait")
+    k.close()
+    root = Path(os.environ["JUPYTER_CKPT_DIR"])
+    lib = jupyter_dirs / "lib"
+    lib.mkdir()
+    (lib / "planted_module.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    with _catalog(root) as db:
+        (text,) = db.execute("SELECT manifest FROM checkpoints ORDER BY id DESC LIMIT 1").fetchone()
+        blobs = [[key, 0, 0, False] for (key,) in db.execute("SELECT blob FROM refs")]
+    manifest = json.loads(text)
+    manifest["modules"]["planted"] = "planted_module"
+    manifest["paths"] = {"sys_path_front": [str(lib)], "sys_path_end": []}
+    planted = root / "blobs" / "tmp" / "result.999999999.1.json"  # a writer whose kernel is gone
+    planted.write_text(json.dumps({"ok": [manifest, blobs, []]}))
+
+    fresh = kernels("victim.ipynb")
+    loaded = fresh.run("%load_ext jupyter_ckpt")
+    store = Store(root, load_secret(jupyter_dirs / "data" / "ckpt" / "secret"))
+    made = store.checkpoints(manifest["session"])
+    assert not any("planted" in store.manifest(r.id)["modules"] for r in made) and not planted.exists()
+    fresh.ok("%checkpoint restore latest")
+    assert not marker.exists()
+    assert loaded.error is None and "fails its signature check" in loaded.stderr, loaded
+    assert fresh.value("x") == 1
+    assert cli("verify").returncode == 0
