@@ -95,12 +95,18 @@ class WriteLimit:
 
     room: int | None = None  # None: no budget
     keep_free: int = 0
+    keep_files: int = 0  # files (inodes) always left free: each blob is a file
     full: str = "the checkpoint store is at its size budget"  # why a write past ``room`` is refused
 
 
 def nearly_full(root: Path, floor: int) -> str:
     """Why a write that would take the disk under ``root`` below its floor of free space is refused."""
     return f"the disk under {root} is nearly full: jupyter-ckpt always leaves {human_bytes(floor)} free there"
+
+
+def nearly_out_of_files(root: Path, floor: int) -> str:
+    """Why a blob file that would take the disk under ``root`` below its floor of free files (inodes) is refused."""
+    return f"the disk under {root} is nearly out of files (inodes): jupyter-ckpt always leaves {floor} free there"
 
 
 @dataclass(frozen=True)
@@ -400,7 +406,7 @@ class LocalBlobs:
         return {key: self.sizes(data) for key, data in held.items()}
 
     def _write_fetched(self, files: dict[str, bytes]) -> None:
-        self.keep_free(sum(len(data) for data in files.values()), "the checkpoint was not fetched")
+        self.keep_free(sum(len(data) for data in files.values()), "the checkpoint was not fetched", len(files))
         with self.batch("fetched") as batch:
             for key, data in files.items():
                 batch.write(key, [data])
@@ -498,17 +504,19 @@ class LocalBlobs:
                 raise StoreFullError(f"{self.limit.full}; the checkpoint was not written")
             if room is not None:
                 self.limit.room = room - nbytes
-        self.keep_free(nbytes, "the checkpoint was not written")
+        self.keep_free(nbytes, "the checkpoint was not written", 1)
 
-    def keep_free(self, nbytes: int, outcome: str) -> None:
-        """Refuse a write that would take the filesystem under the store below its floor of free space, saying
-        the ``outcome`` (what was not done)."""
-        if not self.limit.keep_free:
+    def keep_free(self, nbytes: int, outcome: str, files: int = 0) -> None:
+        """Refuse a write of ``nbytes`` in ``files`` new files that would take the filesystem under the store below
+        its floor of free space or of free files, saying the ``outcome`` (what was not done)."""
+        if not (self.limit.keep_free or self.limit.keep_files):
             return
         st = os.statvfs(self.root)
         spare = min(_IN_FLIGHT, self.limit.keep_free)
         if st.f_bavail * st.f_frsize - nbytes - spare < self.limit.keep_free:
             raise StoreFullError(f"{nearly_full(self.root, self.limit.keep_free)}; {outcome}")
+        if files and st.f_files and st.f_favail - files < self.limit.keep_files:
+            raise StoreFullError(f"{nearly_out_of_files(self.root, self.limit.keep_files)}; {outcome}")
 
     def hold(self, since: float) -> None:
         """Tell every gc that this process has saves in progress, the oldest begun at ``since`` (seconds since

@@ -548,7 +548,8 @@ class Checkpointer:
             self._recover_head(committing=True)
             manifest = capture.link(result[0], self.head, self._head_manifest)
             cid = self.store.commit(self.session, manifest, result[1])
-            fits_again = self.retention.committed(sum(b.stored for b in result[1].values() if b.new))
+            new = [b for b in result[1].values() if b.new]
+            fits_again = self.retention.committed(sum(b.stored for b in new), len(new))
         except WriterStopped as e:  # killed to free memory: said once, and the state owed to the inline writer
             if raise_errors:
                 self._writer_stopped.current = str(e)  # said by the error raised

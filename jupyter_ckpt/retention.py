@@ -2,9 +2,12 @@
 
 The budget is the smaller of a share of the filesystem under the store and an
 absolute cap; the floor is the smaller of a share of that filesystem and an
-absolute amount (a small disk keeps a tenth free, a large one 2 GiB). Every
-blob write checks both (``blobs.WriteLimit``), so a save that does not fit fails
-cleanly instead of filling the disk.
+absolute amount (a small disk keeps a tenth free, a large one 2 GiB). A disk
+also runs out of files (inodes), and each blob is one: the same share of its
+files is kept free, at most as many as the floor would need at one file per
+16 KiB (ext4's default). Every blob write checks all three
+(``blobs.WriteLimit``), so a save that does not fit fails cleanly instead of
+filling the disk, and the user can still save a notebook beside the store.
 
 Past the budget, old checkpoints are thinned (``Timeline.thin``: recent ones
 dense, older ones sparse, tagged ones and what crash recovery needs never).
@@ -43,6 +46,14 @@ class Limits:
         """The free space a store never takes a filesystem of ``disk`` bytes below: the smaller of the two."""
         return min(int(self.min_free_share * disk), self.min_free)
 
+    def files_floor(self, files: int) -> int:
+        """The free files (inodes) a store never takes a filesystem that can hold ``files`` below (0: no limit)."""
+        return min(int(self.min_free_share * files), self.min_free // BYTES_PER_FILE)
+
+
+# ext4's default bytes per inode: the floor of free space, counted in files.
+BYTES_PER_FILE = 16 << 10
+
 
 @dataclass(frozen=True)
 class Usage:
@@ -53,6 +64,8 @@ class Usage:
     free: int
     floor: int
     why: str  # what sets the budget, in the user's words
+    files_free: int = 0  # files (inodes) the filesystem can still make, where it counts them
+    files_floor: int = 0  # the free files always left: 0 where the filesystem sets no limit (btrfs)
 
     @property
     def floor_binds(self) -> bool:
@@ -64,15 +77,31 @@ class Usage:
         """The most the store may hold now: its budget, or less where the disk is nearly full."""
         return max(0, min(self.budget, self.size + self.free - self.floor))
 
+    def files_short(self, files: int = 0) -> int:
+        """How many files the store must free so that ``files`` more leave the floor of free files."""
+        return max(0, self.files_floor + files - self.files_free) if self.files_floor else 0
+
     def describe(self) -> str:
-        """``1.2 GiB of a 5.0 GiB budget (…); 40.0 GiB free on the disk, at least 2.0 GiB always left``."""
-        return (
+        """``1.2 GiB of a 5.0 GiB budget (…); 40.0 GiB free on the disk, at least 2.0 GiB always left``, and the
+        files where they run short."""
+        described = (
             f"{human_bytes(self.size)} of a {human_bytes(self.budget)} budget ({self.why}); "
             f"{human_bytes(self.free)} free on its disk, at least {human_bytes(self.floor)} always left"
         )
+        if self.files_short(self.files_floor):  # within the floor again of it: worth saying
+            described += f"; {self.files_free} files (inodes) free there, at least {self.files_floor} always left"
+        return described
 
     def as_dict(self) -> dict[str, int | str]:
-        return {"size": self.size, "budget": self.budget, "free": self.free, "floor": self.floor, "why": self.why}
+        return {
+            "size": self.size,
+            "budget": self.budget,
+            "free": self.free,
+            "floor": self.floor,
+            "why": self.why,
+            "files_free": self.files_free,
+            "files_floor": self.files_floor,
+        }
 
 
 def usage(store: Store, limits: Limits, size: int | None = None) -> Usage:
@@ -85,7 +114,15 @@ def usage(store: Store, limits: Limits, size: int | None = None) -> Usage:
         budget, why = limits.max_store_size, "max_store_size"
     else:
         budget, why = share, f"max_store_share {limits.max_store_share:.0%} of its {human_bytes(disk)} filesystem"
-    return Usage(store.size() if size is None else size, budget, st.f_bavail * st.f_frsize, limits.floor(disk), why)
+    return Usage(
+        store.size() if size is None else size,
+        budget,
+        st.f_bavail * st.f_frsize,
+        limits.floor(disk),
+        why,
+        st.f_favail,
+        limits.files_floor(st.f_files),
+    )
 
 
 # Seconds between two readings of the store's size while the kernel is idle: other kernels write to it too.
@@ -118,6 +155,7 @@ class Retention:
         self._lock = threading.Lock()
         self._wanted = threading.Event()
         self._need = 0  # bytes the next checkpoint is expected to write
+        self._need_files = 0  # and files
         self._worker: threading.Thread | None = None
         self._retry: Callable[[], None] | None = None  # the failed save to take again once there is room
         self._dirty = False  # blobs nothing references may be left (a failed save; a pass beside a save)
@@ -136,17 +174,19 @@ class Retention:
             full = nearly_full(self.store.root, u.floor)
         else:
             full = f"the checkpoint store is at its size budget ({human_bytes(u.budget)}, {u.why})"
-        return WriteLimit(max(0, u.allowed - u.size - pending), u.floor, full)
+        return WriteLimit(max(0, u.allowed - u.size - pending), u.floor, u.files_floor, full)
 
-    def committed(self, new_bytes: int) -> bool:
-        """A checkpoint took ``new_bytes``: thin in the background unless another of its size still fits.
-        Returns whether the user was told since the last commit that a checkpoint could not fit."""
+    def committed(self, new_bytes: int, new_files: int = 0) -> bool:
+        """A checkpoint took ``new_bytes`` in ``new_files`` blob files: thin in the background unless another of
+        its size still fits. Returns whether the user was told since the last commit that a checkpoint could not
+        fit."""
         with self._lock:
             self._size += new_bytes
-            self._need = new_bytes
+            # Files, at most: each new blob's, its directory's (``ab/``) if it is the first there, the writer's result.
+            self._need, self._need_files = new_bytes, 2 * new_files + 1
             told, self._told = self._told, False
         u = self.usage()
-        if u.allowed - u.size < new_bytes:
+        if u.allowed - u.size < new_bytes or u.files_short(self._need_files):
             self._start()
         return told
 
@@ -156,7 +196,7 @@ class Retention:
         u = usage(self.store, self.limits)
         with self._lock:
             self._size, self._measured = u.size, time.monotonic()
-        if u.size > u.allowed:
+        if u.size > u.allowed or u.files_short():
             self._start()
 
     def failed(self, needed: int, retry: Callable[[], None] | None) -> None:
@@ -202,7 +242,7 @@ class Retention:
 
     def _pass(self) -> None:
         with self._lock:
-            need = self._need
+            need, need_files = self._need, self._need_files
             self._dirty = False
         # Saves in progress keep what was written since they began: collect it once they are done (``idle``).
         held = self.store.blobs.oldest_lease() is not None
@@ -210,12 +250,16 @@ class Retention:
         while True:  # the kernel may commit meanwhile: thin again until it fits, or nothing is left to thin
             now = usage(self.store, self.limits)
             target = max(0, now.allowed - need)
-            fits = now.size <= target
+            short = now.files_short(max(need_files, 1))  # a save refused for want of files needed one at least
+            fits = now.size <= target and not short
             if fits:
                 break
             sessions = [s["key"] for s in self.store.sessions()]
             # Thinning counts the blobs checkpoints reference; the catalog takes its share of the store too.
             blobs_target = max(0, target - self.store.catalog_size())
+            if short:  # as many bytes fewer as the files to free are of the blob files there are, and some
+                files, referenced = len(self.store.blobs.listing()), self.store.referenced_size()
+                blobs_target = min(blobs_target, referenced * max(0, files - short) // max(files, 1), referenced - 1)
             if not self.timeline.thin(sessions, target=blobs_target, protect=self._protect()).checkpoints:
                 break
         after = usage(self.store, self.limits)
@@ -228,6 +272,15 @@ class Retention:
                 self._too_big.clear()  # said again if it happens again
             if retry is not None:
                 retry()
+        elif retry is not None and after.files_short(need_files):  # files, not bytes, ran out
+            message = (
+                f"jupyter-ckpt: the newest checkpoint needs about {need_files} files, but the disk under the store "
+                f"has {after.files_free} files (inodes) free and jupyter-ckpt always leaves {after.files_floor}. "
+                "Everything it may thin is thinned (tagged checkpoints and each notebook's newest good states "
+                "stay). Delete files on that disk, or tagged checkpoints."
+            )
+            with self._lock:
+                self._told = self._too_big.tell(message, reason="too many files") or self._told
         elif retry is not None:  # a save did fail for want of room (not a guess after a commit that still fitted)
             if after.floor_binds:  # a larger budget would not help
                 advice = (
