@@ -86,6 +86,31 @@ def good_states(records: list[CheckpointRecord]) -> list[int]:
     return states
 
 
+def lineage(records: list[CheckpointRecord], head: int | None) -> list[CheckpointRecord]:
+    """The checkpoints of one kernel's line of work, oldest first: ``head`` (its newest known), what it came from,
+    and what followed it by cells (not by a restore: another kernel going back to this state, a crash restore);
+    all of ``records`` if ``head`` is not among them. Two kernels on one notebook each have their own."""
+    by_id = {r.id: r for r in records}
+    if head not in by_id:
+        return records
+    line: set[int] = set()
+    record: CheckpointRecord | None = by_id[head]
+    while record is not None and record.id not in line:
+        line.add(record.id)
+        record = by_id.get(record.parent) if record.parent is not None else None
+    children: dict[int | None, list[int]] = {}
+    for r in records:
+        if r.trigger not in ("restore", "crash-restore"):
+            children.setdefault(r.parent, []).append(r.id)
+    after = [head]
+    while after:
+        for child in children.get(after.pop(), []):
+            if child not in line:
+                line.add(child)
+                after.append(child)
+    return [r for r in records if r.id in line]
+
+
 def tree_rows(records: list[CheckpointRecord]) -> list[dict[str, Any]]:
     """The records in timeline order, each with its ``number`` in the session, ``depth`` (its branch's indent)
     and ``branch_from``: what the sidebar and the widget draw.
