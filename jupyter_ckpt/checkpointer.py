@@ -139,8 +139,10 @@ class Checkpointer:
         replica: Replica | None = None,
         progress: Callable[[str], Progress] = no_progress,
         limits: Limits | None = None,
+        on_head: Callable[[], None] = lambda: None,
     ) -> None:
         self.store = store
+        self._on_head = on_head  # told each time a checkpoint of this kernel's is its head
         store.on_revive = notify
         self.timeline = Timeline(store)
         self.retention = Retention(store, limits or Limits(), self._protected, notify)
@@ -644,6 +646,7 @@ class Checkpointer:
         self._head_manifest = manifest
         self._held = cap.ids
         self._mine.add(cid)
+        self._on_head()
         self._upload_soon()
         self._skipped = manifest["skipped"]
         fresh = [

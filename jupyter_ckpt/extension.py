@@ -35,7 +35,7 @@ from .format import previous_session_line
 from .notice import Notice
 from .progress import PROGRESS_MIME
 from .schedule import Scheduler
-from .session import OWN, SERVER, TYPED, SessionKey, session_key, session_name
+from .session import OWN, SERVER, TYPED, KernelRecord, SessionKey, keep_record, kept_record, session_key, session_name
 from .units import human_bytes
 
 # The shell attribute holding the extension's CellHooks, and through them its Checkpointer.
@@ -220,6 +220,24 @@ class CellHooks:
                     # Not a change the cells made: no checkpoint shows it, and a restore to a state from before the
                     # rename keeps it (with the old path back, the next cell would go back to the old session).
                     self.ckpt.start_with("JPY_SESSION_NAME", key.key)
+                self.remember()
+
+    def remember(self) -> None:
+        """Keep in the store where this kernel checkpoints and its newest checkpoint, for the kernel the server
+        starts in its place if it crashes (``back_after_crash``)."""
+        record = KernelRecord(self.ckpt.session, self.session.source, self.ckpt.head)
+        keep_record(self.ckpt.store.root, self._own, record)
+
+    def back_after_crash(self) -> int | None:
+        """This kernel replaces one that crashed (the server restarted it, under the same key): go back to the
+        session the user had named in it, which no frontend names again. The crashed kernel's newest checkpoint, if
+        it left one: its own work, whatever other kernels on the notebook did since."""
+        record = kept_record(self.ckpt.store.root, self._own)
+        if record is None:
+            return None
+        if record.source == TYPED and record.session != self.ckpt.session:
+            self.go_to(SessionKey(record.session, TYPED), take_along=False)
+        return record.head
 
     def arrive(self, *, resume: bool = True) -> None:
         """The kernel is in its notebook's session: restore the last good state the notebook's earlier kernels
@@ -410,6 +428,7 @@ def load(shell: InteractiveShell) -> None:
             replica=replica,
             progress=lambda what: ProgressLine(what, config.progress_after),
             limits=config.limits(),
+            on_head=lambda: cell_hooks.remember(),
         )
     cell_hooks = CellHooks(shell, ckpt, config, notices, session, own)
     setattr(shell, _ON_SHELL, cell_hooks)

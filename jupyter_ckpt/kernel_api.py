@@ -29,6 +29,14 @@ def _catch_up(cell_hooks: CellHooks) -> str:
     return cell_hooks.ckpt.session
 
 
+def _crashed(cell_hooks: CellHooks) -> dict[str, Any]:
+    """The kernel the server restarted after a crash, before anything is restored into it: its session (the one the
+    crashed kernel was in, if the user had named it) and how it was chosen, and the crashed kernel's newest
+    checkpoint (None if it left none)."""
+    head = cell_hooks.back_after_crash()
+    return {"session": cell_hooks.ckpt.session, "source": cell_hooks.session.source, "head": head}
+
+
 def _rename(cell_hooks: CellHooks, old: str, new: str) -> str:
     """The server renamed this kernel's notebook from ``old`` to ``new`` (both session keys): its checkpoints and
     the kernel go on under the new path, and the kernel no longer goes back to the old one at its next cell (its
@@ -63,6 +71,7 @@ def _offer(cell_hooks: CellHooks) -> dict[str, Any] | None:
 VERBS: dict[str, Callable[..., Any]] = {
     "session": _session,
     "catch_up": _catch_up,
+    "crashed": _crashed,
     "rename": _rename,
     "save": _save,
     "restore": _restore,

@@ -29,7 +29,8 @@ from .config import CRASH_RESTART
 from .errors import CheckpointError, UnknownSession
 from .kernelclient import KernelConnection, KernelDied
 from .service import CheckpointService
-from .timeline import good_states
+from .session import SERVER
+from .timeline import good_states, lineage
 
 KERNEL_ACTIONS = "https://events.jupyter.org/jupyter_server/kernel_actions/v1"
 CONTENTS = "https://events.jupyter.org/jupyter_server/contents_service/v1"
@@ -278,10 +279,11 @@ class CrashRecovery:
         self._sessions[kernel_id] = session
         self.log.info("jupyter-ckpt: kernel %s checkpoints session %s", kernel_id, session)
 
-    def _states(self, session: str) -> tuple[list[int], int | None]:
-        """The session's good states, newest first, and its newest cell (read in a worker thread)."""
+    def _states(self, session: str, head: int | None) -> tuple[list[int], int | None]:
+        """The good states of the crashed kernel's line of work in the session (``head``: its newest checkpoint),
+        newest first, and the session's newest cell (read in a worker thread)."""
         timeline = self.service.timeline
-        return good_states(timeline.checkpoints(session)), timeline.store.newest_cell(session)
+        return good_states(lineage(timeline.checkpoints(session), head)), timeline.store.newest_cell(session)
 
     def _follow_rename(self, kernel_id: str, old: str, new: str) -> None:
         """The notebook was renamed (or moved) while its kernel ran, and that kernel died: what it checkpointed
@@ -304,13 +306,14 @@ class CrashRecovery:
 
     async def _recover(self, kernel_id: str) -> None:
         async with self._connect(kernel_id, resume=False) as kernel:
-            session: str = await kernel.call("session")
+            crashed = await kernel.call("crashed")
+            session: str = crashed["session"]
             before = self._sessions.get(kernel_id, session)
-            if before != session:
+            if before != session and crashed["source"] == SERVER:  # the notebook was renamed
                 await self.service.in_thread(self._follow_rename, kernel_id, before, session)
             self._sessions[kernel_id] = session
             try:
-                states, newest_cell = await self.service.in_thread(self._states, session)
+                states, newest_cell = await self.service.in_thread(self._states, session, crashed["head"])
             except UnknownSession:
                 message = "the kernel died before its first checkpoint: there was nothing to restore"
                 self._publish("crash-restore-failed", session, kernel_id, None, [], message)

@@ -22,14 +22,24 @@ Paths are normalized (absolute, symbolic links resolved, no ``file://``), so tha
 a notebook opened from VS Code, from the terminal by path, or through another
 link to it is one session. A name without a ``/`` that does not end in
 ``.ipynb`` is a plain name, kept as it is. Nothing here imports IPython.
+
+Each kernel keeps a record in the store of where it checkpoints (``KernelRecord``: the session, how it was
+chosen, its newest checkpoint), under its own key, which a kernel the server restarts after a crash shares
+with the one that died (its connection file's name). That kernel goes back to a session the user had named,
+and the server restores the dead kernel's own newest good state, not another kernel's on the same notebook.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import os
 import re
+import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from .errors import BadArgument
@@ -47,6 +57,9 @@ TEXT_MAX = NAME_MAX
 # Control characters (C0, DEL, C1) and the Unicode line and paragraph separators: each breaks a table's line,
 # as str.splitlines() breaks at NEL (\x85) and U+2028.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+KERNELS = "kernels"  # the store's folder of kernel records
+# A kernel record this old is a kernel's long gone: no crash restart will ask for it.
+RECORD_DAYS = 30
 
 
 @dataclass(frozen=True)
@@ -163,3 +176,47 @@ def session_key(namespace: Mapping[str, object], name: str, own: str) -> Session
     if name:
         return SessionKey(session_name(name), OPTION)
     return SessionKey(own, OWN)
+
+
+@dataclass(frozen=True)
+class KernelRecord:
+    """Where a kernel checkpoints: its session's key, how that was chosen (``SessionKey.source``), and its
+    newest checkpoint (its head; None before its first)."""
+
+    session: str
+    source: str
+    head: int | None
+
+
+def _record_path(root: Path, kernel: str) -> Path:
+    return root / KERNELS / hashlib.sha256(kernel.encode()).hexdigest()[:32]
+
+
+def keep_record(root: Path, kernel: str, record: KernelRecord) -> None:
+    """Keep kernel ``kernel``'s record in the store at ``root`` (private, written whole). A store that will not
+    take it takes nothing: the record only sharpens a crash recovery. The first record of a kernel clears those
+    older than ``RECORD_DAYS``."""
+    path = _record_path(root, kernel)
+    with contextlib.suppress(OSError):
+        if not path.exists():
+            path.parent.mkdir(mode=0o700, exist_ok=True)
+            for old in path.parent.iterdir():
+                if time.time() - old.stat().st_mtime > RECORD_DAYS * 86400:
+                    old.unlink(missing_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}")
+        with open(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+            json.dump({"kernel": kernel, **asdict(record)}, f)
+        os.replace(partial, path)
+
+
+def kept_record(root: Path, kernel: str) -> KernelRecord | None:
+    """The record kernel ``kernel`` (or the one it replaces) left in the store at ``root``; None if there is none
+    or it cannot be read."""
+    try:
+        data = json.loads(_record_path(root, kernel).read_text())
+        record = KernelRecord(str(data["session"]), str(data["source"]), data["head"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if data.get("kernel") != kernel or not (record.head is None or isinstance(record.head, int)):
+        return None
+    return record

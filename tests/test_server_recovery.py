@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Kernel
 
 from jupyter_ckpt.kernelclient import KernelConnection
 
@@ -530,3 +531,50 @@ async def test_a_kernel_that_loads_the_extension_itself_is_restored_by_the_crash
     await nb.until_loaded()
     assert await nb.value("(y, 'x' in dir())") == (2, False)
     assert "restore" in [r["trigger"] for r in await nb.checkpoints()]  # not a crash-restore: the kernel's own
+
+
+async def test_a_session_named_in_the_kernel_is_the_one_its_crash_restores(notebook: Any, api: Any) -> None:
+    """``%checkpoint session experiment`` in a notebook's kernel, then a crash: the kernel the server restarted was
+    on the notebook's path again (JPY_SESSION_NAME), and got the state from before the session was named, with
+    what the cells did since in another session than the kernel's."""
+    nb = await notebook("lab.ipynb")
+    await nb.ok("x = 1")
+    await nb.wait_for_checkpoints(1)
+    await nb.ok("%checkpoint session experiment")
+    await nb.ok("x = 2\ny = 3")
+    experiment = type(nb)(api, nb.ws_fetch, nb.serverapp, "experiment")  # its timeline, as the sidebar reads it
+    (newest,) = await experiment.wait_for_checkpoints(1)
+
+    nb.kill()
+    _, event = await nb.next_crash_event(0)
+    assert (event["type"], event["session"], event["checkpoint"]) == ("crash-restore", "experiment", newest["id"])
+    assert await nb.value("(x, y)") == (2, 3)
+    assert (await nb.ok("%checkpoint session")) == "session: experiment (named with %checkpoint session)\n"
+    await nb.ok("z = 4")
+    assert [r["trigger"] for r in await experiment.wait_for_checkpoints(3)] == ["cell", "crash-restore", "cell"]
+    assert [r["trigger"] for r in await nb.checkpoints()] == ["cell"]  # the notebook's own, as it was
+
+
+async def test_a_crash_restores_the_kernel_s_own_state_not_another_kernel_s_on_the_same_notebook(
+    notebook: Any, jp_root_dir: Path
+) -> None:
+    """The same notebook open in JupyterLab and in VS Code (a kernel of its own, no server): one session, two
+    kernels. The Lab kernel crashed and was given the VS Code kernel's newer state, another kernel's work."""
+    lab = await notebook("shared.ipynb")
+    await lab.ok("who = 'lab'\nrows = [1, 2]")
+    (mine,) = await lab.wait_for_checkpoints(1)
+    code = Kernel(None)
+    try:
+        code.kc.execute(f"__vsc_ipynb_file__ = {str(jp_root_dir / 'shared.ipynb')!r}", silent=True)
+        code.ok("%load_ext jupyter_ckpt")
+        code.ok("who = 'vs code'")
+        code.ok("%checkpoint wait")
+        assert [r["id"] for r in await lab.checkpoints()][::2] == [mine["id"]]  # the VS Code one is newer
+
+        lab.kill()
+        _, event = await lab.next_crash_event(0)
+        assert (event["type"], event["checkpoint"]) == ("crash-restore", mine["id"])
+        assert await lab.value("(who, rows)") == ("lab", [1, 2])
+        assert code.value("who") == "vs code"
+    finally:
+        code.close()
