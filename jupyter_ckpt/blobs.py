@@ -38,6 +38,7 @@ import threading
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISDIR
 from types import TracebackType
 from typing import NoReturn, Protocol
 
@@ -46,7 +47,7 @@ import zstandard
 
 from .errors import BadArgument, IntegrityError, StoreFullError, StoreVersionError
 from .manifest import FORMAT_VERSION
-from .permissions import check_private
+from .permissions import check_own_directory, check_private
 from .units import human_bytes
 
 MAGIC = b"JCKPBLOB"
@@ -72,6 +73,7 @@ _KEY = re.compile(r"^[0-9a-f]{32}$")
 # with a few threads writing 4 MiB chunks. The floor is kept with this much to spare (at most the floor
 # again, on a small disk).
 _IN_FLIGHT = 32 << 20
+TMP = "checkpoint store's directory of blobs being written"
 # Files a batch holds open, written and not yet fsynced, before the writer that adds the next syncs them all.
 _BATCH_OPEN = 64
 
@@ -349,8 +351,10 @@ class LocalBlobs:
         if create:
             make_dir(self.root)
             make_dir(self.tmp)
+        check_own_directory(self.root, "checkpoint store's blob directory")
+        check_own_directory(self.tmp, TMP)
         check_private(self.root, "checkpoint store's blob directory")
-        check_private(self.tmp, "checkpoint store's directory of blobs being written")
+        check_private(self.tmp, TMP)
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / check_key(key)
@@ -540,13 +544,22 @@ class LocalBlobs:
         return min(times, default=None)
 
     def clean_tmp(self) -> tuple[int, int]:
-        """Delete the temp files of writers that are gone; returns (files, bytes)."""
+        """Delete the temp files of writers that are gone; returns (files, bytes). Read and deleted through the
+        directory itself, never through a link put in its place since the store was opened (a subdirectory is
+        not one of them)."""
+        check_own_directory(self.tmp, TMP)
         count = freed = 0
-        for tmp in self.tmp.iterdir():
-            if not writer_alive(tmp.name):
-                freed += tmp.stat().st_size
-                tmp.unlink()
-                count += 1
+        fd = os.open(self.tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            for name in os.listdir(fd):
+                with contextlib.suppress(FileNotFoundError):  # a writer's, renamed into place meanwhile
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                    if not writer_alive(name) and not S_ISDIR(st.st_mode):
+                        os.unlink(name, dir_fd=fd)
+                        freed += st.st_size
+                        count += 1
+        finally:
+            os.close(fd)
         return count, freed
 
     # -- reading -------------------------------------------------------------------

@@ -34,3 +34,13 @@ def check_private(path: Path, what: str, *, secret: bool = False) -> None:
             f"other users can {can} the {what} {path} (mode {stat.filemode(info.st_mode)}); "
             f"it is not used until you run: {fix} {path}"
         )
+
+
+def check_own_directory(path: Path, what: str) -> None:
+    """Raise UnsafePermissions if ``path``, a directory the store makes for itself, is a symbolic link: what the
+    store writes there, and the files it deletes there, would be where the link points (a user's project)."""
+    if path.is_symlink():
+        raise UnsafePermissions(
+            f"the {what} {path} is a symbolic link (to {os.readlink(path)}), where the store makes a directory of its "
+            "own; it is not used until the link is removed"
+        )

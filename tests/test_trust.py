@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -295,3 +296,25 @@ def test_a_writer_result_planted_in_the_store_is_never_committed(kernels: Any, j
     assert loaded.error is None and "fails its signature check" in loaded.stderr, loaded
     assert fresh.value("x") == 1
     assert cli("verify").returncode == 0
+
+
+def test_a_store_directory_replaced_by_a_link_outside_it_is_refused_and_gc_deletes_nothing_there(
+    kernels: Any, jupyter_dirs: Path
+) -> None:
+    """``gc`` deletes the files of dead writers in ``blobs/tmp``. That directory replaced by a link to another
+    (the user's project) made it delete every file there; a kernel's writes went there too. The store makes
+    its own directories: a link in their place is refused in one line, and nothing is deleted."""
+    k = kernels("linked.ipynb")
+    k.ok("%load_ext jupyter_ckpt\nx = 1\n%checkpoint save\n%checkpoint wait")
+    k.close()
+    project = jupyter_dirs / "project"
+    project.mkdir()
+    (project / "notes.txt").write_text("six hours of work")
+    tmp = Path(os.environ["JUPYTER_CKPT_DIR"]) / "blobs" / "tmp"
+    shutil.rmtree(tmp)
+    tmp.symlink_to(project)
+    r = cli("gc")
+    assert (project / "notes.txt").read_text() == "six hours of work"
+    assert r.returncode == 3 and r.stderr.count("\n") == 1 and f"{tmp} is a symbolic link" in r.stderr, r
+    refused_in_one_line(kernels, "linked.ipynb", f"{tmp} is a symbolic link").close()
+    assert (project / "notes.txt").exists() and list(project.iterdir()) == [project / "notes.txt"]
