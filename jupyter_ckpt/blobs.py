@@ -262,8 +262,11 @@ class Batch:
         self._sync(full)
 
     def _create(self, tmp: Path) -> int:
-        """Open a new temp file; in a process out of file descriptors, sync (and so close) those waiting first."""
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+        """Open a new temp file; in a process out of file descriptors, sync (and so close) those waiting first.
+        Whatever has its name (a file of a writer whose pid this process has now, a link put there) is replaced:
+        a link is never written through."""
+        tmp.unlink(missing_ok=True)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
         try:
             return os.open(tmp, flags, 0o600)
         except OSError as e:

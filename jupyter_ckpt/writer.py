@@ -458,7 +458,9 @@ class ForkWriter:
             finally:
                 try:
                     tmp = result.with_suffix(".part")
-                    tmp.write_text(text)
+                    tmp.unlink(missing_ok=True)  # a link planted under its name is replaced, never written through
+                    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600), "w") as f:
+                        f.write(text)
                     tmp.replace(result)
                 except OSError as e:  # the disk filled up, even for the result: said as such by its exit code
                     code = _NO_ROOM if e.errno in (errno.ENOSPC, errno.EDQUOT) else 1

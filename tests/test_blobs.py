@@ -6,6 +6,7 @@ import mmap
 import os
 import resource
 import struct
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -431,3 +432,17 @@ def test_a_malformed_key_never_reaches_the_filesystem(blobs: LocalBlobs, key: st
             call(key)
     with pytest.raises(IntegrityError):
         blobs.write_file(key, blobs.read_file(blobs.put(TEXT).key))
+
+
+def test_a_link_planted_under_a_temp_file_name_is_replaced_not_written_through(
+    blobs: LocalBlobs, tmp_path: Path
+) -> None:
+    """A blob is written to ``tmp/<key>.<pid>.<thread>`` first: a link there wrote the blob over the file it
+    pointed to (O_TRUNC follows links)."""
+    victim = tmp_path / "notes.txt"
+    victim.write_text("mine")
+    data = b"a variable's bytes" * 100
+    (blobs.tmp / f"{content_key(data)}.{os.getpid()}.{threading.get_ident()}").symlink_to(victim)
+    info = blobs.put(data)
+    assert victim.read_bytes() == b"mine"
+    assert bytes(blobs.read(info.key)) == data and not blobs.path(info.key).is_symlink()

@@ -318,3 +318,21 @@ def test_a_store_directory_replaced_by_a_link_outside_it_is_refused_and_gc_delet
     assert r.returncode == 3 and r.stderr.count("\n") == 1 and f"{tmp} is a symbolic link" in r.stderr, r
     refused_in_one_line(kernels, "linked.ipynb", f"{tmp} is a symbolic link").close()
     assert (project / "notes.txt").exists() and list(project.iterdir()) == [project / "notes.txt"]
+
+
+def test_links_planted_where_the_writers_put_their_files_overwrite_nothing(kernels: Any, jupyter_dirs: Path) -> None:
+    """A writer's result and a blob go to a temp file in ``blobs/tmp`` first, under a name that can be guessed (the
+    kernel's pid and a count). A link planted under that name made the writer write the result through it, over
+    the file it points to; the link is now replaced, never followed."""
+    victim = jupyter_dirs / "thesis.tex"
+    victim.write_text("chapter 1")
+    k = kernels("planted.ipynb")
+    tmp = Path(os.environ["JUPYTER_CKPT_DIR"]) / "blobs" / "tmp"
+    tmp.mkdir(parents=True)
+    for n in range(1, 10):
+        (tmp / f"result.{k.pid}.{n}.part").symlink_to(victim)
+    k.ok("%load_ext jupyter_ckpt\nx = 'kept'")
+    k.ok("y = 2\n%checkpoint wait")
+    assert victim.read_text() == "chapter 1"
+    k.ok("del x\n%checkpoint undo")
+    assert k.value("x") == "kept"
