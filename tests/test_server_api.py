@@ -8,6 +8,8 @@ import os
 import re
 import shutil
 import sqlite3
+import subprocess
+import sys
 import types
 from pathlib import Path
 from typing import Any
@@ -401,3 +403,31 @@ async def test_a_store_file_the_kernel_cannot_read_is_one_clear_error(
     unreadable = f"cannot read {record} in the checkpoint store: Is a directory"
     assert await api.error("POST", *CKPT, "checkpoints", body=body) == (500, unreadable)
     assert record.is_dir() and await api("GET", *CKPT, "sessions") == {"sessions": []}
+
+
+async def test_a_store_on_a_read_only_disk_is_browsed_and_a_change_is_refused_as_json(api: Any) -> None:
+    """An archived store, a snapshot, a disk mounted read-only: the sidebar and the REST API got 409 for every
+    request, the timeline too, where the command line lists it."""
+    root = Path(os.environ["JUPYTER_CKPT_DIR"])
+    write = (
+        "import types\nfrom jupyter_ckpt.checkpointer import Checkpointer\nfrom jupyter_ckpt.config import open_store\n"
+        "module = types.ModuleType('notebook')\nmodule.kept = [1, 2]\n"
+        "print(Checkpointer(open_store(), 'archived', module).save(tag='final'))\n"
+    )
+    written = subprocess.run([sys.executable, "-c", write], capture_output=True, text=True, check=True)
+    cid = int(written.stdout)
+    subprocess.run(["mount", "--bind", str(root), str(root)], check=True)
+    try:
+        subprocess.run(["mount", "-o", "remount,ro,bind", str(root)], check=True)
+        (session,) = (await api("GET", *CKPT, "sessions"))["sessions"]
+        assert (session["key"], session["checkpoints"]) == ("archived", 1)
+        listing = await api("GET", *CKPT, "checkpoints", params={"session": "archived"})
+        assert [(r["id"], r["tag"]) for r in listing["checkpoints"]] == [(cid, "final")]
+        details = await api("GET", *CKPT, "checkpoints", str(cid))
+        assert details["variables"]["kept"]["repr"] == "[1, 2]"
+        code, message = await api.error("DELETE", *CKPT, "checkpoints", str(cid))
+        assert code == 500 and "cannot be written" in message, message
+        listing = await api("GET", *CKPT, "checkpoints", params={"session": "archived"})
+        assert [r["id"] for r in listing["checkpoints"]] == [cid]
+    finally:
+        subprocess.run(["umount", "-l", str(root)], check=True)  # the server keeps the catalog open
