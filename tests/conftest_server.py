@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import restapi
 from jupyter_client.jsonutil import json_default
 from jupyter_client.session import Session
 from tornado.httpclient import HTTPClientError, HTTPResponse
@@ -42,7 +43,8 @@ def ckpt_app(jp_serverapp: Any) -> Any:
 
 
 class Api:
-    """JSON requests to the server, as the lab extension makes them."""
+    """JSON requests to the server, as the lab extension makes them; every reply is checked against
+    ``docs/rest-api.yml`` (``restapi.py``)."""
 
     def __init__(self, fetch: Fetch) -> None:
         self.fetch = fetch
@@ -52,8 +54,15 @@ class Api:
         data = None if body is None else body if isinstance(body, str) else json.dumps(body)
         if data is None and method in ("POST", "PATCH"):
             data = ""
-        response = await self.fetch(*parts, method=method, body=data, **kwargs)
-        return json.loads(response.body) if response.body else None
+        try:
+            response = await self.fetch(*parts, method=method, body=data, **kwargs)
+        except HTTPClientError as e:
+            if e.response is not None:
+                restapi.check(method, parts, e.code, json.loads(e.response.body) if e.response.body else None)
+            raise
+        reply = json.loads(response.body) if response.body else None
+        restapi.check(method, parts, response.code, reply)
+        return reply
 
     async def error(self, method: str, *parts: str, **kwargs: Any) -> tuple[int, str]:
         """A request that must fail: its status and the message of its JSON error body."""
