@@ -2454,15 +2454,27 @@ class _DillPickler(dill.Pickler):  # type: ignore[misc]
         super().save_global(obj, name)
 
 
+# cloudpickle's makers of a class (an Enum) saved by value, by where their arguments hold its tracking id.
+_TRACKED = {cloudpickle.cloudpickle._make_skeleton_class: 4, cloudpickle.cloudpickle._make_skeleton_enum: 5}
+
+
 class _CloudPickler(cloudpickle.Pickler):  # type: ignore[misc]
     def reducer_override(self, obj: Any) -> Any:
         reduced = _reduce(obj)
         if reduced is not NotImplemented:
             return reduced
         reduced = super().reducer_override(obj)
-        if type(reduced) is tuple and reduced[0] is cloudpickle.cloudpickle._make_skeleton_enum:
-            return _with_members(reduced, obj)
-        return reduced
+        if type(reduced) is not tuple or reduced[0] not in _TRACKED:
+            return reduced
+        # cloudpickle names a class it saves by value with a random id, kept in the process that pickles it: each
+        # writer is a new fork, so the same class had a new id at every checkpoint, and its group (a notebook Enum,
+        # a class holding its subclasses) was written and listed as changed after cells that never touched it. A
+        # class is one object within its group's stream without it, as dill's are.
+        make, args, *rest = reduced
+        args = (*args[: _TRACKED[make]], None, *args[_TRACKED[make] + 1 :])
+        if make is cloudpickle.cloudpickle._make_skeleton_enum:
+            return _with_members((make, args, *rest), obj)
+        return (make, args, *rest)
 
     def _function_reduce(self, func: types.FunctionType) -> Any:
         """A notebook function by value, also one naming a library's function (``_notebook_module``), which

@@ -5,6 +5,8 @@ from __future__ import annotations
 import builtins
 import collections
 import functools
+import json
+import os
 import random
 import textwrap
 import types
@@ -661,6 +663,42 @@ def test_unchanged_data_gives_the_same_keys_and_a_change_changes_only_its_own() 
     _, changed, _, _ = packed(state(2.0))
     assert {n: v["gkey"] for n, v in again.items()} == {n: v["gkey"] for n, v in first.items()}
     assert [n for n in first if first[n]["gkey"] != changed[n]["gkey"]] == ["params"]
+
+
+def test_a_notebook_enum_and_a_class_holding_its_subclasses_have_the_same_key_in_every_writer() -> None:
+    """Each checkpoint is written by a new fork of the kernel: a group must pickle to the same bytes in each, or
+    it is written again and listed as changed after every cell, and an undo undoes a cell that changed nothing."""
+    module = notebook(
+        """
+        import enum
+        class Colour(enum.Enum):
+            RED = 1
+        class Plugin:
+            found = []
+        class Csv(Plugin):
+            pass
+        Plugin.found.append(Csv)
+        """
+    )
+    cap = collect(module.__dict__, (), ())
+
+    def keys_in_a_fork() -> dict[str, str]:
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            os.close(read)
+            _, variables, _, _ = pack(module, cap, hash_only)
+            os.write(write, json.dumps({n: v["gkey"] for n, v in variables.items()}).encode())
+            os._exit(0)
+        os.close(write)
+        with os.fdopen(read) as pipe:
+            found: dict[str, str] = json.loads(pipe.read())
+        os.waitpid(pid, 0)
+        return found
+
+    first = keys_in_a_fork()
+    assert sorted(first) == ["Colour", "Csv", "Plugin"]
+    assert keys_in_a_fork() == first
 
 
 def test_hash_only_gives_the_keys_a_write_would_and_writes_nothing(store: Store) -> None:
