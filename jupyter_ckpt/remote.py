@@ -55,9 +55,14 @@ from .memory import headroom
 from .notice import Notice
 from .remote_catalog import RemoteCatalog
 from .store import Store
+from .units import human_bytes
 
 _MAX_DELAY = 60.0
 PACK = 64  # records per pack
+# Bytes past which an object among the records is none that jupyter-ckpt wrote (a record holds a manifest, a few
+# hundred bytes a variable, and the cells since its parent): it is refused, or a pack passed over, unread. Anyone
+# who can write the bucket could otherwise have a pull download gigabytes into the kernel's memory.
+RECORD_MAX = 64 << 20
 
 
 def is_remote(url: str) -> bool:
@@ -279,7 +284,7 @@ class Replica:
             outer = json.loads(data)
             text, mac = outer["record"], outer["mac"]
             record = dict(json.loads(text))
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):  # RecursionError: brackets nested past Python's limit
             raise IntegrityError(f"the remote record {path} is damaged; it was not pulled") from None
         if not isinstance(mac, str) or not hmac.compare_digest(self.store.sign(text), mac):
             raise IntegrityError(f"the remote record {path} fails its signature check; it was not pulled")
@@ -318,12 +323,18 @@ class Replica:
             return pushed
 
     def _read_records(
-        self, listed: Iterable[str], wanted: Callable[[str], bool]
+        self, listed: dict[str, dict[str, Any]], wanted: Callable[[str], bool]
     ) -> tuple[list[dict[str, Any]], list[str], dict[str, dict[str, str]]]:
         """The records among ``listed`` (a listing of ``sessions/``) whose uid is ``wanted``, checked: from packs
         where one holds them, else one request each (those are then packed for the next machine). Returns them,
-        why each one refused for its signature was, and the packs it read (path: ``_entries``)."""
-        paths = list(listed)
+        why each one refused for its signature or its size was, and the packs it read (path: ``_entries``)."""
+        paths = [p for p in listed if _size(listed[p]) <= RECORD_MAX]
+        refused = [
+            f"the remote record {p} holds {_size(listed[p])} bytes, more than a record ever does "
+            f"({human_bytes(RECORD_MAX)}); it was not pulled"
+            for p in listed
+            if p not in paths and not _is_pack(p) and wanted(_uid(p))
+        ]
         records = {_uid(p): p for p in paths if not _is_pack(p) and wanted(_uid(p))}
         packs = [p for p in paths if _is_pack(p) and any(_holds(p, uid) for uid in records)]
         read = {pack: _entries(data) for pack, data in self.remote.get_records(packs).items()}
@@ -334,7 +345,6 @@ class Replica:
                     with contextlib.suppress(IntegrityError):  # a bad copy: the object itself is read instead
                         found[uid] = self._verified(records[uid], text.encode())
         alone = self.remote.get_records([p for uid, p in records.items() if uid not in found])
-        refused = []
         for path, data in list(alone.items()):
             try:
                 found[_uid(path)] = self._verified(path, data)
@@ -484,7 +494,9 @@ class Replica:
             named = {key for record in records for key, _, _ in record["blobs"]}
             live = {_uid(p) for p in listed if not _is_pack(p)}
             # The packs the records were read from, as read; then those whose range holds no listed record.
-            unread = self.remote.get_records([p for p in listed if _is_pack(p) and p not in read])
+            unread = self.remote.get_records(
+                [p for p in listed if _is_pack(p) and p not in read and _size(listed[p]) <= RECORD_MAX]
+            )
             packs = {**read, **{pack: _entries(data) for pack, data in unread.items()}}
             for pack, held in packs.items():  # one holding a deleted record goes, and the copy with it
                 if not set(held) <= live:
@@ -597,6 +609,11 @@ def _modified(info: dict[str, Any], default: float) -> float:
     return float(stamp.timestamp() if hasattr(stamp, "timestamp") else stamp)
 
 
+def _size(info: dict[str, Any]) -> int:
+    """An object's size as its listing gives it."""
+    return int(info.get("size") or 0)
+
+
 def _uid(path: str) -> str:
     """The uid a record's path names (``.../<uid>.json``)."""
     return path.rsplit("/", 1)[-1].removesuffix(".json")
@@ -616,7 +633,7 @@ def _entries(data: bytes) -> dict[str, str]:
     """A pack's records (uid: signed text); none from a damaged one, whose records are then read alone."""
     try:
         records = json.loads(data)["records"]
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         return {}
     return {k: v for k, v in records.items() if isinstance(v, str)} if isinstance(records, dict) else {}
 

@@ -676,3 +676,32 @@ def test_s3_checksums_are_left_to_the_signatures_unless_the_user_configured_them
         "when_required",
         "when_supported",
     )
+
+
+def test_a_record_planted_nested_or_huge_is_refused_unparsed_and_the_others_are_pulled(
+    s3: S3, jupyter_dirs: Path
+) -> None:
+    """Anyone who can write the bucket can put objects among the records. One of nested brackets made a pull fail
+    with a RecursionError (a traceback from the command line, and a kernel's pull failing at every retry, so the
+    notebook's timeline never came); one of gigabytes was downloaded into memory whole. Each is refused in one line
+    without being parsed or downloaded, and the signed records are pulled."""
+    a, up = machine(jupyter_dirs / "a", s3)
+    nb = notebook(a, up)
+    nb.save(tag="kept")
+    up.push()
+    folder = f"users/alice/{Remote.records_of('nb.ipynb')}"
+    client = s3.client()
+    client.put_object(Bucket=s3.bucket, Key=f"{folder}/0000000000aa-0000000000000000.json", Body=b"[" * 200_000)
+    big = remote_module.RECORD_MAX + 1
+    client.put_object(Bucket=s3.bucket, Key=f"{folder}/0000000000bb-0000000000000000.json", Body=b" " * big)
+    client.put_object(Bucket=s3.bucket, Key=f"{folder}/packs/0_z.json", Body=b'{"records": ' + b"[" * 200_000)
+
+    listed = cli("list", "nb.ipynb", env=dict(os.environ, JUPYTER_CKPT_DIR=str(jupyter_dirs / "empty")))
+    assert listed.returncode == 0 and "kept" in listed.stdout, listed
+    assert "Traceback" not in listed.stderr and listed.stderr.count("\n") == 1, listed.stderr
+    assert "0000000000bb-0000000000000000.json holds" in listed.stderr and "(and 1 more)" in listed.stderr
+    b, down = machine(jupyter_dirs / "b", s3)
+    client.delete_object(Bucket=s3.bucket, Key=f"{folder}/0000000000bb-0000000000000000.json")
+    with pytest.raises(IntegrityError, match="0000000000aa-0000000000000000.json is damaged; it was not pulled$"):
+        down.pull("nb.ipynb")
+    assert [r.tag for r in b.checkpoints("nb.ipynb")] == ["kept"]
