@@ -9,6 +9,7 @@ session key.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import itertools
 import json
@@ -31,6 +32,7 @@ from .errors import (
     CheckpointFailed,
     IntegrityError,
     StoreFullError,
+    StoreReadOnly,
     UnknownCheckpoint,
     naming,
 )
@@ -59,6 +61,8 @@ Written = tuple[Manifest, dict[str, BlobInfo], list[Seen]]
 # Bytes of pages made writable again (and merged into a huge page) at a time, during which a fork waits:
 # one huge page, 0.7-3 ms.
 WRITABLE_SLICE = HUGE
+# The reason of what a store on a read-only disk makes fail (a cell's record, a save, a restore's entry): said once.
+READ_ONLY = "read-only"
 PULL_WAIT = 60.0  # seconds a look at the timeline waits for the remote one to be pulled at kernel start
 
 # The libraries whose arrays, frames and tensors a checkpoint writes from their own memory, not pickled whole.
@@ -240,6 +244,8 @@ class Checkpointer:
             self.last_cell = self.store.add_cell(self.session, self.last_cell, count, source, status, duration)
         except StoreFullError as e:  # said once, until a checkpoint is written again
             self._failing.tell(f"jupyter-ckpt: cells are not recorded in the notebook's history: {e}", reason="full")
+        except StoreReadOnly as e:  # a store on a read-only disk: restored from, and said once
+            self._failing.tell(f"jupyter-ckpt: nothing is checkpointed: {e}", reason=READ_ONLY)
 
     def after_cell(self, count: int | None, source: str, ok: bool, duration: float) -> int | None:
         """Record a finished cell and take the checkpoint the policy asks for at this boundary, if any.
@@ -436,7 +442,9 @@ class Checkpointer:
                 why = f"cannot write to the checkpoint store {self.store.root}: {e.strerror or e}"
                 if wait:
                     raise CheckpointFailed(f"checkpoint failed: {why}") from None
-                self._failing.tell(f"jupyter-ckpt: checkpoint failed: {why}", reason=why)
+                self._failing.tell(
+                    f"jupyter-ckpt: checkpoint failed: {why}", reason=READ_ONLY if e.errno == errno.EROFS else why
+                )
                 self._owe(trigger, status, cell)
                 return None
             self._saving.append(meta.at)
@@ -882,14 +890,21 @@ class Checkpointer:
             "cell": target.cell,
         }
         blobs = {k: BlobInfo(k, 0, 0, new=False) for k in capture.blob_keys(manifest)}
-        cid = self.store.commit(self.session, entry, blobs)
+        try:
+            cid = self.store.commit(self.session, entry, blobs)
+        except StoreReadOnly as e:  # restored from a store on a read-only disk: the namespace is back all the same
+            self._failing.tell(f"jupyter-ckpt: the restore is not on the timeline: {e}", reason=READ_ONLY)
+            cid = None
         self.restored = True
         self._unsaved = None  # the namespace is the target's state, which is on the timeline
         self.last_cell, self._state_cell = manifest["last_cell"], target.cell
         ids = {n: id(self.module.__dict__[n]) for n in manifest["variables"] if n in self.module.__dict__}
         # The restore's report names what it could not bring back: not again as "not checkpointed".
         self._reported.update((n, i["reason"]) for n, i in manifest["skipped"].items())
-        self._committed(cid, entry, capture.Capture({}, {}, ids))
+        if cid is None:  # the target is where the namespace is, as the entry would have been
+            self.head, self._head_manifest, self._held = target.id, manifest, ids
+        else:
+            self._committed(cid, entry, capture.Capture({}, {}, ids))
 
     def _offer_replay(self, report: RestoreReport, manifest: Manifest, mode: str) -> None:
         """Plan how to rebuild the variables the restore left absent, skipped or not loaded (a ``__reduce__``

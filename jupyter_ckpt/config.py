@@ -49,8 +49,11 @@ def store_location(store_url: str = "") -> tuple[Path, str | None]:
 
 
 def open_store(store_url: str = "", secret_file: str = "", *, create: bool = True) -> Store:
-    """The store a kernel, the server and the CLI all open by default (the CLI without ``create``)."""
+    """The store a kernel, the server and the CLI all open by default (the CLI without ``create``). One that cannot
+    be written (a disk mounted read-only, an archive, a snapshot) is read as it is: its timeline is listed and
+    restored from, and a change is refused as the store's condition (``StoreReadOnly``)."""
     root, _ = store_location(store_url)
+    create = create and (not root.exists() or os.access(root, os.W_OK))
     secret = Path(
         secret_file or os.environ.get("JUPYTER_CKPT_SECRET_FILE") or Path(jupyter_data_dir()) / "ckpt" / "secret"
     )

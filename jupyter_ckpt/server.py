@@ -8,13 +8,12 @@ way to the store and the kernels) into the handlers' settings.
 
 from __future__ import annotations
 
-import os
 import threading
 
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float
 
-from .config import StoreOptions, open_store, store_location
+from .config import StoreOptions, store_location
 from .errors import CheckpointError
 from .handlers import SERVICE, default_handlers
 from .recovery import CrashRecovery
@@ -54,12 +53,6 @@ class CkptServerApp(StoreOptions, ExtensionApp):
 
     service: CheckpointService
     recovery: CrashRecovery
-
-    def open_store(self) -> Store:
-        """The store; where it cannot be written (a disk mounted read-only, an archive, a snapshot), read as it is:
-        its timeline is browsed, and a change is refused as the store's condition (``StoreReadOnly``)."""
-        root, _ = store_location(self.store_url)
-        return open_store(self.store_url, self.secret_file, create=not root.exists() or os.access(root, os.W_OK))
 
     @property
     def store(self) -> Store:

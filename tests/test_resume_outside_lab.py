@@ -158,3 +158,31 @@ def test_a_state_that_kills_the_kernel_as_it_is_restored_at_start_is_not_restore
     assert third.value("('x' in dir(), 'bomb' in dir())") == (False, False)
     third.ok("%checkpoint restore 1")  # what the user chooses to bring back comes back
     assert third.value("x") == 1
+
+
+def test_a_kernel_restores_from_a_store_on_a_read_only_disk(kernels: Any, jupyter_dirs: Path) -> None:
+    """The store on a disk mounted read-only (an archive, a snapshot, a colleague's share): the extension did not
+    load ("the catalog is unreadable"), so nothing could be brought back from it. It loads, restores, and says once
+    that it cannot checkpoint there."""
+    first = kernels("archived.ipynb")
+    first.ok("%load_ext jupyter_ckpt")
+    first.ok("model = {'weights': [1, 2]}")
+    first.ok("%checkpoint wait")
+    first.close()
+    root = jupyter_dirs / "store"
+    subprocess.run(["mount", "--bind", str(root), str(root)], check=True)
+    try:
+        subprocess.run(["mount", "-o", "remount,ro,bind", str(root)], check=True)
+        k = kernels("archived.ipynb")
+        loaded = k.run("%load_ext jupyter_ckpt")
+        assert loaded.error is None and "not loaded" not in loaded.stderr, "\n".join(loaded.traceback)
+        restored = k.run("%checkpoint restore previous")
+        assert restored.error is None, restored.error
+        assert restored.stdout.startswith("restored kernel checkpoint #1"), restored.stdout
+        assert k.value("model") == {"weights": [1, 2]}
+        assert "nothing is checkpointed: the checkpoint store cannot be written" in loaded.stderr
+        said = restored.stderr + k.run("more = 1").stderr + k.run("more = 2").stderr
+        assert "cannot" not in said, said  # said once
+        k.close()
+    finally:
+        subprocess.run(["umount", "-l", str(root)], check=True)
