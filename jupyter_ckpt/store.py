@@ -179,6 +179,20 @@ class CheckpointRecord:
         return dict(self.__dict__)
 
 
+# The kind of value each column of a checkpoint's row (``Store._SELECT``) holds, but ``changed``, a JSON list.
+_COLUMNS: dict[str, type | tuple[type, ...]] = {
+    "id": int,
+    "skey": str,
+    "parent": (int, type(None)),
+    "time": (int, float),
+    "cell": (int, type(None)),
+    "trigger": str,
+    "status": str,
+    "tag": (str, type(None)),
+    "message": (str, type(None)),
+    "new_bytes": int,
+    "total_bytes": int,
+}
 _ID = re.compile(r"[0-9]{1,18}")
 TAG_MAX = 100
 SECRET_MIN = 32  # bytes of key: HMAC-SHA256's own size
@@ -726,12 +740,28 @@ class Store:
 
     def manifest_text(self, text: str, mac: str, name: int | str) -> Manifest:
         """A manifest read from its signed text; raises IntegrityError naming checkpoint ``name`` if it fails."""
-        if not isinstance(mac, str) or not hmac.compare_digest(self.sign(text), mac):
+        if not isinstance(text, str) or not isinstance(mac, str) or not hmac.compare_digest(self.sign(text), mac):
             raise IntegrityError(f"checkpoint {name}: its manifest fails its signature check; it will not be restored")
         manifest: Manifest = json.loads(text)  # signed by this store's secret: written by capture
         return manifest
 
+    @staticmethod
+    def _damage(row: sqlite3.Row) -> str | None:
+        """What is damaged in a checkpoint's row, changed by hand (its columns beside the manifest are not signed):
+        the columns that hold no value of their kind; None for a sound row."""
+        try:
+            changed = json.loads(row["changed"])
+        except (TypeError, ValueError, RecursionError):
+            changed = None
+        wrong = [column for column, kind in _COLUMNS.items() if not isinstance(row[column], kind)]
+        if not (isinstance(changed, list) and all(isinstance(name, str) for name in changed)):
+            wrong.append("changed")
+        return f"checkpoint {row['id']}: its row in the catalog is damaged ({', '.join(wrong)})" if wrong else None
+
     def _record(self, row: sqlite3.Row) -> CheckpointRecord:
+        """A sound row as a record; IntegrityError naming the checkpoint and the columns for a damaged one."""
+        if (damage := self._damage(row)) is not None:
+            raise IntegrityError(f"{damage}; it is left out of the timeline")
         return CheckpointRecord(
             id=row["id"],
             session=row["skey"],
@@ -754,10 +784,11 @@ class Store:
     )
 
     def checkpoints(self, session: str) -> list[CheckpointRecord]:
-        """A session's checkpoints, oldest first."""
+        """A session's checkpoints, oldest first; a row damaged by hand is left out (``verify`` names it)."""
         if not self._query("SELECT 1 FROM sessions WHERE key=?", (session,)):
             raise UnknownSession(f"no session {session!r} in the store {self.root}")
-        return [self._record(r) for r in self._query(self._SELECT + "WHERE s.key=? ORDER BY c.id", (session,))]
+        rows = self._query(self._SELECT + "WHERE s.key=? ORDER BY c.id", (session,))
+        return [self._record(r) for r in rows if self._damage(r) is None]
 
     def get(self, checkpoint_id: int) -> CheckpointRecord:
         rows = self._query(self._SELECT + "WHERE c.id=?", (checkpoint_id,))
@@ -902,6 +933,7 @@ class Store:
                     f"session {cell['skey']}: cell [{cell['count']}] fails its signature check (changed, moved "
                     "or removed after it ran); replay will not run it"
                 )
+        problems += [damage for row in self._query(self._SELECT + "ORDER BY c.id") if (damage := self._damage(row))]
         for cid in listed:
             try:
                 manifest = self.manifest(cid)

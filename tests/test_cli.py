@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import sqlite3
 import subprocess
@@ -270,3 +271,26 @@ def test_gc_beside_other_gcs_and_past_files_that_are_no_blobs(written: tuple[Sto
         assert not [key for key in orphans if store.blobs.has(key)]
     assert stray.read_bytes() == b"Finder"
     assert [r.id for r in store.checkpoints("work/analysis.ipynb")] == ids and cli("verify").returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("column", "value"), [("changed", "{"), ("changed", "5"), ("time", "noon"), ("status", b"ok"), ("manifest", b"\0")]
+)
+def test_a_catalog_row_damaged_by_hand_is_named_in_one_line_and_the_others_stay_usable(
+    written: tuple[Store, list[int]], column: str, value: Any
+) -> None:
+    """The catalog is a file anyone who can write the store can edit, and its columns beside the signed manifest are
+    not signed. A value of another type there made ``list``, ``show`` and ``verify`` end in a traceback."""
+    store, (first, second) = written
+    with sqlite3.connect(store.root / "catalog.sqlite", isolation_level=None) as db:
+        db.execute(f"UPDATE checkpoints SET {column}=? WHERE id=?", (value, first))
+    listed = cli("list", "work/analysis.ipynb")
+    assert listed.returncode == 0 and listed.stderr == "", listed
+    rows = re.findall(r"#\d+ +(\d+) ", listed.stdout)  # each row's id, after its number
+    assert rows == ([str(first)] if column == "manifest" else []) + [str(second)], listed.stdout  # signed, unread
+    shown = cli("show", str(first))
+    assert shown.returncode == 3 and shown.stderr.count("\n") == 1 and f"checkpoint {first}" in shown.stderr, shown
+    assert cli("show", str(second)).returncode == 0
+    checked = cli("verify")
+    assert checked.returncode == 3 and "Traceback" not in checked.stderr, checked
+    assert f"checkpoint {first}: " in checked.stdout and "1 problem(s)" in checked.stdout
