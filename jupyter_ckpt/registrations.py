@@ -1,7 +1,9 @@
 """What the cells registered with an imported library: a notebook class made a pandas accessor
 (``@pd.api.extensions.register_dataframe_accessor("geo")``) or a virtual subclass of a library's abstract
-class (``collections.abc.Sequence.register(Rows)``), and a colormap a variable holds registered with matplotlib
-(``matplotlib.colormaps.register(cmap)``).
+class (``collections.abc.Sequence.register(Rows)``), a colormap a variable holds registered with matplotlib
+(``matplotlib.colormaps.register(cmap)``), and a function a variable holds registered with ``copyreg`` as how a
+class is pickled (``copyreg.pickle(Point, reduce_point)``: what ``pickle``, ``multiprocessing`` and ``joblib``
+then do with a ``Point``).
 
 Such a registration lives in the library, not in a variable, and a fresh kernel's imports do not make it
 again: a restore into one would bring the class back without ``df.geo`` or ``isinstance(rows, Sequence)``.
@@ -19,6 +21,7 @@ writer, never in the kernel's pause, and only when the namespace holds a class o
 from __future__ import annotations
 
 import abc
+import copyreg
 import importlib
 import sys
 import warnings
@@ -29,7 +32,9 @@ from . import serialize
 
 # [kind, target, key, variable]: ["accessor", "pandas:DataFrame", "geo", "Geo"] is ``df.geo``, made of the class
 # in the variable ``Geo``; ["abc", "collections.abc:Sequence", "", "Rows"] is ``Sequence.register(Rows)``;
-# ["colormap", "matplotlib:colormaps", "mine", "cmap"] is ``matplotlib.colormaps.register(cmap)`` (named "mine").
+# ["colormap", "matplotlib:colormaps", "mine", "cmap"] is ``matplotlib.colormaps.register(cmap)`` (named "mine");
+# ["copyreg", "copyreg:dispatch_table", "Point", "reduce_point"] is ``copyreg.pickle(Point, reduce_point)``, of the
+# class in the variable ``Point`` or, named ``module:qualname``, one an import finds.
 Registration = list[str]
 
 # The pandas classes that take accessors, and the call that registers one on each.
@@ -51,7 +56,7 @@ def read(variables: dict[str, Any], notebook: str) -> list[Registration]:
         if isinstance(value, type) and value.__module__ == notebook:
             classes[id(value)] = name
     try:
-        found = list(_colormaps(variables))
+        found = [*_colormaps(variables), *_reducers(variables, classes)]
         if classes:
             found += [*_accessors(classes), *_virtual_subclasses(classes, notebook)]
         return sorted(found)
@@ -75,6 +80,16 @@ def _colormaps(variables: dict[str, Any]) -> Iterator[Registration]:
     for key, name in sorted(held.items()):
         if key in registry and key not in builtin and registry[key] == variables[name]:
             yield ["colormap", "matplotlib:colormaps", key, name]
+
+
+def _reducers(variables: dict[str, Any], classes: dict[int, str]) -> Iterator[Registration]:
+    """The functions of ``variables`` the cells registered with ``copyreg`` (``copyreg.pickle(Point, reduce_point)``),
+    each for a class of ``classes`` or one an import finds: a fresh kernel's ``copyreg`` has only the imports'."""
+    held = {id(variables[name]): name for name in sorted(variables, reverse=True)}  # under the first name
+    for klass, reducer in list(copyreg.dispatch_table.items()):
+        name = held.get(id(reducer))
+        if name is not None and (owner := classes.get(id(klass)) or serialize.path_of(klass)) is not None:
+            yield ["copyreg", "copyreg:dispatch_table", owner, name]
 
 
 def _accessors(classes: dict[int, str]) -> Iterator[Registration]:
@@ -126,33 +141,44 @@ def label(registration: Registration) -> str:
     """How a registration is named on the timeline and in a restore's report."""
     kind, target, key, variable = registration
     owner = target.replace(":", ".")
-    return f"{owner}.{key} (accessor {variable})" if kind == "accessor" else f"{variable} registered with {owner}"
+    if kind == "accessor":
+        return f"{owner}.{key} (accessor {variable})"
+    if kind == "copyreg":
+        return f"{variable} registered with copyreg for {key.replace(':', '.')}"
+    return f"{variable} registered with {owner}"
 
 
 def apply(registrations: list[Registration], namespace: dict[str, Any]) -> dict[str, str]:
-    """Make again each registration the process lacks, of the class now in ``namespace`` under its variable's
+    """Make again each registration the process lacks, of what is now in ``namespace`` under its variable's
     name. Returns those that could not be made, by label, with why; never raises."""
     failed: dict[str, str] = {}
     for registration in registrations:
         kind, target, key, variable = registration
-        klass = namespace.get(variable)
+        held = namespace.get(variable)
         try:
             if kind == "colormap" and target == "matplotlib:colormaps":
                 registry = importlib.import_module("matplotlib").colormaps
                 if key not in registry:
-                    registry.register(klass, name=key)
+                    registry.register(held, name=key)
                 continue
-            if not isinstance(klass, type):
+            if kind == "copyreg" and target == "copyreg:dispatch_table":
+                pickled = serialize.find(key) if ":" in key else namespace.get(key)
+                if not isinstance(pickled, type) or not callable(held):
+                    raise TypeError(f"{key} is not a class or {variable} not a function in this kernel")
+                if copyreg.dispatch_table.get(pickled) is not held:
+                    copyreg.pickle(pickled, held)
+                continue
+            if not isinstance(held, type):
                 raise TypeError(f"{variable} is not a class in this kernel")
             owner, pandas_class = serialize.find(target), target.removeprefix("pandas:")
             if kind == "accessor" and pandas_class != target and pandas_class in _PANDAS:
-                if getattr(vars(owner).get(key), "_accessor", None) is not klass:
+                if getattr(vars(owner).get(key), "_accessor", None) is not held:
                     register = getattr(importlib.import_module("pandas.api.extensions"), _PANDAS[pandas_class])
                     with warnings.catch_warnings():  # "overriding a preexisting attribute": the old class's
                         warnings.simplefilter("ignore", UserWarning)
-                        register(key)(klass)
+                        register(key)(held)
             elif kind == "abc" and isinstance(owner, abc.ABCMeta):
-                owner.register(klass)
+                owner.register(held)
             else:
                 raise ValueError("this version of jupyter-ckpt does not make such a registration")
         except Exception as e:

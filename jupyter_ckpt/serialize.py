@@ -2606,14 +2606,35 @@ def _pickler(
 ) -> Any:
     sink = _buffer_sink(buffers, mappable)
     if serializer == "pickle":
-        return _FastPickler(out, protocol=5, buffer_callback=sink)
+        return _by_state(_FastPickler(out, protocol=5, buffer_callback=sink))
     if serializer == "hybrid":
-        return _HybridPickler(out, sink)
+        return _by_state(_HybridPickler(out, sink))
     if serializer == "dill":
-        pickler = _DillPickler(out, protocol=5, buffer_callback=sink)
-        pickler._main = module
+        return _dill_pickler(out, module, sink)
+    return _by_state(_CloudPickler(out, protocol=5, buffer_callback=sink))
+
+
+def _dill_pickler(out: io.BytesIO, module: types.ModuleType, sink: Any = None) -> Any:
+    pickler = _DillPickler(out, protocol=5, buffer_callback=sink)
+    pickler._main = module
+    return _by_state(pickler)
+
+
+def _by_state(pickler: Any) -> Any:
+    """``pickler``, made to leave out what the cells registered with ``copyreg`` for a notebook class
+    (``copyreg.pickle(Point, reduce_point)``): such a class is saved by value, and its instances by their state.
+    Through the reduction, an instance was saved as a call of the notebook's function, which a restore ran while
+    the names it reads (the class itself) were not loaded yet: the class and its instances were not restored."""
+    table = copyreg.dispatch_table
+    if not any(isinstance(t, type) and _notebook_module(t) for t in table):
         return pickler
-    return _CloudPickler(out, protocol=5, buffer_callback=sink)
+    own = {t: reduce for t, reduce in table.items() if not (isinstance(t, type) and _notebook_module(t))}
+    chained = getattr(type(pickler), "dispatch_table", None)  # cloudpickle's: its own before copyreg's
+    if isinstance(chained, collections.ChainMap):
+        pickler.dispatch_table = collections.ChainMap(*(own if m is table else m for m in chained.maps))
+    else:
+        pickler.dispatch_table = own
+    return pickler
 
 
 def _unpickler(serializer: str, stream: io.BytesIO, buffers: Any, module: types.ModuleType) -> Any:
@@ -2714,8 +2735,7 @@ def _dump_group(serializer: str, objs: dict[str, Any], module: types.ModuleType)
     segments = [stream[start:end] for start, end in zip([0, *ends], ends, strict=False)]
     if serializer == "hybrid":  # the notebook's classes and functions, read first
         notebook = io.BytesIO()
-        dill_pickler = _DillPickler(notebook, protocol=5)
-        dill_pickler._main = module
+        dill_pickler = _dill_pickler(notebook, module)
         dill_pickler.dump(pickler.notebook)
         if pickler.shares(dill_pickler.memo):
             raise _DefinedInNotebook

@@ -483,6 +483,17 @@ PATTERNS = [
         "collections.abc.Sequence.register(LarRows)\nlar_r = LarRows(1, 2)",
         "isinstance(lar_r, collections.abc.Sequence) and issubclass(LarRows, collections.abc.Sequence) and lar_r[1] == 2",
     ),
+    _p(  # how pickle (multiprocessing, joblib) takes a notebook class and a library's: copyreg, which imports refill
+        "copyreg_registered",
+        "stdlib",
+        "import copyreg, pickle, sqlite3\nclass CprPoint:\n    def __init__(self, x):\n        self.x = x\ncpr_made = []\n"
+        "def cpr_make(x):\n    cpr_made.append(x)\n    return CprPoint(x)\ndef cpr_reduce(p):\n    return cpr_make, (p.x,)\n"
+        "copyreg.pickle(CprPoint, cpr_reduce)\ncpr_p = CprPoint(3)\ndef cpr_connection(c):\n"
+        "    return sqlite3.connect, (':memory:',)\ncopyreg.pickle(sqlite3.Connection, cpr_connection)",
+        "copyreg.dispatch_table.get(CprPoint) is cpr_reduce and cpr_p.x == 3 and type(cpr_p) is CprPoint"
+        " and (pickle.loads(pickle.dumps(CprPoint(5))).x, cpr_made[-1]) == (5, 5)"
+        " and type(pickle.loads(pickle.dumps(sqlite3.connect(':memory:')))) is sqlite3.Connection",
+    ),
     _p(
         "warnings_filter",
         "stdlib",
