@@ -20,7 +20,7 @@ import threading
 import time
 import types
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, TypedDict
 
 from . import attributes, capture, environment, loggers, memory, paths, serialize, settings, shellconfig, warnfilters
@@ -45,7 +45,7 @@ from .restore import Diff, RestoreReport, diff_manifests, restore_namespace, set
 from .retention import Limits, Retention, usage
 from .schedule import Scheduler
 from .session import check_text
-from .store import NEW_KERNEL, Cell, CheckpointRecord, Store, check_tag
+from .store import DAMAGED_POLICY, NEW_KERNEL, Cell, CheckpointRecord, Store, check_tag
 from .timeline import Thinned, Timeline, steps_back
 from .units import human_bytes
 from .writer import ForkWriter, SyncWriter, WriterStopped, fork_unsafe_reason, resident_bytes, system_seconds
@@ -111,6 +111,17 @@ class Policy:
     def budgeted(self) -> bool:
         return self.every is None and self.interval is None
 
+    @classmethod
+    def remembered(cls, saved: dict[str, Any]) -> Policy:
+        """A policy as ``Store.policy`` read it: of the fields this version knows (a newer one may remember more);
+        IntegrityError for values changed by hand into ones no command sets."""
+        try:
+            return cls(**{f.name: saved[f.name] for f in fields(cls) if f.name in saved}).validate()
+        except (TypeError, BadArgument):
+            raise IntegrityError(
+                f"the automatic policy remembered for this notebook is damaged ({DAMAGED_POLICY})"
+            ) from None
+
     def validate(self) -> Policy:
         if self.every is not None and self.every < 1:
             raise BadArgument("--every must be at least 1")
@@ -159,8 +170,7 @@ class Checkpointer:
         self.module = module
         self._hidden = hidden
         self._notify = notify
-        saved = store.policy(session)
-        self.policy = (Policy(**saved) if saved else policy or Policy()).validate()
+        self.policy = self._remembered(session) or (policy or Policy()).validate()
         self.head: int | None = None
         self.last_cell: int | None = None
         # The execution count of the last cell the namespace's state is after: what a checkpoint that no cell
@@ -1064,13 +1074,21 @@ class Checkpointer:
             if take_along:
                 self.store.move_session(self.session, session)
             self.session = session
-            saved = self.store.policy(session)
-            if saved:
-                self.policy = Policy(**saved).validate()
+            if (remembered := self._remembered(session)) is not None:
+                self.policy = remembered
             self.adopt_orphans()
             if self.replica is not None:
                 self.replica.follow(session)
                 self._pull_waited = False
+
+    def _remembered(self, session: str) -> Policy | None:
+        """The policy ``session`` remembers; None if it has none, or one damaged in the catalog (said)."""
+        try:
+            saved = self.store.policy(session)
+            return Policy.remembered(saved) if saved is not None else None
+        except IntegrityError as e:
+            self._notify(f"jupyter-ckpt: {e}; the default applies until one is set (%checkpoint auto)")
+            return None
 
     def set_policy(self, **changes: Any) -> Policy:
         policy = Policy(**{**asdict(self.policy), **changes}).validate()

@@ -132,6 +132,8 @@ _IDENTITY_SQL = (
     "JOIN sessions s ON s.id = c.session_id LEFT JOIN uids u ON u.checkpoint_id = c.id "
     "LEFT JOIN uids p ON p.checkpoint_id = c.parent WHERE c.id=?"
 )
+# What a damaged policy row is said to be (``Store.policy``, ``checkpointer.Policy.remembered``).
+DAMAGED_POLICY = "not one a command sets"
 # What a cell's signature covers, with the signature of the cell before it.
 CELL_FIELDS = ("count", "source", "status", "duration", "time")
 
@@ -513,8 +515,18 @@ class Store:
         return [dict(r) for r in rows]
 
     def policy(self, session: str) -> dict[str, Any] | None:
+        """The automatic policy the session remembers, as set (``set_policy``); None if it remembers none.
+        IntegrityError if its row, which is not signed, holds no JSON object."""
         rows = self._query("SELECT policy FROM sessions WHERE key=?", (session,))
-        return json.loads(rows[0]["policy"]) if rows and rows[0]["policy"] else None
+        if not rows or not rows[0]["policy"]:
+            return None
+        try:
+            policy = json.loads(rows[0]["policy"])
+        except (TypeError, ValueError, RecursionError):
+            policy = None
+        if not isinstance(policy, dict):
+            raise IntegrityError(f"the automatic policy remembered for this notebook is damaged ({DAMAGED_POLICY})")
+        return policy
 
     def set_policy(self, session: str, policy: dict[str, Any]) -> None:
         with self._transaction() as db:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import cli
 
 pytest_plugins = ("pytest_jupyter.jupyter_server", "conftest_server")
@@ -473,3 +474,35 @@ def test_a_store_path_that_is_a_file_is_named_as_one(kernels: Any, tmp_path: Pat
         loaded = k.run("%load_ext jupyter_ckpt")
         assert loaded.error == f"BadArgument: cannot keep checkpoints in {store}: {said}, not a directory", loaded
     assert file.read_text() == "mine"
+
+
+@pytest.mark.parametrize(
+    ("policy", "said"),
+    [
+        ("not json", "the automatic policy remembered for this notebook is damaged"),
+        ("[1]", "the automatic policy remembered for this notebook is damaged"),
+        ('{"auto": true, "every": "x"}', "the automatic policy remembered for this notebook is damaged"),
+        ('{"auto": false, "every": null, "interval": null, "exclude": [], "later": 1}', None),
+    ],
+)
+def test_a_remembered_policy_damaged_or_from_a_newer_version_lets_the_extension_load(
+    kernels: Any, policy: str, said: str | None
+) -> None:
+    """The policy a notebook's session remembers is a row of the catalog. One changed by hand, or one a newer
+    version wrote with a field this one lacks, made ``%load_ext jupyter_ckpt`` end in a TypeError or a
+    JSONDecodeError: no checkpoint was taken in that notebook. A damaged one is said in one line and the default
+    policy applies; one with more fields keeps those it knows."""
+    k = kernels("policy.ipynb")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto on --every 2\nx = 1\n%checkpoint wait")
+    k.close()
+    with sqlite3.connect(Path(os.environ["JUPYTER_CKPT_DIR"]) / "catalog.sqlite", isolation_level=None) as db:
+        db.execute("UPDATE sessions SET policy=?", (policy,))
+    fresh = kernels("policy.ipynb")
+    loaded = fresh.run("%load_ext jupyter_ckpt")
+    assert loaded.error is None, loaded
+    status = fresh.ok("%checkpoint status")
+    if said is None:
+        assert "policy: off" in status and "damaged" not in loaded.stderr
+    else:
+        assert said in loaded.stderr and loaded.stderr.count(said) == 1, loaded
+        assert "policy: after every cell, within the overhead budget" in status, status
