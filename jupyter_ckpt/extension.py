@@ -124,6 +124,8 @@ class CellHooks:
         # are loaded (``init_code``), so they are shown again, and checkpointed meanwhile, as the user's.
         self._restored: set[str] = set()
         self._shut = False
+        # Back in the session of the kernel it replaced after a crash, which nothing names in this one yet.
+        self._after_crash = False
 
     def hidden(self) -> set[str]:
         """The names no checkpoint holds: IPython's own (``user_ns_hidden``), not those a restore made."""
@@ -187,7 +189,10 @@ class CellHooks:
         if self.session.source == TYPED:
             return
         try:
-            self.move(session_key(self.shell.user_ns, self.config.session, self._own))
+            key = session_key(self.shell.user_ns, self.config.session, self._own)
+            if key.source == OWN and self._after_crash:  # nothing names the notebook again yet
+                return
+            self.move(key)
         except CheckpointError as e:  # a session option no notebook could have, a tag in both sessions
             self._refused.tell(f"jupyter-ckpt: checkpoints stay in session {self.ckpt.session!r}: {e}", str(e))
 
@@ -235,8 +240,12 @@ class CellHooks:
         record = kept_record(self.ckpt.store.root, self._own)
         if record is None:
             return None
-        if record.source == TYPED and record.session != self.ckpt.session:
-            self.go_to(SessionKey(record.session, TYPED), take_along=False)
+        # Named by the user, or by a frontend that has not named it again yet (VS Code on a server names the
+        # notebook by code it runs after start-up): until a frontend names another, the crashed kernel's session.
+        unnamed = self.session.source == OWN and record.source != OWN
+        if record.session != self.ckpt.session and (record.source == TYPED or unnamed):
+            self.go_to(SessionKey(record.session, record.source), take_along=False)
+            self._after_crash = True
         return record.head
 
     def arrive(self, *, resume: bool = True) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -578,3 +579,28 @@ async def test_a_crash_restores_the_kernel_s_own_state_not_another_kernel_s_on_t
         assert code.value("who") == "vs code"
     finally:
         code.close()
+
+
+async def test_a_vs_code_kernel_on_a_server_gets_its_notebook_s_state_back_after_a_crash(
+    notebook: Any, jp_root_dir: Path
+) -> None:
+    """VS Code connected to a Jupyter server: the server's session names a backing file of VS Code's
+    (``<notebook>-jvsc-<uuids>.ipynb``), and VS Code names the notebook by code it runs after start-up. The kernel
+    the server restarted after a crash was named by nothing yet: it was told "the kernel died before its first
+    checkpoint", and its next cells went into a session of its own, away from the notebook's."""
+    nb = await notebook(f"model-jvsc-{uuid.uuid4()}{uuid.uuid4()}.ipynb")
+    model = str(jp_root_dir / "model.ipynb")
+    await nb.run(f"__vsc_ipynb_file__ = {model!r}", silent=True)
+    await nb.ok("weights = [1, 2, 3]")
+    vs_code = type(nb)(nb.api, nb.ws_fetch, nb.serverapp, "model.ipynb")  # the notebook's timeline
+    (left,) = await vs_code.wait_for_checkpoints(1)
+
+    nb.kill()
+    _, event = await nb.next_crash_event(0)
+    assert (event["type"], event["session"], event["checkpoint"]) == ("crash-restore", model, left["id"])
+    assert await nb.value("weights") == [1, 2, 3]
+    await nb.ok("weights.append(4)")
+    assert [r["trigger"] for r in await vs_code.wait_for_checkpoints(3)] == ["cell", "crash-restore", "cell"]
+    await nb.run(f"__vsc_ipynb_file__ = {model!r}", silent=True)  # VS Code names it again: still the one session
+    await nb.ok("weights.append(5)")
+    assert [r["trigger"] for r in await vs_code.wait_for_checkpoints(4)][-1] == "cell"
