@@ -1084,6 +1084,12 @@ def _reduce_memoryview(obj: memoryview) -> Any:
     return _memoryview_of, (obj.tobytes(), obj.format, obj.shape, obj.readonly)
 
 
+def _reduce_vectorize(obj: Any) -> Any:
+    """A ``numpy.vectorize`` without the ufuncs it made of its function (``frompyfunc``, on its first call with
+    ``otypes``), which pickle refuses: a cache, made again on the next call. The variable was not restored."""
+    return copyreg.__newobj__, (type(obj),), {**vars(obj), "_ufunc": {}}  # type: ignore[attr-defined]
+
+
 def _reduce_masked(obj: Any) -> Any:
     """A masked array as its data, a view of the memory it is on (the array it was made on, the masked array it
     is a slice of), with its attributes: its mask, a view too, and whether that is hard. numpy's pickling copies
@@ -2170,6 +2176,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_array
     if t is memoryview:
         return _reduce_memoryview
+    if numpy is not None and issubclass(t, numpy.vectorize):
+        return _reduce_vectorize
     if numpy is not None and t is getattr(sys.modules.get("numpy.lib.npyio"), "NpzFile", None):
         return _reduce_npz
     if t in _executor_types():

@@ -1088,6 +1088,14 @@ PATTERNS = [
         " and (oav_rows.__setitem__((2, 1), 'z'), oav_back[0, 1])[1] == 'z' and np.shares_memory(oav_first, oav_rows)"
         " and oav_first[0] is oav_rows[0, 0] and oav_first[0] == {'k': 1}",
     ),
+    _p(  # called once with ``otypes``, it holds the ufunc ``frompyfunc`` made of the function, which pickle refuses
+        "vectorize",
+        "numpy",
+        "import numpy as np\ndef vz_f(a, b):\n    return a - b if a > b else a + b\nvz_v = np.vectorize(vz_f, otypes=[float])\n"
+        "vz_out = vz_v([1, 4], 2)\nvz_c = np.vectorize(vz_f, cache=True, excluded={1})\nvz_c([5], 2)",
+        "vz_v([1, 4], 2).tolist() == [3.0, 2.0] and vz_v.pyfunc is vz_f and vz_c([5, 1], 2).tolist() == [3, 3]"
+        " and vz_c.excluded == {1} and vz_v.otypes == [np.dtype(float)]",
+    ),
     _p(
         "from_import_numpy",
         "numpy",
