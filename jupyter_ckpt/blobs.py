@@ -38,7 +38,7 @@ import threading
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from stat import S_ISDIR
+from stat import S_ISDIR, S_ISREG
 from types import TracebackType
 from typing import NoReturn, Protocol
 
@@ -568,12 +568,19 @@ class LocalBlobs:
     # -- reading -------------------------------------------------------------------
 
     def _open(self, key: str) -> io.BufferedReader:
+        """A blob file opened for reading; IntegrityError if it is missing or unreadable, or is no file (a named pipe
+        in its place made the read wait forever for a writer)."""
         try:
-            return open(self.path(key), "rb")
+            fd = os.open(self.path(key), os.O_RDONLY | os.O_NONBLOCK)
         except FileNotFoundError:
             raise IntegrityError(f"blob {key} is missing from the store") from None
-        except OSError as e:  # a directory in its place, no permission, a failing disk: as damaged as a missing one
+        except OSError as e:  # no permission, a failing disk: as damaged as a missing one
             raise IntegrityError(f"blob {key} cannot be read: {e.strerror}") from None
+        if not S_ISREG(mode := os.fstat(fd).st_mode):  # a directory, a pipe, a device put in its place
+            os.close(fd)
+            why = os.strerror(errno.EISDIR) if S_ISDIR(mode) else "it is not a file"
+            raise IntegrityError(f"blob {key} cannot be read: {why}")
+        return open(fd, "rb")
 
     def _header(self, key: str, f: io.BufferedIOBase, size: int) -> tuple[int, int, int, bytes]:
         """Check a blob file's header against its size: returns codec, header size, payload size and MAC."""

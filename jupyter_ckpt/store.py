@@ -31,6 +31,7 @@ or a fetch did is recorded by ``remote_catalog.RemoteCatalog``, and ``remote.py`
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import hmac
 import json
@@ -44,6 +45,7 @@ import time
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISDIR, S_ISREG
 from typing import Any, TypedDict, cast
 
 from .blobs import BlobInfo, LocalBlobs, make_dir
@@ -198,6 +200,7 @@ _COLUMNS: dict[str, type | tuple[type, ...]] = {
 _ID = re.compile(r"[0-9]{1,18}")
 TAG_MAX = 100
 SECRET_MIN = 32  # bytes of key: HMAC-SHA256's own size
+SECRET_MAX = 1 << 16  # bytes read of a secret file at most
 LOCK_WAIT = 30  # seconds a catalog write waits for another process's to end
 # Free bytes under which a disk is too full for SQLite to open the catalog (its log's index is 32 KiB) or grow it.
 _ROOM_FOR_THE_LOG = 1 << 20
@@ -248,10 +251,19 @@ def load_secret(path: Path, *, create: bool = True) -> bytes:
     if not path.exists():
         write_secret(path, secrets.token_hex(32).encode())
     check_private(path, "checkpoint secret", secret=True)
-    try:
-        data = path.read_bytes()
+    try:  # not blocking: a named pipe in its place waited for a writer forever
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
+            if not S_ISREG(mode := os.fstat(f.fileno()).st_mode):  # a directory, a pipe, a device
+                why = os.strerror(errno.EISDIR) if S_ISDIR(mode) else "it is not a file"
+                raise BadArgument(f"cannot read the checkpoint secret {path}: {why}")
+            data = f.read(SECRET_MAX + 1)
     except OSError as e:
         raise BadArgument(f"cannot read the checkpoint secret {path}: {e.strerror or e}") from None
+    if len(data) > SECRET_MAX:  # a link to a large file: read whole, it could fill the memory
+        raise BadArgument(
+            f"the checkpoint secret {path} holds more than {SECRET_MAX} bytes, more than any secret: is it the file "
+            "you meant?"
+        )
     try:  # text, as this function writes it (hex) or a user did: its characters, without the line end
         key = data.decode().strip().encode()
     except UnicodeDecodeError:  # raw bytes, as `head -c 32 /dev/urandom` makes them

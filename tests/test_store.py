@@ -6,6 +6,7 @@ import os
 import sqlite3
 import stat
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -301,3 +302,43 @@ def test_verify_beside_a_gc_reports_nothing_the_gc_took(store: Store, jupyter_di
     store.manifest, store.blobs.read = manifest_then, blob_then  # type: ignore[method-assign]
     assert store.verify() == []
     assert [r.id for r in store.checkpoints("nb.ipynb")] == cids[:1] and Store.verify(other) == []
+
+
+def _returns_in_time(call: Any, path: Path) -> Any:
+    """Run ``call`` in a thread and return what it raised; fail if it is still blocked after 10 s, then let it go
+    (a writer opens the pipe ``path`` it waits on)."""
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append(call())
+        except Exception as e:
+            outcome.append(e)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(10)
+    if thread.is_alive():
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail(f"blocked opening the pipe {path}")
+    return outcome[0]
+
+
+def test_a_pipe_in_place_of_a_blob_or_the_secret_is_refused_without_blocking(store: Store, tmp_path: Path) -> None:
+    """A file opened for reading waits for a writer when it is a named pipe: a blob replaced by one made a restore,
+    ``verify`` and the kernel's undo wait forever; a secret replaced by one, ``%load_ext``."""
+    info = store.blobs.put(b"the bytes of a variable" * 100)
+    blob_file(store, info.key).unlink()
+    os.mkfifo(blob_file(store, info.key), 0o600)
+    refused = _returns_in_time(lambda: store.blobs.read(info.key), blob_file(store, info.key))
+    assert isinstance(refused, IntegrityError) and f"blob {info.key} cannot be read: it is not a file" in str(refused)
+    secret = tmp_path / "secret"
+    os.mkfifo(secret, 0o600)
+    refused = _returns_in_time(lambda: load_secret(secret), secret)
+    assert isinstance(refused, BadArgument) and f"the checkpoint secret {secret}: it is not a file" in str(refused)
+    big = tmp_path / "big"
+    with open(big, "wb") as f:
+        f.truncate(1 << 40)  # sparse: a terabyte that takes no room, and that a whole read would try to hold
+    big.chmod(0o600)
+    with pytest.raises(BadArgument, match="holds more than 65536 bytes"):
+        load_secret(big)
