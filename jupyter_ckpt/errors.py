@@ -126,6 +126,13 @@ class StoreBusy(CheckpointError):
     exit_code = 7
 
 
+class OutOfMemory(CheckpointError):
+    """A restore would need more memory than is left before the out-of-memory killer runs: it was refused, and
+    nothing was changed. The kernel's condition, which freeing memory or a new kernel ends."""
+
+    http_status = 503
+
+
 class StoreFullError(CheckpointError):
     """The disk under the store is full; nothing was written."""
 

@@ -31,6 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .errors import OutOfMemory
+from .units import human_bytes
+
 PROC = Path("/proc")
 CGROUPS = Path("/sys/fs/cgroup")
 _MADV_DONTNEED = 4
@@ -76,6 +79,25 @@ def reserve(room: Headroom) -> int:
     reserve covers that, and leaves the rest of the machine room to allocate.
     """
     return max(256 * _MIB, room.limit // 50)
+
+
+def ensure_room(nbytes: int, what: str) -> None:
+    """Raise OutOfMemory unless ``nbytes`` more leave the reserve of the headroom; ``what`` takes them
+    (``reading a``).
+
+    A restore reads a checkpoint whole before it lets go of the variables it
+    replaces, so going back to a large state can need that state's memory again:
+    past the headroom, the out-of-memory killer would end the kernel and all its
+    work. Where the headroom cannot be read, nothing is refused.
+    """
+    room = headroom()
+    if room is None or nbytes <= room.free - reserve(room):
+        return
+    raise OutOfMemory(
+        f"not restored: {what} takes about {human_bytes(nbytes)} of memory, and only {room}, of which "
+        f"jupyter-ckpt always leaves {human_bytes(reserve(room))}; nothing was changed. Free memory (del the "
+        "variables you no longer need), or restart the kernel and restore there"
+    )
 
 
 def copy_estimate(proc: Path = PROC) -> int | None:

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import attributes, capture, mapping, registrations, serialize, settings
+from . import attributes, capture, mapping, memory, registrations, serialize, settings
 from .blobs import LocalBlobs, content_key
 from .capture import CHUNK, is_user_variable
 from .errors import BadArgument
@@ -148,25 +148,36 @@ def _map_buffer(blobs: LocalBlobs, buffer: Buffer) -> memoryview | None:
         return None  # read it instead
 
 
+def _listed(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (" ..." if len(names) > 3 else "")
+
+
 def read_group(
     blobs: LocalBlobs,
     entry: Group | RandomState,
     unverified: dict[str, list[str]] | None = None,
     tally: Tally | None = None,
+    size: int = 0,
 ) -> serialize.Packed:
     """The verified bytes of one group (or of the random states).
 
     With ``unverified``, large raw buffers are mapped instead of read, and their
     chunks are added to it, for the caller to verify. ``tally`` counts the
-    bytes as they are read (a mapped buffer's at once).
+    bytes as they are read (a mapped buffer's at once). ``size``: the bytes its
+    variables take in memory, if known. Unless the headroom holds what of them is
+    not mapped, OutOfMemory refuses the group before a byte of it is read.
     """
     tally = tally or Tally(0, untold)
+    mapped = [None if unverified is None else _map_buffer(blobs, buffer) for buffer in entry["buffers"]]
+    read = sum(b["size"] for b, view in zip(entry["buffers"], mapped, strict=True) if view is None)
+    names = entry.get("names", [])
+    memory.ensure_room(max(size - sum(v.nbytes for v in mapped if v is not None), read), f"reading {_listed(names)}")
     buffers = []
-    for buffer in entry["buffers"]:
-        if unverified is not None and (mapped := _map_buffer(blobs, buffer)) is not None:
-            buffers.append(mapped)
+    for buffer, view in zip(entry["buffers"], mapped, strict=True):
+        if view is not None and unverified is not None:
+            buffers.append(view)
             for key in buffer["chunks"]:
-                unverified.setdefault(key, []).extend(entry.get("names", []))
+                unverified.setdefault(key, []).extend(names)
             tally.add(buffer["size"])
         else:
             buffers.append(_read_buffer(blobs, buffer, tally))
@@ -224,6 +235,7 @@ def _patches(
         changed = [(i, t) for i, (n, t) in enumerate(zip(live, then["chunks"], strict=True)) if n != t]
         if changed and flat.readonly:
             return None  # a text column's buffer, or a read-only array: rebuild the group
+        memory.ensure_room(len(changed) * CHUNK, f"reading the parts of {_listed(names)} that changed")
         plan += [(flat, i * CHUNK, blobs.read(t)) for i, t in changed]
     return plan
 
@@ -396,7 +408,8 @@ def restore_namespace(
                 patches += plans[index]
                 (report.patched if plans[index] else report.kept).extend(names)
                 continue
-            packed = read_group(blobs, entry, report.unverified if lazy else None, tally)  # a bad signature refuses all
+            size = variables[entry["names"][0]]["size"] or 0
+            packed = read_group(blobs, entry, report.unverified if lazy else None, tally, size)  # a refusal refuses all
             waiting += _load(module, [(names, packed, "")], incoming, report.loaded)
         # A group whose code needed a variable read after it goes again, as long as that brings more back.
         while waiting and len(retried := _load(module, waiting, incoming, report.loaded)) < len(waiting):

@@ -423,6 +423,34 @@ def test_a_write_from_the_kernel_itself_waits_for_the_room_it_needs(kernels: Any
         assert oom_kills() == kills
 
 
+def test_a_restore_that_would_run_memory_out_is_refused_and_the_kernel_keeps_its_work(kernels: Any) -> None:
+    """A restore reads the whole checkpoint before it lets go of the variables it replaces. Going back to a 1 GiB
+    array with 700 MiB left in the kernel's memory cgroup took the kernel past its limit: the out-of-memory killer
+    killed it (anon-rss 2.8 GiB), and its cells' work with it. The restore is refused, saying why, and nothing
+    changes; an undo that would rewrite the whole array too. With memory back, the same restore runs."""
+    kills = oom_kills()
+    k = kernels("restore.ipynb")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto off\nimport numpy as np")
+    with memory_group(k.pid) as group:
+        (group / "memory.limit_in_bytes").write_text(str(8 * GIB))
+        k.ok("a = np.arange(128 << 20, dtype=float)\n%checkpoint save -t first")  # 1 GiB that compresses: read
+        k.ok("a += 1\n%checkpoint save")  # rewritten in place: an undo would patch every chunk
+        k.ok("a = a * 2")
+        used = int((group / "memory.usage_in_bytes").read_text())
+        (group / "memory.limit_in_bytes").write_text(str(used + 700 * MIB))
+        for command in ("%checkpoint restore first", "%checkpoint undo"):
+            said = k.run(command).stderr.splitlines()
+            refused = [line for line in said if line.startswith("UsageError: ")]  # one line, no traceback
+            assert len(refused) == 1 and refused[0].startswith("UsageError: not restored: reading "), (command, said)
+            assert "GiB of memory, and only" in refused[0] and "nothing was changed" in refused[0], refused
+        assert k.value("float(a[1])") == 4.0  # alive, its work in place
+        (group / "memory.limit_in_bytes").write_text(str(8 * GIB))
+        k.ok("%checkpoint restore first")
+        assert k.value("float(a[1])") == 1.0
+    if kills is not None:
+        assert oom_kills() == kills
+
+
 def test_the_kernels_answer_names_the_shared_mappings_the_maps_file_lists(tmp_path: Path) -> None:
     """Before each fork the kernel is asked which mappings are shared and writable (Linux 6.11); it must name
     what /proc/self/maps lists, the way before: a file mapped for writing (as ``numpy.memmap`` in ``r+``
