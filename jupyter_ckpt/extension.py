@@ -13,6 +13,7 @@ import atexit
 import contextlib
 import hashlib
 import os
+import re
 import secrets
 import sys
 import threading
@@ -287,7 +288,9 @@ class CellHooks:
         as it loads leaves the marker behind for the next one (``_died_restoring``). A store that will not take it
         takes nothing from the restore."""
         marker = self._marker(os.getpid())
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW  # made anew: a link planted there is not followed
+        with contextlib.suppress(OSError):
+            marker.unlink(missing_ok=True)
         with contextlib.suppress(OSError), open(os.open(marker, flags, 0o600), "w") as f:
             f.write(checkpoint)  # private, as every file of the store
         try:
@@ -306,8 +309,12 @@ class CellHooks:
             pid = marker.name.split(".")[1]
             if pid != str(os.getpid()) and writer_alive(marker.name):  # a kernel restoring now
                 continue
+            # Read as _restoring writes it, never through a link: a file planted there (a link to a key) is not shown.
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                with open(os.open(marker, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as f:
+                    text = f.read(64).decode()
+                died = text if re.fullmatch(r"#\w+ \(id \d+\)", text) else died
             with contextlib.suppress(OSError):
-                died = marker.read_text()
                 marker.unlink()
         return died
 

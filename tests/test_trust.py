@@ -8,6 +8,7 @@ is a marker file that the planted code would create and that must not appear.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -323,7 +324,8 @@ def test_a_store_directory_replaced_by_a_link_outside_it_is_refused_and_gc_delet
 def test_links_planted_where_the_writers_put_their_files_overwrite_nothing(kernels: Any, jupyter_dirs: Path) -> None:
     """A writer's result and a blob go to a temp file in ``blobs/tmp`` first, under a name that can be guessed (the
     kernel's pid and a count). A link planted under that name made the writer write the result through it, over
-    the file it points to; the link is now replaced, never followed."""
+    the file it points to; the link is now replaced, never followed. So is the marker of a restore at start-up,
+    which was read through a link and printed in the notebook ("died while it restored checkpoint <the file>")."""
     victim = jupyter_dirs / "thesis.tex"
     victim.write_text("chapter 1")
     k = kernels("planted.ipynb")
@@ -336,3 +338,13 @@ def test_links_planted_where_the_writers_put_their_files_overwrite_nothing(kerne
     assert victim.read_text() == "chapter 1"
     k.ok("del x\n%checkpoint undo")
     assert k.value("x") == "kept"
+    k.close()
+    # A kernel restoring as it starts marks it in start-restore.<pid>.<the session's digest>.
+    (jupyter_dirs / "ipython" / "profile_default" / "ipython_kernel_config.py").write_text(
+        "c.Checkpoints.restore_on_start = True\n"
+    )
+    fresh = kernels("planted.ipynb")
+    (tmp / f"start-restore.{fresh.pid}.{hashlib.sha256(b'planted.ipynb').hexdigest()[:16]}").symlink_to(victim)
+    assert "restored kernel checkpoint" in fresh.run("%load_ext jupyter_ckpt").stderr
+    assert victim.read_text() == "chapter 1"
+    assert fresh.value("x") == "kept"
