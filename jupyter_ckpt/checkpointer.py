@@ -571,6 +571,7 @@ class Checkpointer:
             new = [b for b in result[1].values() if b.new]
             fits_again = self.retention.committed(sum(b.stored for b in new), len(new))
         except WriterStopped as e:  # killed to free memory: said once, and the state owed to the inline writer
+            self.retention.failed(0, None)  # what it wrote before it was killed: its temp files, its blobs
             if raise_errors:
                 self._writer_stopped.current = str(e)  # said by the error raised
                 raise CheckpointFailed(f"checkpoint failed: {e}") from e

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from conftest import cli
 from test_store import manifest
@@ -76,6 +77,32 @@ def test_thinning_beside_another_gc_leaves_it_what_it_took_first(store: Store, j
     assert left == never_thinned(store.checkpoints("nb.ipynb")) == {ids[-2], ids[-1]}
     assert by_the_other and thinned.checkpoints == len(ids) - len(left) - len(by_the_other)
     assert store.verify() == []
+
+
+def test_what_a_writer_killed_mid_write_left_is_collected(store: Store) -> None:
+    """A writer killed as it wrote (by the out-of-memory killer, or ``kill -9``) left its temp files in the store:
+    700 MiB of them after 0.6 s of an 800 MB array, kept for the kernel's life and counted nowhere (the store's
+    size said 0 bytes, so no budget saw them). What it left goes as soon as it is known to be dead."""
+    module = types.ModuleType("__main__")
+    module.big = np.random.default_rng(0).random(50_000_000)  # type: ignore[attr-defined]  # 400 MB, a while
+    ckpt = Checkpointer(store, "killed.ipynb", module, background=True)
+    assert ckpt._fork is not None
+    ckpt.record_cell(1, "big = ...", True, 1.0)
+    ckpt.save(trigger="cell", cell=1)
+    child = ckpt._fork._children[0].pid
+    deadline = time.monotonic() + 30
+    while sum(f.stat().st_size for f in store.blobs.tmp.glob(f"*.{child}.*")) < 50 << 20:  # well under way
+        assert time.monotonic() < deadline, "the writer wrote nothing"
+        time.sleep(0.01)
+    os.kill(child, 9)
+    module.big = None  # type: ignore[attr-defined]  # the cells go on
+    ckpt.record_cell(2, "big = None", True, 0.1)
+    ckpt.wait()
+    ckpt.retention.settle()
+    assert len(ckpt.checkpoints()) == 1  # the state, written from the kernel
+    on_disk = sum(f.stat().st_size for f in store.root.rglob("*") if f.is_file())
+    assert on_disk <= store.size() + (1 << 20), (on_disk, store.size())  # 1 MiB: directories, the secret
+    assert list(store.blobs.tmp.glob(f"*.{child}.*")) == []
 
 
 def test_a_write_past_the_budget_or_the_floor_is_refused_and_writes_nothing(store: Store) -> None:
