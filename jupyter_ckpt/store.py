@@ -386,6 +386,8 @@ class Store:
                     conn.executescript(_SCHEMA)
                 conn.execute("PRAGMA synchronous=NORMAL")
             except sqlite3.DatabaseError as e:
+                if _locked(e):  # another process keeps even readers out (exclusive locking mode)
+                    raise _translate_sqlite(e, self.root) from e
                 raise IntegrityError(f"the catalog {path} is unreadable ({e}); nothing was changed") from e
             if self._create:
                 with contextlib.suppress(OSError):
@@ -420,6 +422,8 @@ class Store:
             try:
                 return db.execute(sql, args).fetchall()
             except sqlite3.DatabaseError as e:
+                if _locked(e):
+                    raise _translate_sqlite(e, self.root) from e
                 raise IntegrityError(f"the catalog is unreadable: {e}") from e
 
     def _refuse_newer(self, conn: sqlite3.Connection) -> None:
@@ -994,8 +998,13 @@ def _no_room(root: Path) -> StoreFullError:
     return StoreFullError(f"the disk under the store {root} is full; nothing was changed. Make room on it.")
 
 
-def _translate_sqlite(e: sqlite3.OperationalError, root: Path) -> CheckpointError:
-    if "locked" in str(e):  # it was "the catalog could not be written", exit 3, as a damaged one
+def _locked(e: sqlite3.DatabaseError) -> bool:
+    """Whether SQLite gave up waiting for another process's lock (``LOCK_WAIT``)."""
+    return isinstance(e, sqlite3.OperationalError) and "locked" in str(e)
+
+
+def _translate_sqlite(e: sqlite3.DatabaseError, root: Path) -> CheckpointError:
+    if _locked(e):  # it was "the catalog could not be written", exit 3, as a damaged one
         return StoreBusy(
             f"the catalog {root / 'catalog.sqlite'} stayed locked by another process (a kernel committing a "
             f"checkpoint, a gc) for {LOCK_WAIT} s; nothing was changed. Try again."

@@ -294,3 +294,24 @@ def test_a_catalog_row_damaged_by_hand_is_named_in_one_line_and_the_others_stay_
     checked = cli("verify")
     assert checked.returncode == 3 and "Traceback" not in checked.stderr, checked
     assert f"checkpoint {first}: " in checked.stdout and "1 problem(s)" in checked.stdout
+
+
+def test_a_catalog_another_process_keeps_from_readers_is_said_so_not_called_unreadable(jupyter_dirs: Path) -> None:
+    """A process that holds the catalog in exclusive locking mode keeps even readers out: ``list`` said the catalog
+    "is unreadable (database is locked)", exit 3, as for a damaged one."""
+    write = (  # in a process of its own: a connection left open here would keep the holder below out
+        "import types; from jupyter_ckpt.checkpointer import Checkpointer; from jupyter_ckpt.config import open_store; "
+        "m = types.ModuleType('__main__'); m.x = 1; Checkpointer(open_store('', create=True), 'nb.ipynb', m).save()"
+    )
+    subprocess.run([sys.executable, "-c", write], check=True, timeout=120)
+    holder = sqlite3.connect(jupyter_dirs / "store" / "catalog.sqlite", isolation_level=None)
+    holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        listed = cli("list", "nb.ipynb")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert listed.returncode == 7 and listed.stderr.count("\n") == 1, listed
+    assert "stayed locked by another process" in listed.stderr and "unreadable" not in listed.stderr
+    assert cli("list", "nb.ipynb").returncode == 0
