@@ -197,6 +197,14 @@ class CellHooks:
         except CheckpointError as e:  # a session option no notebook could have, a tag in both sessions
             self._refused.tell(f"jupyter-ckpt: checkpoints stay in session {self.ckpt.session!r}: {e}", str(e))
 
+    def started_on(self, notebook: str) -> None:
+        """The server started this kernel on ``notebook`` (its JPY_SESSION_NAME): if the kernel's environment lost it
+        on the way (a kernelspec that starts the kernel through ``env -i``, a container, a login shell), the kernel
+        is as if started with it, and goes on in that notebook's session."""
+        if os.environ.get("JPY_SESSION_NAME") is None:
+            self.ckpt.start_with("JPY_SESSION_NAME", notebook)
+            self.follow_notebook()
+
     def name_session(self, name: str) -> SessionKey:
         """``%checkpoint session NAME``: go on in that session, whatever a frontend names, from now on."""
         self.move(SessionKey(session_name(name), TYPED))

@@ -23,8 +23,11 @@ def _session(cell_hooks: CellHooks) -> str:
     return cell_hooks.ckpt.session
 
 
-def _catch_up(cell_hooks: CellHooks) -> str:
-    """Checkpoint the cells a frontend ran before the extension was loaded; the kernel's session."""
+def _catch_up(cell_hooks: CellHooks, notebook: str | None = None) -> str:
+    """Checkpoint the cells a frontend ran before the extension was loaded; the kernel's session. ``notebook`` is the
+    JPY_SESSION_NAME the server started the kernel with, which a kernelspec's wrapper may have kept from it."""
+    if notebook is not None:
+        cell_hooks.started_on(notebook)
     cell_hooks.catch_up()
     return cell_hooks.ckpt.session
 

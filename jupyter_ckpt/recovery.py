@@ -274,8 +274,11 @@ class CrashRecovery:
         return KernelConnection(self.service.kernels, kernel_id, wait, idle=False, resume=resume)
 
     async def _load(self, kernel_id: str) -> None:
+        # The notebook the server started the kernel on: its kernelspec may start it without that environment.
+        launched = getattr(self.service.kernels.get_kernel(kernel_id), "_launch_args", None) or {}
+        notebook = (launched.get("env") or {}).get("JPY_SESSION_NAME")
         async with self._connect(kernel_id, resume=True) as kernel:
-            session = await kernel.call("catch_up")
+            session = await kernel.call("catch_up", notebook=notebook)
         self._sessions[kernel_id] = session
         self.log.info("jupyter-ckpt: kernel %s checkpoints session %s", kernel_id, session)
 

@@ -89,8 +89,11 @@ class Result:
 class Notebook:
     """A notebook session opened through the server's REST API, as JupyterLab opens one."""
 
-    def __init__(self, api: Api, ws_fetch: Callable[..., Any], serverapp: Any, path: str) -> None:
+    def __init__(
+        self, api: Api, ws_fetch: Callable[..., Any], serverapp: Any, path: str, kernel: str = "python3"
+    ) -> None:
         self.api, self.ws_fetch, self.serverapp, self.path = api, ws_fetch, serverapp, path
+        self.kernel_name = kernel
         self.kernel_id = ""
         self.crashes: list[tuple[float, dict[str, Any]]] = []  # (time received, event) from the event bus
         self._session = Session()
@@ -100,7 +103,7 @@ class Notebook:
             "path": self.path,
             "name": os.path.basename(self.path),
             "type": "notebook",
-            "kernel": {"name": "python3"},
+            "kernel": {"name": self.kernel_name},
         }
         session = await self.api("POST", "api", "sessions", body=model)
         self.kernel_id = session["kernel"]["id"]
@@ -207,11 +210,12 @@ class Notebook:
 @pytest.fixture
 def notebook(
     api: Api, jp_ws_fetch: Any, jp_serverapp: Any, jp_create_notebook: Callable[[str], Any]
-) -> Callable[[str], Awaitable[Notebook]]:
-    """``await notebook("work/analysis.ipynb")``: that notebook, open with a running kernel."""
+) -> Callable[..., Awaitable[Notebook]]:
+    """``await notebook("work/analysis.ipynb")``: that notebook, open with a running kernel (of the kernelspec
+    ``kernel``, default python3)."""
 
-    async def open_notebook(path: str) -> Notebook:
+    async def open_notebook(path: str, kernel: str = "python3") -> Notebook:
         jp_create_notebook(path)
-        return await Notebook(api, jp_ws_fetch, jp_serverapp, path).open()
+        return await Notebook(api, jp_ws_fetch, jp_serverapp, path, kernel).open()
 
     return open_notebook

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -604,3 +606,45 @@ async def test_a_vs_code_kernel_on_a_server_gets_its_notebook_s_state_back_after
     await nb.run(f"__vsc_ipynb_file__ = {model!r}", silent=True)  # VS Code names it again: still the one session
     await nb.ok("weights.append(5)")
     assert [r["trigger"] for r in await vs_code.wait_for_checkpoints(4)][-1] == "cell"
+
+
+async def test_a_notebook_with_spaces_and_accents_in_its_path_is_restored_and_listed(notebook: Any, api: Any) -> None:
+    nb = await notebook("Mes données/analyse été 2026.ipynb")
+    await nb.ok("total = 42")
+    (left,) = await nb.wait_for_checkpoints(1)
+    (listed,) = (await api("GET", "api", "ckpt", "sessions"))["sessions"]
+    assert listed["path"] == "Mes données/analyse été 2026.ipynb"
+
+    nb.kill()
+    _, event = await nb.next_crash_event(0)
+    assert (event["type"], event["checkpoint"], event["path"]) == (
+        "crash-restore",
+        left["id"],
+        "Mes données/analyse été 2026.ipynb",
+    )
+    assert await nb.value("total") == 42
+
+
+async def test_a_kernel_whose_kernelspec_drops_the_environment_still_resumes_its_notebook(
+    notebook: Any, api: Any, jp_data_dir: Path
+) -> None:
+    """A kernelspec that starts the kernel through a wrapper that cleans its environment (``env -u``, a container,
+    a login shell): the kernel never saw JPY_SESSION_NAME, so it checkpointed into a session of its own, and the
+    next kernel on the notebook was offered nothing."""
+    spec = jp_data_dir / "kernels" / "wrapped"
+    spec.mkdir(parents=True)
+    argv = ["env", "-u", "JPY_SESSION_NAME", sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "Wrapped", "language": "python"}))
+    nb = await notebook("wrapped.ipynb", "wrapped")
+    await nb.ok("total = 42")
+    (left,) = await nb.wait_for_checkpoints(1)
+    (session,) = await api("GET", "api", "sessions")
+    await api("DELETE", "api", "sessions", session["id"])
+
+    again = await notebook("wrapped.ipynb", "wrapped")
+    offer = (await api("GET", "api", "ckpt", "offer", params={"kernel_id": again.kernel_id}))["offer"]
+    assert offer["checkpoint"] == left["id"]
+    again.kill()
+    _, event = await again.next_crash_event(0)
+    assert (event["type"], event["checkpoint"]) == ("crash-restore", left["id"])
+    assert await again.value("total") == 42
