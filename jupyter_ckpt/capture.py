@@ -349,8 +349,13 @@ def _kind(t: type) -> int:
 def _plain_dtype(t: type) -> bool:
     """A pandas dtype without parameters (``Int64Dtype``, ``BooleanDtype``): its instances are all equal, and pandas
     hands out one of them to every nullable column, which joined every such frame of a notebook into one group
-    (each change pickled them all again). It is pickled with each variable, as an atom is. A dtype with
-    parameters (a ``CategoricalDtype``'s categories) is walked: shared, it stays shared."""
+    (each change pickled them all again). So does numpy its ``dtype('float64')`` to every array, which a Series
+    caches once its dtype was read. Such a dtype is pickled with each variable, as an atom is. A dtype with
+    parameters (a ``CategoricalDtype``'s categories, a structured dtype's field names) is walked: shared, it
+    stays shared."""
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and issubclass(t, numpy.dtype):
+        return t is not type(numpy.dtype([]))  # a structured dtype: names a cell may set (``dt.names = ...``)
     base = getattr(sys.modules.get("pandas.core.dtypes.base"), "ExtensionDtype", None)
     return base is not None and issubclass(t, base) and not getattr(t, "_metadata", ())
 

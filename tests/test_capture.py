@@ -527,6 +527,17 @@ def test_frames_of_nullable_columns_are_not_joined_by_pandas_one_dtype() -> None
     assert group({"a": a, "b": b}) == [["a"], ["b"]]
 
 
+def test_series_whose_dtype_was_read_are_not_joined_by_numpy_one_dtype() -> None:
+    """Reading a Series' dtype (``s.dtype``, most operations, a checkpoint's pickling) caches numpy's one
+    ``dtype('float64')`` in it: every such Series of a notebook was one group, all pickled again whenever one
+    changed. A structured dtype, whose field names a cell may set, is still walked: shared, it stays shared."""
+    a, b = pd.Series([1.0, 2.0]), pd.Series([3.0], name="b")
+    assert a.dtype is b.dtype  # as numpy and pandas made them
+    assert group({"a": a, "b": b}) == [["a"], ["b"]]
+    records = np.dtype([("x", "f8")])
+    assert group({"kind": records, "same": [records]}) == [["kind", "same"]]
+
+
 def test_variables_too_large_to_trace_are_kept_together() -> None:
     big = {f"big{i}": [[j] for j in range(50)] for i in range(3)}
     groups = group({**big, "small": [[1]]}, budget=10)
