@@ -1015,32 +1015,55 @@ def _exporter(root: Any) -> tuple[Any, tuple[int, int]] | None:
 
 
 def _file_mapped(array: Any, numpy: Any) -> bool:
-    """Whether an array is a read-only ``numpy.memmap`` of a file that maps it itself."""
+    """Whether an array is a ``numpy.memmap`` of a file that maps it itself."""
     return (
         isinstance(array, numpy.memmap)
         and isinstance(array.base, mmap.mmap)
-        and array.mode == "r"
+        and array.mode in ("r", "r+", "w+", "c")
         and isinstance(array.filename, (str, os.PathLike))
     )
 
 
 def _reduce_memmap(obj: Any) -> Any:
-    """A read-only memory map of a file (``np.memmap(path, mode="r")``, ``np.load(path, mmap_mode="r")``) as the
-    file's place, mapped again by a restore, as an open file is opened again. Its bytes are the file's, which no
-    cell can change: a checkpoint copied them into the store (a dataset of many GiB, or none at all where that
-    would take the disk under its floor) and hashed them at each checkpoint, and the restore made a writable
-    array in memory, apart from the file. A map the cells write (``r+``, ``w+``, ``c``) holds their work, and
-    each checkpoint keeps its bytes as that cell left them."""
+    """A memory map of a file (``np.memmap(path)``, ``np.load(path, mmap_mode=...)``, ``open_memmap``) as the
+    file's place, mapped again by a restore, as an open file is opened again.
+
+    A read-only map's bytes are the file's, which no cell can change: a checkpoint copied them into the store
+    (a dataset of many GiB, or none at all where that would take the disk under its floor) and hashed them at
+    each checkpoint, and the restore made a writable array in memory, apart from the file. A map the cells write
+    (``r+``, ``w+``, ``c``) holds their work: each checkpoint keeps its bytes as that cell left them, and a
+    restore maps the file again and puts them back in the map, so the file holds them again (the cells' later
+    writes undone with the rest of their work) and a write or ``flush()`` reaches it, as before; it came back as
+    an array in memory that said it was a map of no file, where writes and ``flush()`` reached nothing. A
+    copy-on-write map (``c``) leaves the file as it is."""
     order = "F" if obj.flags.f_contiguous and not obj.flags.c_contiguous else "C"
-    return _memmap_again, (os.fspath(obj.filename), obj.dtype, obj.offset, obj.shape, order)
+    place = (os.fspath(obj.filename), obj.dtype, obj.offset, obj.shape, order)
+    if obj.mode == "r":
+        return _memmap_again, place
+    # The map's bytes, where numpy put them in the file's mapping: saved as bytes, not as an array's memory that a
+    # lazy restore would map before verifying it, as these are written into the file.
+    start = obj.offset % mmap.ALLOCATIONGRANULARITY
+    return _memmap_written, (*place, obj.mode, pickle.PickleBuffer(memoryview(obj.base)[start : start + obj.nbytes]))
 
 
-def _memmap_again(path: str, dtype: Any, offset: int, shape: tuple[int, ...], order: str) -> Any:
-    """Map a file again, read-only, as ``_reduce_memmap`` saved its map."""
+def _memmap_again(path: str, dtype: Any, offset: int, shape: tuple[int, ...], order: str, mode: str = "r") -> Any:
+    """Map a file again, as ``_reduce_memmap`` saved its map."""
     if not os.path.exists(path):
         raise FileNotFoundError(errno.ENOENT, "the file a numpy.memmap mapped is gone", path)
     numpy = sys.modules.get("numpy") or importlib.import_module("numpy")
-    return numpy.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order=order)
+    return numpy.memmap(path, dtype=dtype, mode=mode, offset=offset, shape=shape, order=order)
+
+
+def _memmap_written(
+    path: str, dtype: Any, offset: int, shape: tuple[int, ...], order: str, mode: str, data: Any
+) -> Any:
+    """Map a file the cells wrote through again (``r+`` for ``w+``, which would empty it), with the bytes the map
+    held at the checkpoint."""
+    made = _memmap_again(path, dtype, offset, shape, order, "c" if mode == "c" else "r+")
+    start = offset % mmap.ALLOCATIONGRANULARITY
+    made.base[start : start + made.nbytes] = data
+    made.mode = mode
+    return made
 
 
 def _with_attributes(array: Any, kind: type, attributes: dict[str, Any]) -> Any:

@@ -1046,6 +1046,21 @@ PATTERNS = [
         "float(mm_a[9]) == 9.0 and len(mm_a) == 10 and type(mm_a) is np.memmap and str(mm_a.filename) == mm_path"
         " and not mm_a.flags.writeable and np.shares_memory(mm_a, mm_tail) and type(mm_tail) is np.memmap",
     ),
+    _p(  # maps the cells write through: the file holds the map's bytes again, writes and flush() reach it
+        "memmap_written",
+        "numpy",
+        "import numpy as np, os, tempfile\nmrw_dir = tempfile.mkdtemp(prefix='jupyter-ckpt-corpus-')\n"
+        "mrw_path = os.path.join(mrw_dir, 'rw.bin')\nmrw_a = np.memmap(mrw_path, dtype='f8', mode='w+', shape=(4,))\n"
+        "mrw_a[:] = [1, 2, 3, 4]\nmrw_a.flush()\nmrw_b = np.memmap(mrw_path, dtype='f8', mode='r+', offset=8, shape=(2,))\n"
+        "mrw_tail = mrw_a[2:]\nmrw_npy = np.lib.format.open_memmap(os.path.join(mrw_dir, 'f.npy'), mode='w+', dtype='i4',"
+        " shape=(2, 3), fortran_order=True)\nmrw_npy[1, 2] = 7\nmrw_c = np.memmap(mrw_path, dtype='f8', mode='c')\n"
+        "mrw_c[0] = -1.0",
+        "type(mrw_a) is np.memmap and (mrw_a.mode, mrw_b.mode, mrw_c.mode) == ('w+', 'r+', 'c') and mrw_a.tolist() == [1, 2, 3, 4]"
+        " and (mrw_b.__setitem__(0, 9.0), mrw_tail.__setitem__(1, 8.0), mrw_a.flush(), np.fromfile(mrw_path).tolist())[3]"
+        " == [1, 9, 3, 8] and mrw_a[1] == 9.0 and np.shares_memory(mrw_a, mrw_tail) and type(mrw_tail) is np.memmap"
+        " and np.load(os.path.join(mrw_dir, 'f.npy'))[1, 2] == 7 and mrw_npy.flags.f_contiguous and mrw_c[0] == -1.0"
+        " and np.fromfile(mrw_path)[0] == 1.0",
+    ),
     _p(
         "sliding_window",
         "numpy",
