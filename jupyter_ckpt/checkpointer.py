@@ -149,7 +149,7 @@ class Checkpointer:
         lazy: bool = False,
         replay_mode: str = "ask",
         run_cell: RunCell = exec_cell,
-        configure: Callable[[list[str]], dict[str, str]] | None = None,
+        configure: Callable[[list[str], list[tuple[int | None, str]]], dict[str, str]] | None = None,
         scheduler: Scheduler | None = None,
         replica: Replica | None = None,
         progress: Callable[[str], Progress] = no_progress,
@@ -217,7 +217,8 @@ class Checkpointer:
         self.lazy = lazy
         self.replay_mode = check_mode(replay_mode)
         self._run_cell = run_cell
-        # Runs the IPython configuration lines a whole restore brings back (shellconfig.apply), if a shell does.
+        # Runs the IPython configuration lines a whole restore brings back (shellconfig.apply), and makes again what
+        # the checkpoint's cells registered with the shell (shellhooks.apply), if a shell does.
         self._configure = configure
         self.configuration: list[str] = []  # those lines, along the session's lineage (shellconfig.merged)
         # The attributes of modules and imported classes the cells change, with how (attributes.merged).
@@ -808,8 +809,9 @@ class Checkpointer:
                 report.not_restored.update(loggers.apply(manifest.get("logging"), self._start.loggers, namespace, held))
                 self.configuration = list(manifest.get("configuration", self.configuration))
                 self.assigned = dict(manifest.get("attributes", self.assigned))
-                if self._configure is not None:
-                    report.not_restored.update(self._configure(self.configuration))
+                if self._configure is not None:  # with the cells that made the state, for what they registered
+                    cells = [(c["count"], c["source"]) for c in self.store.history(manifest) if c["status"] == "ok"]
+                    report.not_restored.update(self._configure(self.configuration, cells))
                 self._record_restore(target, manifest, trigger)
             self._offer_replay(report, manifest, mode)
             if report.unverified:

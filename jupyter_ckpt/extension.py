@@ -26,7 +26,7 @@ from typing import Any
 from IPython.core.getipython import get_ipython
 from IPython.core.interactiveshell import InteractiveShell
 
-from . import shellconfig
+from . import shellconfig, shellhooks
 from .blobs import writer_alive
 from .cellcode import only_checkpoint_magics
 from .checkpointer import Checkpointer, Policy
@@ -448,7 +448,7 @@ def load(shell: InteractiveShell) -> None:
                 compile(shell.transform_cell(source), "<replay>", "exec"),  # type: ignore[no-untyped-call]  # IPython is unannotated
                 namespace,
             ),
-            configure=lambda lines: shellconfig.apply(shell, lines),
+            configure=lambda lines, cells: {**shellconfig.apply(shell, lines), **shellhooks.apply(shell, cells)},
             replica=replica,
             progress=lambda what: ProgressLine(what, config.progress_after),
             limits=config.limits(),

@@ -876,3 +876,32 @@ def test_a_tag_is_taken_away_by_the_magic_and_the_python_api_as_the_sidebar_can(
     ]:
         assert k.run(line).stderr.startswith(f"UsageError: {error}"), line
     assert "untag: take REF's tag away" in k.ok("print(get_ipython().find_line_magic('checkpoint').__doc__)")
+
+
+def test_magics_and_callbacks_the_cells_registered_come_back_in_a_new_kernel(kernels: Any) -> None:
+    """A notebook's own magics (``@register_line_magic``, a Magics class) and event callbacks live in the shell, not
+    in a variable: after a kernel died, ``%checkpoint restore previous`` gave the functions back, but ``%shout``
+    was not found and the callback no longer ran. What cannot be made again from a variable is named."""
+    first = kernels("magics.ipynb")
+    first.ok("%load_ext jupyter_ckpt")
+    first.ok(
+        "from IPython.core.magic import Magics, line_magic, magics_class, register_line_magic\n"
+        "@register_line_magic\ndef shout(line):\n    return line.upper()"
+    )
+    first.ok(
+        "@magics_class\nclass Tools(Magics):\n    @line_magic\n    def twice(self, line):\n        return line * 2"
+    )
+    first.ok("get_ipython().register_magics(Tools)")
+    first.ok("ran = []\ndef count(result):\n    ran.append(result.execution_count)")
+    first.ok("get_ipython().events.register('post_run_cell', count)")
+    first.ok("get_ipython().input_transformers_cleanup.append(lambda lines: lines)")
+    first.ok("%checkpoint wait")
+    first.kill()
+
+    again = kernels("magics.ipynb")
+    again.ok("%load_ext jupyter_ckpt")
+    said = again.ok("%checkpoint restore previous")
+    assert "not restored: an input transformer (cell [7]) (not registered again by a restore: run cell [7]" in said
+    again.ok("loud = %shout hello\nlong = %twice ab")
+    assert again.value("(loud, long)") == ("HELLO", "abab")
+    assert again.value("len(ran)") == again.value("len(ran)") - 1  # the callback runs once after each cell
