@@ -8,7 +8,8 @@ in the manifest, the configuration lines of the cells that ran without error alo
 
 - ``%load_ext NAME...`` and ``%aimport MODULES`` once each;
 - the last ``%autoreload MODE``, ``%precision`` (without an argument it resets), ``%xmode MODE`` and
-  ``%pdb on|off``, and the last ``%config`` of each option.
+  ``%pdb on|off``, the last ``%config`` of each option, and the last ``%alias`` of each name (``%unalias``
+  takes it away).
 
 Only lines at a cell's top level count; a line that acts rather than configures is not kept: ``%autoreload``
 alone or ``now`` (reload now), ``%xmode`` or ``%pdb`` alone (toggle), ``%config`` without ``=`` (show).
@@ -41,6 +42,8 @@ _CONFIGURING: dict[str, tuple[str, ...]] = {
     "config": ("",),
     "xmode": ("",),
     "pdb": ("",),
+    "alias": ("",),
+    "unalias": ("",),
 }
 
 
@@ -51,7 +54,9 @@ def merged(kept: list[str], source: str) -> list[str]:
     for line in _lines(source):
         setting = _setting(line)
         at = next((i for i, other in enumerate(out) if _setting(other) == setting), None)
-        if at is None:
+        if line.startswith("unalias "):  # the alias is gone: nothing to make again
+            out = [other for other in out if _setting(other) != setting]
+        elif at is None:
             out.append(line)
         else:
             out[at] = line
@@ -99,4 +104,6 @@ def _setting(line: str) -> str:
         return line
     if name == "config":
         return f"config {args.partition('=')[0].strip()}"
+    if name in ("alias", "unalias"):
+        return f"alias {args.split()[0]}"
     return name
