@@ -879,9 +879,9 @@ def test_a_tag_is_taken_away_by_the_magic_and_the_python_api_as_the_sidebar_can(
 
 
 def test_magics_and_callbacks_the_cells_registered_come_back_in_a_new_kernel(kernels: Any) -> None:
-    """A notebook's own magics (``@register_line_magic``, a Magics class) and event callbacks live in the shell, not
-    in a variable: after a kernel died, ``%checkpoint restore previous`` gave the functions back, but ``%shout``
-    was not found and the callback no longer ran. What cannot be made again from a variable is named."""
+    """A notebook's own magics (``@register_line_magic``, a Magics class, ``%alias``) and event callbacks live in the
+    shell, not in a variable: after a kernel died, ``%checkpoint restore previous`` gave the functions back, but
+    ``%shout`` was not found and the callback no longer ran. What cannot be made again from a variable is named."""
     first = kernels("magics.ipynb")
     first.ok("%load_ext jupyter_ckpt")
     first.ok(
@@ -895,6 +895,7 @@ def test_magics_and_callbacks_the_cells_registered_come_back_in_a_new_kernel(ker
     first.ok("ran = []\ndef count(result):\n    ran.append(result.execution_count)")
     first.ok("get_ipython().events.register('post_run_cell', count)")
     first.ok("get_ipython().input_transformers_cleanup.append(lambda lines: lines)")
+    first.ok("%alias greet echo hello from an alias")
     first.ok("%checkpoint wait")
     first.kill()
 
@@ -905,3 +906,4 @@ def test_magics_and_callbacks_the_cells_registered_come_back_in_a_new_kernel(ker
     again.ok("loud = %shout hello\nlong = %twice ab")
     assert again.value("(loud, long)") == ("HELLO", "abab")
     assert again.value("len(ran)") == again.value("len(ran)") - 1  # the callback runs once after each cell
+    assert again.ok("%greet").strip() == "hello from an alias"
