@@ -875,6 +875,9 @@ def link(manifest: Manifest, parent: int | None, parent_manifest: Manifest | Non
     variables, modules = manifest["variables"], manifest["modules"]
     changed = sorted(n for n, v in variables.items() if before.get(n, {}).get("gkey") != v["gkey"])
     changed += sorted(n for n, m in modules.items() if previous_modules.get(n) != m)
+    # A variable left out now that was written before, or bound anew, changed too: an undo must not step over it.
+    then_skipped = parent_manifest.get("skipped", {})
+    changed += sorted(n for n in manifest["skipped"] if n in before or n not in then_skipped)
     # A cell that only changed a setting (plt.style.use) changed the state: an undo must not step over it.
     now, then = manifest.get("settings", {}), parent_manifest.get("settings", {})
     changed += sorted(n for n in set(now) | set(then) if now.get(n) != then.get(n))

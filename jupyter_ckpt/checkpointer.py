@@ -225,8 +225,9 @@ class Checkpointer:
         self.assigned: dict[str, str] = {}
         self._pending: Recipe | None = None  # what the last restore could not bring back, to replay
         self._verifier: threading.Thread | None = None
-        # The variables a lazy restore built on chunks that failed their signature check, with those objects and
-        # why: left out of checkpoints while the names are bound to them.
+        # The variables a lazy restore built on chunks that failed their signature check, and those larger than the
+        # store's whole budget (``_leave_out_too_large``), with those objects and why: left out of checkpoints while
+        # the names are bound to them.
         self._damaged: dict[str, tuple[Any, str]] = {}
         # Whether this kernel has restored its namespace (a whole one) yet.
         self.restored = False
@@ -588,7 +589,10 @@ class Checkpointer:
             retry = (lambda: self._owe(meta.trigger, meta.status, meta.cell)) if full else None
             if full and meta.at == self._last_time:  # no newer state was taken since
                 self._full, self._full_error = (meta.trigger, meta.status, meta.cell), str(e)
-            self.retention.failed(self._needed(cap) if full else 0, retry)
+            left_out = self._leave_out_too_large(cap) if full else 0
+            if left_out and meta.at == self._last_time:
+                self._owe(meta.trigger, meta.status, meta.cell)  # taken again without them, which may fit
+            self.retention.failed(self._needed(cap) - left_out if full else 0, retry)
             if raise_errors:
                 raise e if isinstance(e, CheckpointError) else CheckpointFailed(f"checkpoint failed: {e}") from e
             if not full:  # a store out of room: Retention says so, once, if it cannot make room
@@ -596,6 +600,26 @@ class Checkpointer:
             return None
         self._committed(cid, manifest, cap, failed_before=fits_again)
         return cid
+
+    def _leave_out_too_large(self, cap: capture.Capture) -> int:
+        """After a save found no room: leave out of the checkpoints each variable it bound anew that is larger than
+        the store's whole budget, for which no thinning makes room, as one that cannot be serialized (skipped, said
+        once, rebuilt by replay) while its name stays bound to it. Returns their bytes.
+
+        Otherwise every checkpoint failed while one was bound, and a kernel lost then lost every cell since."""
+        budget = self.retention.usage().budget
+        held = self._held or {}
+        left_out = 0
+        for name, value in cap.variables.items():
+            size = serialize.size_hint(value)
+            if held.get(name) != cap.ids.get(name) and size > budget:
+                self._damaged[name] = (
+                    value,
+                    f"{human_bytes(size)}, larger than the checkpoint store's whole budget ({human_bytes(budget)}); "
+                    "raise c.Checkpoints.max_store_size to keep it",
+                )
+                left_out += size
+        return left_out
 
     def _needed(self, cap: capture.Capture) -> int:
         """About how many bytes a checkpoint of ``cap`` writes: the variables bound anew since the last one."""
@@ -676,7 +700,7 @@ class Checkpointer:
         ]
         self._reported.update((n, i["reason"]) for n, i in manifest["skipped"].items())
         if fresh:
-            self._notify("jupyter-ckpt: not checkpointed, cannot be serialized: " + "; ".join(fresh))
+            self._notify("jupyter-ckpt: not checkpointed: " + "; ".join(fresh))
 
     def _upload_soon(self) -> None:
         """The timeline changed: the remote store, if there is one, follows it from its own thread."""

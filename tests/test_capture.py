@@ -767,7 +767,7 @@ def test_link_computes_what_changed_and_what_was_removed_against_the_parent() ->
     child = manifest({"same": "k1", "edited": "k9", "new": "k5"}, {"np": "jax.numpy"}, skipped=("now_skipped",))
     linked = link(child, 7, parent)
     assert linked["parent"] == 7
-    assert linked["changed"] == ["edited", "new", "np"]
+    assert linked["changed"] == ["edited", "new", "np", "now_skipped"]  # its value changed: an undo stops there
     assert linked["removed"] == ["dropped", "pd"]  # a variable skipped now is still there, not removed
     assert linked["variables"] == child["variables"]
     assert "parent" not in child  # the manifest given is left as it was

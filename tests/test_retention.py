@@ -512,7 +512,8 @@ def test_an_undo_runs_when_the_state_it_replaces_cannot_be_checkpointed_first(st
     ckpt.after_cell(3, "x = os.urandom(4 << 20)", True, 0.5)  # not checkpointed yet
     report = ckpt.undo()  # going back matters more than keeping what the store cannot hold
     assert module.x == [2] and report.checkpoint == before  # type: ignore[attr-defined]  # the state before the cell
-    assert sum("the state this restore replaces could not be checkpointed first" in line for line in said) == 1
+    # The state it replaced is checkpointed without x, which no thinning makes room for: said once.
+    assert sum("not checkpointed: x (bytes: 4.0 MiB, larger than the checkpoint" in line for line in said) == 1
 
 
 def test_a_store_of_many_small_variables_leaves_the_disk_files_for_the_notebook(
@@ -546,3 +547,30 @@ def test_a_store_of_many_small_variables_leaves_the_disk_files_for_the_notebook(
     assert floor == 60 and fewest_free >= floor, fewest_free
     assert said == ""  # no checkpoint failed for want of files
     assert newest >= last  # the newest cell's state is on the timeline: thinning made room for it
+
+
+def test_a_variable_larger_than_the_whole_budget_is_left_out_and_the_rest_is_checkpointed(
+    kernels: Any, jupyter_dirs: Path
+) -> None:
+    """No thinning makes room for a variable larger than the store's whole budget. While one was bound, every
+    checkpoint failed (said once) and the cells after it were checkpointed no more: a kernel lost then lost them
+    all. It is left out, as one that cannot be serialized (said once, with its size and the budget), and the rest
+    of the state is checkpointed; a restore names it and the cell that makes it."""
+    profile = jupyter_dirs / "ipython" / "profile_default"
+    profile.mkdir(parents=True)
+    (profile / "ipython_config.py").write_text('c.Checkpoints.max_store_size = "4M"\n')
+    k = kernels("huge.ipynb")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto on\nimport numpy as np\nimport jupyter_ckpt")
+    said = k.run("x = np.random.default_rng(0).random(1_000_000)").stderr  # 7.6 MiB of a 4 MiB budget
+    time.sleep(2)  # idle: its checkpoint fails, and is taken again without x
+    for y in range(1, 4):
+        said += k.run(f"y = {y}\nn = len(In) - 1").stderr
+        said += k.run("%checkpoint wait").stderr
+    assert said.count("x (ndarray: 7.6 MiB, larger than the checkpoint store's whole budget (4.0 MiB") == 1, said
+    assert "store can take only" not in said, said
+    assert k.value("[r.cell for r in jupyter_ckpt.list()][-1]") == k.value("n")  # the cell y = 3
+    k.close()
+    fresh = kernels("huge.ipynb")
+    restored = fresh.ok("%load_ext jupyter_ckpt\n%checkpoint restore previous")
+    assert "not restored: x (" in restored and "%checkpoint replay would rebuild x" in restored, restored
+    assert fresh.value("y") == 3
