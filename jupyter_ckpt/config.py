@@ -108,7 +108,8 @@ class StoreOptions(Configurable):
     min_free_share = Float(
         0.1,
         help="Retention: checkpoints never take the store's filesystem below this share of it free (with "
-        "min_free, the smaller wins): a small disk keeps a tenth free, a large one min_free.",
+        "min_free, the smaller wins): a small disk keeps a tenth free, a large one min_free. The same share of "
+        "its files (inodes) is kept free, at most min_free / 16 KiB of them: each blob is a file.",
     ).tag(config=True)
     min_free = Unicode(
         "2G",
