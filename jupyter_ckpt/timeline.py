@@ -65,9 +65,12 @@ def steps_back(ref: str | int) -> int | None:
 
 def state_of(record: CheckpointRecord, by_id: dict[int, CheckpointRecord]) -> CheckpointRecord:
     """The checkpoint whose state ``record`` holds: itself, or, for one that changed nothing (a restore entry, a
-    cell that only printed), the nearest ancestor in ``by_id`` that did."""
-    while not record.changed and record.parent in by_id:
+    cell that only printed), the nearest ancestor in ``by_id`` that did. Parent links made into a loop by hand in
+    the catalog end the walk where it comes round."""
+    seen = {record.id}
+    while not record.changed and record.parent in by_id and record.parent not in seen:
         record = by_id[record.parent]
+        seen.add(record.id)
     return record
 
 
@@ -239,15 +242,17 @@ class Timeline:
             raise UnknownCheckpoint(f"no checkpoint {text} in session {session!r}: it has {len(records)}")
         if (steps := steps_back(text)) is not None:
             current = by_id.get(head, records[-1]) if head is not None else records[-1]
+            passed = {current.id}  # parent links made into a loop by hand come round: no state is further back
             for _ in range(steps):
                 current = state_of(current, by_id)  # one step back is to the last *different* state
-                if current.parent not in by_id:
+                if current.parent not in by_id or current.parent in passed:
                     where = f"after cell {current.cell}" if current.cell is not None else "a state with no cell"
                     raise UnknownCheckpoint(
                         f"the timeline does not reach {steps} state(s) back: the oldest it reaches is "
                         f"#{numbers(records)[current.id]} ({where}), and no state before it was checkpointed"
                     )
                 current = by_id[current.parent]
+                passed.add(current.id)
             return current
         if (cid := parse_id(text)) is not None:
             if cid in by_id:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+import threading
 import time
 from typing import Any
 
@@ -99,3 +101,32 @@ def test_tree_rows_branch_and_carry_where_kernels_started(store: Store) -> None:
         (after, 4, 1, None),
     ]
     assert [r["kernel_start"] for r in rows] == [True, False, True, False]
+
+
+def test_parent_links_made_into_a_loop_by_hand_end_every_walk(store: Store) -> None:
+    """The parent column is not signed (a manifest names its own parent, and a restore refuses the one that differs),
+    but everything that walks the timeline reads it: two checkpoints that changed nothing (restore entries) made each
+    other's parent sent ``last-good``, an undo, the crash restore's choice and thinning round the loop forever, and a
+    step back of -99999999999999 round a loop of any checkpoints."""
+    a = store.commit("nb.ipynb", manifest(), {})
+    b = store.commit("nb.ipynb", manifest(parent=a, changed=()), {})
+    c = store.commit("nb.ipynb", manifest(parent=b, changed=()), {})
+    with sqlite3.connect(store.root / "catalog.sqlite", isolation_level=None) as db:
+        db.execute("UPDATE checkpoints SET parent=? WHERE id=?", (c, b))
+    timeline = Timeline(store)
+    outcome: list[Any] = []
+
+    def walks() -> None:
+        records = timeline.checkpoints("nb.ipynb")
+        outcome.append(good_states(records))
+        outcome.append(never_thinned(records))
+        outcome.append(timeline.resolve("nb.ipynb", "last-good").id)
+        with pytest.raises(UnknownCheckpoint, match="does not reach 99999999999999 state"):
+            timeline.resolve("nb.ipynb", "-99999999999999", head=c)
+        outcome.append(timeline.gc(None, 0, None).checkpoints)
+
+    thread = threading.Thread(target=walks, daemon=True)
+    thread.start()
+    thread.join(20)
+    assert not thread.is_alive(), "a walk of the timeline went round the loop"
+    assert len(outcome) == 4 and outcome[2] in (b, c), outcome
