@@ -633,9 +633,16 @@ class LocalBlobs:
     ) -> memoryview:
         codec, _, length, mac = self._header(key, f, size)
         raw = codec == CODEC_RAW and into is not None
+        # Compressed, a chunk is shorter than what it holds: a longer one is no blob of this buffer (a file grown
+        # sparse to any length), refused before it is read.
         if raw and into is not None and into.nbytes != length:
             raise IntegrityError(f"blob {key} holds {length} bytes where {into.nbytes} were expected")
-        payload = into if raw and into is not None else memoryview(bytearray(length))
+        if into is not None and into.nbytes < length:
+            raise IntegrityError(f"blob {key} is {length} bytes compressed, more than the {into.nbytes} it should hold")
+        try:
+            payload = into if raw and into is not None else memoryview(bytearray(length))
+        except MemoryError:
+            raise IntegrityError(f"blob {key} is {length} bytes long, more than this process can hold") from None
         f.readinto(payload)
         if not checked and not hmac.compare_digest(mac, self._mac(key, codec, payload)):
             raise IntegrityError(f"blob {key} fails its signature check: it was modified after it was written")

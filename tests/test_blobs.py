@@ -150,7 +150,9 @@ def test_read_into_a_buffer_fills_that_buffer(blobs: LocalBlobs, content: bytes)
 @pytest.mark.parametrize("content", [TEXT, NOISE], ids=["compressed", "raw"])
 def test_read_into_a_buffer_of_another_size_is_refused(blobs: LocalBlobs, content: bytes) -> None:
     info = blobs.put(content)
-    with pytest.raises(IntegrityError, match=f"blob {info.key} holds {len(content)} bytes where 10 were expected"):
+    payload = info.stored - (4096 if content is NOISE else 64)  # after the header
+    said = f"holds {len(content)} bytes where 10" if content is NOISE else f"is {payload} bytes compressed, more than"
+    with pytest.raises(IntegrityError, match=f"blob {info.key} {said}"):
         blobs.read(info.key, into=memoryview(bytearray(10)))
 
 
@@ -446,3 +448,19 @@ def test_a_link_planted_under_a_temp_file_name_is_replaced_not_written_through(
     info = blobs.put(data)
     assert victim.read_bytes() == b"mine"
     assert bytes(blobs.read(info.key)) == data and not blobs.path(info.key).is_symlink()
+
+
+def test_a_blob_file_grown_to_a_terabyte_is_refused_before_its_bytes_are_read(blobs: LocalBlobs) -> None:
+    """A blob file is read whole before its signature is checked. One made sparse and a terabyte long (it takes no
+    room on the disk), its header saying so, was read into a buffer of that size: a MemoryError, or the memory
+    filled; a compressed chunk can never be longer than the buffer it fills."""
+    key = blobs.put(TEXT).key
+    path = blobs.path(key)
+    with open(path, "r+b") as f:
+        f.seek(16)  # the header's payload size
+        f.write(struct.pack("<Q", 1 << 40))
+        f.truncate(64 + (1 << 40))
+    with pytest.raises(IntegrityError, match=f"blob {key} is {1 << 40} bytes compressed, more than the {len(TEXT)} it"):
+        blobs.read(key, into=memoryview(bytearray(len(TEXT))))
+    with pytest.raises(IntegrityError, match=f"blob {key} is {1 << 40} bytes long, more than this process can hold"):
+        blobs.read(key)
