@@ -633,10 +633,10 @@ class LocalBlobs:
     ) -> memoryview:
         codec, _, length, mac = self._header(key, f, size)
         raw = codec == CODEC_RAW and into is not None
-        # Compressed, a chunk is shorter than what it holds: a longer one is no blob of this buffer (a file grown
-        # sparse to any length), refused before it is read.
         if raw and into is not None and into.nbytes != length:
             raise IntegrityError(f"blob {key} holds {length} bytes where {into.nbytes} were expected")
+        # Compressed, a chunk is shorter than what it holds: a longer one is no blob of this buffer (a file grown
+        # sparse to any length), refused before it is read.
         if into is not None and into.nbytes < length:
             raise IntegrityError(f"blob {key} is {length} bytes compressed, more than the {into.nbytes} it should hold")
         try:
