@@ -1,9 +1,10 @@
 """What the cells registered with an imported library: a notebook class made a pandas accessor
 (``@pd.api.extensions.register_dataframe_accessor("geo")``) or a virtual subclass of a library's abstract
 class (``collections.abc.Sequence.register(Rows)``), a colormap a variable holds registered with matplotlib
-(``matplotlib.colormaps.register(cmap)``), and a function a variable holds registered with ``copyreg`` as how a
-class is pickled (``copyreg.pickle(Point, reduce_point)``: what ``pickle``, ``multiprocessing`` and ``joblib``
-then do with a ``Point``).
+(``matplotlib.colormaps.register(cmap)``), and a function a variable holds registered for a class with ``copyreg``
+(``copyreg.pickle(Point, reduce_point)``: how ``pickle``, ``multiprocessing`` and ``joblib`` then take a ``Point``)
+or with IPython's display (``get_ipython().display_formatter.formatters["text/plain"].for_type(Money, show)``:
+how a later cell's output shows a ``Money``).
 
 Such a registration lives in the library, not in a variable, and a fresh kernel's imports do not make it
 again: a restore into one would bring the class back without ``df.geo`` or ``isinstance(rows, Sequence)``.
@@ -34,7 +35,8 @@ from . import serialize
 # in the variable ``Geo``; ["abc", "collections.abc:Sequence", "", "Rows"] is ``Sequence.register(Rows)``;
 # ["colormap", "matplotlib:colormaps", "mine", "cmap"] is ``matplotlib.colormaps.register(cmap)`` (named "mine");
 # ["copyreg", "copyreg:dispatch_table", "Point", "reduce_point"] is ``copyreg.pickle(Point, reduce_point)``, of the
-# class in the variable ``Point`` or, named ``module:qualname``, one an import finds.
+# class in the variable ``Point`` or, named ``module:qualname``, one an import finds; ["formatter",
+# "IPython:text/plain", "Money", "show"] is ``formatters["text/plain"].for_type(Money, show)``, of the shell's.
 Registration = list[str]
 
 # The pandas classes that take accessors, and the call that registers one on each.
@@ -56,7 +58,7 @@ def read(variables: dict[str, Any], notebook: str) -> list[Registration]:
         if isinstance(value, type) and value.__module__ == notebook:
             classes[id(value)] = name
     try:
-        found = [*_colormaps(variables), *_reducers(variables, classes)]
+        found = [*_colormaps(variables), *_functions_for_classes(variables, classes)]
         if classes:
             found += [*_accessors(classes), *_virtual_subclasses(classes, notebook)]
         return sorted(found)
@@ -82,14 +84,26 @@ def _colormaps(variables: dict[str, Any]) -> Iterator[Registration]:
             yield ["colormap", "matplotlib:colormaps", key, name]
 
 
-def _reducers(variables: dict[str, Any], classes: dict[int, str]) -> Iterator[Registration]:
-    """The functions of ``variables`` the cells registered with ``copyreg`` (``copyreg.pickle(Point, reduce_point)``),
-    each for a class of ``classes`` or one an import finds: a fresh kernel's ``copyreg`` has only the imports'."""
+def _functions_for_classes(variables: dict[str, Any], classes: dict[int, str]) -> Iterator[Registration]:
+    """The functions of ``variables`` the cells registered for a class of ``classes``, or one an import finds, with
+    ``copyreg`` or IPython's display formatters: a fresh kernel has only what its imports register."""
     held = {id(variables[name]): name for name in sorted(variables, reverse=True)}  # under the first name
-    for klass, reducer in list(copyreg.dispatch_table.items()):
-        name = held.get(id(reducer))
-        if name is not None and (owner := classes.get(id(klass)) or serialize.path_of(klass)) is not None:
-            yield ["copyreg", "copyreg:dispatch_table", owner, name]
+    for kind, target, table in _function_tables():
+        for klass, function in list(table.items()):
+            name = held.get(id(function))
+            if name is not None and isinstance(klass, type):
+                owner = classes.get(id(klass)) or serialize.path_of(klass)
+                if owner is not None:
+                    yield [kind, target, owner, name]
+
+
+def _function_tables() -> Iterator[tuple[str, str, dict[type, Any]]]:
+    """Each table of functions by class a registration goes in: copyreg's, and each display formatter's of the
+    IPython shell this process runs (by its kind of output)."""
+    yield "copyreg", "copyreg:dispatch_table", copyreg.dispatch_table
+    formatters = getattr(getattr(serialize._the_shell(), "display_formatter", None), "formatters", None)
+    for mime, formatter in sorted((formatters or {}).items()):
+        yield "formatter", f"IPython:{mime}", getattr(formatter, "type_printers", {})
 
 
 def _accessors(classes: dict[int, str]) -> Iterator[Registration]:
@@ -143,8 +157,8 @@ def label(registration: Registration) -> str:
     owner = target.replace(":", ".")
     if kind == "accessor":
         return f"{owner}.{key} (accessor {variable})"
-    if kind == "copyreg":
-        return f"{variable} registered with copyreg for {key.replace(':', '.')}"
+    if kind in ("copyreg", "formatter"):
+        return f"{variable} registered with {owner} for {key.replace(':', '.')}"
     return f"{variable} registered with {owner}"
 
 
@@ -161,12 +175,13 @@ def apply(registrations: list[Registration], namespace: dict[str, Any]) -> dict[
                 if key not in registry:
                     registry.register(held, name=key)
                 continue
-            if kind == "copyreg" and target == "copyreg:dispatch_table":
-                pickled = serialize.find(key) if ":" in key else namespace.get(key)
-                if not isinstance(pickled, type) or not callable(held):
-                    raise TypeError(f"{key} is not a class or {variable} not a function in this kernel")
-                if copyreg.dispatch_table.get(pickled) is not held:
-                    copyreg.pickle(pickled, held)
+            if kind in ("copyreg", "formatter"):
+                tables = {t: table for _, t, table in _function_tables()}
+                klass = serialize.find(key) if ":" in key else namespace.get(key)
+                if target not in tables or not isinstance(klass, type) or not callable(held):
+                    raise TypeError(f"no {target} here, or {key} is not a class or {variable} not a function")
+                if tables[target].get(klass) is not held:
+                    tables[target][klass] = held  # as copyreg.pickle and for_type put it
                 continue
             if not isinstance(held, type):
                 raise TypeError(f"{variable} is not a class in this kernel")

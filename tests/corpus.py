@@ -574,6 +574,16 @@ PATTERNS = [
         "from pob_config import settings as pob_settings\npob_settings.lr = 0.5\npob_settings.tags.append('x')",
         "pob_settings.lr == 0.5 and pob_settings.tags == ['x'] and sys.modules['pob_config'].settings is pob_settings",
     ),
+    _p(  # how a later cell's output shows a notebook class and a library's: registered with the shell, not a variable
+        "display_formatter",
+        "stdlib",
+        "import fractions\nclass DfMoney:\n    def __init__(self, v):\n        self.v = v\ndef df_show(m, p, cycle):\n"
+        "    p.text(f'${m.v:.2f}')\ndef df_html(f):\n    return f'<b>{f}</b>'\n"
+        "get_ipython().display_formatter.formatters['text/plain'].for_type(DfMoney, df_show)\n"
+        "get_ipython().display_formatter.formatters['text/html'].for_type(fractions.Fraction, df_html)\ndf_m = DfMoney(3)",
+        "get_ipython().display_formatter.format(df_m)[0]['text/plain'] == '$3.00'"
+        " and get_ipython().display_formatter.format(fractions.Fraction(1, 2))[0]['text/html'] == '<b>1/2</b>'",
+    ),
     _p("ipython_shell", "stdlib", "is_ip = get_ipython()", "is_ip is get_ipython()"),
     _p("namespace", "stdlib", "ns_g = globals()", "ns_g is globals() and ns_g['ns_g'] is ns_g"),
     _p(
