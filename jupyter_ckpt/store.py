@@ -225,14 +225,21 @@ def write_secret(path: Path, key: bytes) -> None:
     """Write a secret that is missing (0600). Written whole under another name, then linked into place: a kernel
     and the server starting at once never read a secret half written, and the first link wins."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as f:
             f.write(key)
             f.flush()
             os.fsync(f.fileno())
         with contextlib.suppress(FileExistsError):
             os.link(tmp, path)
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):  # a traceback ending in "No space left on device"
+            raise StoreFullError(
+                f"the disk under {path.parent} is full: the checkpoint secret could not be written; nothing was "
+                "changed. Make room on it."
+            ) from None
+        raise
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -388,6 +395,8 @@ class Store:
             except sqlite3.DatabaseError as e:
                 if _locked(e):  # another process keeps even readers out (exclusive locking mode)
                     raise _translate_sqlite(e, self.root) from e
+                if "full" in str(e):  # making a new catalog's tables: "database or disk is full", no damage
+                    raise _no_room(self.root) from e
                 raise IntegrityError(f"the catalog {path} is unreadable ({e}); nothing was changed") from e
             if self._create:
                 with contextlib.suppress(OSError):

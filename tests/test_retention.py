@@ -574,3 +574,40 @@ def test_a_variable_larger_than_the_whole_budget_is_left_out_and_the_rest_is_che
     restored = fresh.ok("%load_ext jupyter_ckpt\n%checkpoint restore previous")
     assert "not restored: x (" in restored and "%checkpoint replay would rebuild x" in restored, restored
     assert fresh.value("y") == 3
+
+
+def fill_up(path: Path) -> None:
+    """Another process takes every byte left on the disk, into the file ``path``."""
+    with open(path, "wb", buffering=0) as f, contextlib.suppress(OSError):
+        while True:
+            f.write(b"\0" * (64 << 10))
+
+
+def test_a_first_use_on_a_full_disk_says_the_disk_is_full_and_works_once_there_is_room(
+    kernels: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a disk with no room, the first ``%load_ext`` showed a traceback ending in ``OSError: [Errno 28] No space
+    left on device`` (the secret), and with the secret elsewhere "the catalog ... is unreadable (database or disk
+    is full)", the error of a damaged store. Both say the disk is full, and leave nothing that stops the store
+    once there is room."""
+    with tmpfs(tmp_path / "home", "size=4m") as home:
+        monkeypatch.setenv("JUPYTER_DATA_DIR", str(home / "data"))
+        monkeypatch.setenv("JUPYTER_CKPT_DIR", str(home / "store"))
+        filler = home / "someone-else.bin"
+        fill_up(filler)
+        k = kernels("first.ipynb")
+        r = k.run("%load_ext jupyter_ckpt")
+        said = (r.error or "") + r.stderr
+        assert "is full" in said and "Traceback" not in said and "unreadable" not in said, said
+        filler.unlink()
+        (home / "data" / "ckpt").mkdir(parents=True, exist_ok=True)
+        Path(home / "data" / "ckpt" / "secret").write_text("x" * 64)  # the secret written; now the catalog's turn
+        os.chmod(home / "data" / "ckpt" / "secret", 0o600)
+        fill_up(filler)
+        r = k.run("%reload_ext jupyter_ckpt")
+        said = (r.error or "") + r.stderr
+        assert "is full" in said and "Traceback" not in said and "unreadable" not in said, said
+        filler.unlink()
+        k.ok("%reload_ext jupyter_ckpt\nx = 1\n%checkpoint save")
+        assert k.value("len(__import__('jupyter_ckpt').list())") == 1
+        k.close()
