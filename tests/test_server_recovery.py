@@ -648,3 +648,17 @@ async def test_a_kernel_whose_kernelspec_drops_the_environment_still_resumes_its
     _, event = await again.next_crash_event(0)
     assert (event["type"], event["checkpoint"]) == ("crash-restore", left["id"])
     assert await again.value("total") == 42
+
+
+async def test_a_restart_the_user_asked_for_offers_what_the_kernel_left(notebook: Any, api: Any) -> None:
+    nb = await notebook("restarted.ipynb")
+    await nb.ok("x = 1")
+    (left,) = await nb.wait_for_checkpoints(1)
+    await api("POST", "api", "kernels", nb.kernel_id, "restart")
+    await nb.until_loaded()
+    offer = (await api("GET", "api", "ckpt", "offer", params={"kernel_id": nb.kernel_id}))["offer"]
+    assert (offer["checkpoint"], offer["number"]) == (left["id"], 1)
+    said = await nb.run("y = 2")
+    assert "the last good one is #1 after cell [1]" in said.stderr, said
+    assert (await nb.ok("%checkpoint restore previous")).startswith("restored kernel checkpoint #1")
+    assert await nb.value("(x, 'y' in dir())") == (1, False)
