@@ -260,7 +260,9 @@ class Retention:
             if short:  # as many bytes fewer as the files to free are of the blob files there are, and some
                 files, referenced = len(self.store.blobs.listing()), self.store.referenced_size()
                 blobs_target = min(blobs_target, referenced * max(0, files - short) // max(files, 1), referenced - 1)
-            if not self.timeline.thin(sessions, target=blobs_target, protect=self._protect()).checkpoints:
+            protect = self._protect()  # the kernel's head: the session whose next checkpoint needs the room
+            pending = {self.store.get(c).session for c in protect if self.store.exists(c)} if need else set()
+            if not self.timeline.thin(sessions, target=blobs_target, protect=protect, pending=pending).checkpoints:
                 break
         after = usage(self.store, self.limits)
         with self._lock:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from numbers import Integral
 from typing import Any
@@ -140,13 +140,14 @@ def tree_rows(records: list[CheckpointRecord]) -> list[dict[str, Any]]:
     return rows
 
 
-def never_thinned(records: list[CheckpointRecord]) -> set[int]:
-    """The checkpoints of one session that thinning keeps: tagged ones, the newest, the two newest good states,
-    and the checkpoints that hold those states too (restore entries: they reference the same blobs)."""
+def never_thinned(records: list[CheckpointRecord], good_kept: int = 2) -> set[int]:
+    """The checkpoints of one session that thinning keeps: tagged ones, the newest, the ``good_kept`` newest good
+    states (two: what crash recovery tries), and the checkpoints that hold those states too (restore entries:
+    they reference the same blobs)."""
     if not records:
         return set()
     by_id = {r.id: r for r in records}
-    good = set(good_states(records)[:2])
+    good = set(good_states(records)[:good_kept])
     keep = {r.id for r in records if r.tag} | {records[-1].id} | good
     return keep | {r.id for r in records if state_of(r, by_id).id in good}
 
@@ -343,12 +344,16 @@ class Timeline:
         sparse: bool = False,
         target: int | None = None,
         protect: Iterable[int] = (),
+        pending: Collection[str] = (),
     ) -> Thinned:
         """Thin the checkpoints of ``sessions``, then collect the blobs nothing references.
 
         The newest ``keep_last`` of each session stay, and so does what ``never_thinned``
         names and ``protect``. ``sparse`` drops every extra beyond one per window of age;
         ``target`` then drops more, in the drop order, until the referenced bytes fit it.
+        ``pending``: sessions whose next checkpoint this makes room for. It will be their
+        newest good state, so of theirs only the newest good state stays (crash recovery's
+        second): keeping two, a budget of less than three checkpoints took no third.
         """
         if keep_last < 0:
             raise BadArgument("--keep-last cannot be negative")
@@ -358,7 +363,7 @@ class Timeline:
         for key in sessions:
             records = self.committed(key)
             older = records[: max(len(records) - keep_last, 0)]
-            e, s = drop_order(older, keep | never_thinned(records))
+            e, s = drop_order(older, keep | never_thinned(records, 1 if key in pending else 2))
             extras += [(cid, key) for cid in e]
             spares += [(cid, key) for cid in s]
         doomed: list[tuple[int, str]] = []

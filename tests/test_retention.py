@@ -118,6 +118,24 @@ def test_a_write_past_the_budget_or_the_floor_is_refused_and_writes_nothing(stor
     assert list(store.blobs.tmp.iterdir()) == []
 
 
+def test_a_budget_of_two_checkpoints_and_a_half_keeps_taking_the_newest(store: Store) -> None:
+    """Each cell binds 11.5 MiB of fresh data under a 30 MiB budget. Thinning kept the two newest good states (what
+    crash recovery tries) also when it made room for a third, which would be the newest once written: after two
+    checkpoints, every save failed, and a kernel lost then lost every cell since. The older of the two goes."""
+    said: list[str] = []
+    module = types.ModuleType("__main__")
+    ckpt = Checkpointer(store, "nb.ipynb", module, notify=said.append, limits=Limits(max_store_size=30 << 20))
+    for i in range(6):
+        module.a = np.random.default_rng(i).random(1_500_000)  # type: ignore[attr-defined]
+        module.i = i  # type: ignore[attr-defined]
+        assert ckpt.save() is not None
+        ckpt.retention.settle()
+        assert store.size() <= 30 << 20
+    assert said == []
+    # Room is kept for the next: of two good states that do not fit beside it, the newest alone stays.
+    assert [store.manifest(r.id)["variables"]["i"]["repr"] for r in ckpt.checkpoints()] == ["5"]
+
+
 def test_a_pass_that_must_make_room_counts_the_catalog_and_says_nothing_when_no_save_failed(store: Store) -> None:
     """The store's size holds its catalog (and its write-ahead log) beside the blobs: thinning until the blobs
     alone fit left it over, and the failed save was never tried again. A pass after a commit that fitted, in
