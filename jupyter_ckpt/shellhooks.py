@@ -1,20 +1,20 @@
-"""What the cells registered with IPython itself: their magics and event callbacks.
+"""What the cells registered with IPython itself: magics, event callbacks, transformers, exception handlers.
 
 A notebook can extend its shell: ``@register_line_magic`` (and ``_cell_``, ``_line_cell_``) on a function,
-``get_ipython().register_magics(Magics)``, ``get_ipython().events.register("post_run_cell", f)``. The shell
-keeps those, not a variable, and a fresh kernel has none: after a restore ``%mymagic`` was "not found", and
-a callback no longer ran. A whole restore makes them again (``apply``) from the signed cells that ran without
-error, read (``ast``) and never run again, with the objects the restore brought back under the names they
-were defined as: a function or class the checkpoint does not hold is named, with the cell that made it.
-
-What cannot be made again from a variable is named with the cell to run again: an input or AST transformer
-(``input_transformers_cleanup.append(f)``), a custom exception handler (``set_custom_exc``). ``%alias`` and
-``%config`` lines are configuration (``shellconfig.py``).
+``get_ipython().register_magics(Magics)``, ``get_ipython().events.register("post_run_cell", f)``,
+``get_ipython().input_transformers_cleanup.append(f)`` (``_post``, ``ast_transformers``),
+``get_ipython().set_custom_exc((ValueError,), handler)``. The shell keeps those, not a variable, and a fresh
+kernel has none: after a restore ``%mymagic`` was "not found", and a callback no longer ran. A whole restore
+makes them again (``apply``) from the signed cells that ran without error, read (``ast``) and never run again,
+with the objects the restore brought back under the names the cells gave them. One registered with an object
+no name holds (a lambda written in the call), or whose name the checkpoint lacks, is named in the restore's
+report with the cell to run again. ``%alias`` and ``%config`` lines are configuration (``shellconfig.py``).
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 import contextlib
 from collections.abc import Iterable
 from typing import Any
@@ -25,17 +25,15 @@ _MAGIC_DECORATORS = {
     "register_cell_magic": "cell",
     "register_line_cell_magic": "line_cell",
 }
-# What the shell holds that no variable names again: the attribute (or method) a cell reaches it by.
-_NOT_MADE_AGAIN = {
+# The shell's lists of transformers a cell appends to, and what each holds.
+_TRANSFORMERS = {
     "input_transformers_cleanup": "an input transformer",
     "input_transformers_post": "an input transformer",
     "ast_transformers": "an AST transformer",
-    "set_custom_exc": "a custom exception handler",
 }
-
-
+_CUSTOM_EXC = "set_custom_exc"
 # A cell that registers anything with the shell holds one of these.
-_WORDS = ("register", *_NOT_MADE_AGAIN)
+_WORDS = ("register", _CUSTOM_EXC, *_TRANSFORMERS)
 
 
 def apply(shell: Any, cells: Iterable[tuple[int | None, str]]) -> dict[str, str]:
@@ -50,16 +48,21 @@ def apply(shell: Any, cells: Iterable[tuple[int | None, str]]) -> dict[str, str]
         except SyntaxError:
             continue
         where = f"cell [{count}]" if count is not None else "a cell"
+        made: set[int] = set()  # the transformer lists reached by a call made again
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef):
                 for decorator in node.decorator_list:
                     _magic(shell, node.name, decorator, where, failed)
             elif isinstance(node, ast.Call):
-                _call(shell, node, where, failed)
-            if isinstance(node, ast.Attribute) and node.attr in _NOT_MADE_AGAIN:
-                what = _NOT_MADE_AGAIN[node.attr]
-                failed[f"{what} ({where})"] = f"not registered again by a restore: run {where} again"
+                _call(shell, node, where, failed, made)
+        for node in ast.walk(tree):  # reached otherwise (``+= [f]``): run again by the user
+            if isinstance(node, ast.Attribute) and node.attr in _TRANSFORMERS and id(node) not in made:
+                failed[f"{_TRANSFORMERS[node.attr]} ({where})"] = _again(where)
     return failed
+
+
+def _again(where: str) -> str:
+    return f"not registered again by a restore: run {where} again"
 
 
 def _name(node: ast.expr) -> str | None:
@@ -80,42 +83,57 @@ def _magic(shell: Any, function: str, decorator: ast.expr, where: str, failed: d
         magic = str(decorator.args[0].value)  # @register_line_magic("name")
     found = shell.user_ns.get(function)
     if not callable(found):
-        failed[f"%{magic}"] = f"a magic {where} defined, not registered again: the checkpoint has no {function}"
+        failed[f"%{magic} ({where})"] = _again(where)
         return
     shell.register_magic_function(found, kind, magic)
 
 
-def _call(shell: Any, call: ast.Call, where: str, failed: dict[str, str]) -> None:
-    """``register_magics(Name)`` and ``events.register("event", name)``, made again with the objects named."""
-    method = _name(call.func)
-    on_events = isinstance(call.func, ast.Attribute) and _name(call.func.value) == "events"
-    if method == "register_magics" and len(call.args) == 1 and isinstance(call.args[0], ast.Name):
-        name = call.args[0].id
-        found = shell.user_ns.get(name)
-        if found is None:
-            failed[f"magics {name}"] = f"registered {where}, not again: the checkpoint has no {name}"
+def _call(shell: Any, call: ast.Call, where: str, failed: dict[str, str], made: set[int]) -> None:
+    """``register_magics(Name)``, ``events.register("event", name)``, ``<transformers>.append(name)`` and
+    ``set_custom_exc((Error, ...), name)``, made again with the objects named."""
+    method, ns = _name(call.func), shell.user_ns
+    on = _name(call.func.value) if isinstance(call.func, ast.Attribute) else None
+    named = [ns.get(a.id) if isinstance(a, ast.Name) else None for a in call.args]
+    if method == "register_magics" and len(call.args) == 1:
+        if named[0] is None:
+            failed[f"magics ({where})"] = _again(where)
             return
-        shell.register_magics(found)
-    elif method == "register" and on_events and len(call.args) == 2:
-        event, callback = call.args
-        if not (isinstance(event, ast.Constant) and isinstance(event.value, str) and isinstance(callback, ast.Name)):
+        shell.register_magics(named[0])
+    elif method == "register" and on == "events" and len(call.args) == 2:
+        event = call.args[0]
+        if not (isinstance(event, ast.Constant) and isinstance(event.value, str)):
             return
-        found = shell.user_ns.get(callback.id)
-        if not callable(found):
-            failed[f"{event.value} callback {callback.id}"] = (
-                f"registered {where}, not again: the checkpoint has no {callback.id}"
-            )
+        if not callable(named[1]):
+            failed[f"a {event.value} callback ({where})"] = _again(where)
             return
-        registered = shell.events.callbacks.get(event.value, [])
-        for old in [f for f in registered if _same(f, found)]:  # the one it replaces, in the kernel it ran in
-            with contextlib.suppress(ValueError):
+        for old in [f for f in shell.events.callbacks.get(event.value, []) if _same(f, named[1])]:
+            with contextlib.suppress(ValueError):  # the one it replaces, in the kernel it ran in
                 shell.events.unregister(event.value, old)
-        shell.events.register(event.value, found)
+        shell.events.register(event.value, named[1])
+    elif method in ("append", "insert") and on in _TRANSFORMERS and call.args:
+        assert isinstance(call.func, ast.Attribute)  # ``on`` is its value's name
+        made.add(id(call.func.value))
+        found = named[-1]
+        if found is None:
+            failed[f"{_TRANSFORMERS[on]} ({where})"] = _again(where)
+            return
+        transformers = getattr(shell, on)
+        transformers[:] = [f for f in transformers if not _same(f, found)]
+        transformers.append(found)
+    elif method == _CUSTOM_EXC and len(call.args) == 2:
+        kinds = call.args[0].elts if isinstance(call.args[0], ast.Tuple) else [call.args[0]]
+        types = [ns.get(k.id, getattr(builtins, k.id, None)) if isinstance(k, ast.Name) else None for k in kinds]
+        if not callable(named[1]) or not all(isinstance(t, type) and issubclass(t, BaseException) for t in types):
+            failed[f"a custom exception handler ({where})"] = _again(where)
+            return
+        shell.set_custom_exc(tuple(types), named[1])
 
 
 def _same(registered: Any, found: Any) -> bool:
-    """Whether a registered callback is the notebook's function of the same name (the one the restore replaced)."""
-    return registered is found or (
-        getattr(registered, "__module__", None) == "__main__"
-        and getattr(registered, "__qualname__", None) == getattr(found, "__qualname__", "")
-    )
+    """Whether a registered callback or transformer is the notebook's of the same name (the one a restore in the
+    kernel it ran in replaces)."""
+
+    def who(thing: Any) -> tuple[Any, str]:
+        return getattr(thing, "__module__", None), getattr(thing, "__qualname__", None) or type(thing).__qualname__
+
+    return registered is found or (who(registered)[0] == "__main__" and who(registered) == who(found))

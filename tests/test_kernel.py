@@ -896,6 +896,10 @@ def test_magics_and_callbacks_the_cells_registered_come_back_in_a_new_kernel(ker
     first.ok("get_ipython().events.register('post_run_cell', count)")
     first.ok("get_ipython().input_transformers_cleanup.append(lambda lines: lines)")
     first.ok("%alias greet echo hello from an alias")
+    first.ok("def answer(lines):\n    return [line.replace('ANSWER', '42') for line in lines]")
+    first.ok("get_ipython().input_transformers_cleanup.append(answer)")
+    first.ok("def calm(shell, kind, value, tb, tb_offset=None):\n    print('calm:', kind.__name__)")
+    first.ok("get_ipython().set_custom_exc((KeyError,), calm)")
     first.ok("%checkpoint wait")
     first.kill()
 
@@ -907,3 +911,5 @@ def test_magics_and_callbacks_the_cells_registered_come_back_in_a_new_kernel(ker
     assert again.value("(loud, long)") == ("HELLO", "abab")
     assert again.value("len(ran)") == again.value("len(ran)") - 1  # the callback runs once after each cell
     assert again.ok("%greet").strip() == "hello from an alias"
+    assert again.value("ANSWER") == 42
+    assert again.ok("{}['missing']") == "calm: KeyError\n"
