@@ -43,18 +43,21 @@ def apply(shell: Any, cells: Iterable[tuple[int | None, str]]) -> dict[str, str]
     for count, source in cells:
         if not any(word in source for word in _WORDS):  # most cells: not parsed
             continue
-        try:
+        try:  # the cell as it ran: through the transformers registered in the cells before it
             tree = ast.parse(shell.transform_cell(source))
-        except SyntaxError:
+        except Exception:  # a cell that never parsed registered nothing
             continue
         where = f"cell [{count}]" if count is not None else "a cell"
         made: set[int] = set()  # the transformer lists reached by a call made again
         for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef):
-                for decorator in node.decorator_list:
-                    _magic(shell, node.name, decorator, where, failed)
-            elif isinstance(node, ast.Call):
-                _call(shell, node, where, failed, made)
+            try:
+                if isinstance(node, ast.FunctionDef):
+                    for decorator in node.decorator_list:
+                        _magic(shell, node.name, decorator, where, failed)
+                elif isinstance(node, ast.Call):
+                    _call(shell, node, where, failed, made)
+            except Exception as e:  # one the shell refuses: named, the others made
+                failed[f"what {where} registered"] = f"not registered again: {type(e).__name__}: {e}"
         for node in ast.walk(tree):  # reached otherwise (``+= [f]``): run again by the user
             if isinstance(node, ast.Attribute) and node.attr in _TRANSFORMERS and id(node) not in made:
                 failed[f"{_TRANSFORMERS[node.attr]} ({where})"] = _again(where)
