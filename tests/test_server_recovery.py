@@ -662,3 +662,25 @@ async def test_a_restart_the_user_asked_for_offers_what_the_kernel_left(notebook
     assert "the last good one is #1 after cell [1]" in said.stderr, said
     assert (await nb.ok("%checkpoint restore previous")).startswith("restored kernel checkpoint #1")
     assert await nb.value("(x, 'y' in dir())") == (1, False)
+
+
+async def test_a_notebook_moved_while_no_kernel_runs_on_it_is_offered_its_state_at_its_new_path(
+    notebook: Any, api: Any
+) -> None:
+    nb = await notebook("drafts/study.ipynb")
+    await nb.ok("result = 7")
+    (left,) = await nb.wait_for_checkpoints(1)
+    (session,) = await api("GET", "api", "sessions")
+    await api("DELETE", "api", "sessions", session["id"])  # the kernel is shut down
+    await api("PUT", "api", "contents", "final", body={"type": "directory"})  # a new folder
+    await api("PATCH", "api", "contents", "drafts/study.ipynb", body={"path": "final/study.ipynb"})
+
+    deadline = time.monotonic() + 30
+    while [s["path"] for s in (await api("GET", "api", "ckpt", "sessions"))["sessions"]] != ["final/study.ipynb"]:
+        assert time.monotonic() < deadline, "the checkpoints did not follow the notebook"
+        await asyncio.sleep(0.05)
+    again = await notebook("final/study.ipynb")
+    offer = (await api("GET", "api", "ckpt", "offer", params={"kernel_id": again.kernel_id}))["offer"]
+    assert offer["checkpoint"] == left["id"]
+    assert (await again.ok("%checkpoint restore previous")).startswith("restored kernel checkpoint #1")
+    assert await again.value("result") == 7
