@@ -1058,7 +1058,10 @@ def _memmap_written(
     path: str, dtype: Any, offset: int, shape: tuple[int, ...], order: str, mode: str, data: Any
 ) -> Any:
     """Map a file the cells wrote through again (``r+`` for ``w+``, which would empty it), with the bytes the map
-    held at the checkpoint."""
+    held at the checkpoint. A copy-on-write map of a file gone is its bytes in memory: none of it reached the file."""
+    if mode == "c" and not os.path.exists(path):
+        numpy = sys.modules.get("numpy") or importlib.import_module("numpy")
+        return numpy.ndarray(shape, dtype, buffer=bytearray(data), order=order).view(numpy.memmap)
     made = _memmap_again(path, dtype, offset, shape, order, "c" if mode == "c" else "r+")
     start = offset % mmap.ALLOCATIONGRANULARITY
     made.base[start : start + made.nbytes] = data
