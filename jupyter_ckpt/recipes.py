@@ -44,6 +44,8 @@ import copy
 import enum
 import gc
 import io
+import os
+import stat
 import sys
 import types
 from collections.abc import Callable, Iterable
@@ -510,6 +512,7 @@ def _run_part(part: Part, restored: dict[str, Any], namespace: dict[str, Any], r
     reads = [cell_names(c["source"]) for c in part.cells]
     stopped: dict[str, str] = {}  # variable: why it is not replayed
     copies, uncopyable = _copy({n: restored[n] for n in sorted(part.mutated) if n in restored})
+    changed = [_changed_since(cell, reads[p], restored) for p, cell in enumerate(part.cells)]
     for name in part.needs:
         for p in sorted(part.needs[name]):
             gone = sorted(reads[p].mutated & set(uncopyable))
@@ -542,10 +545,14 @@ def _run_part(part: Part, restored: dict[str, Any], namespace: dict[str, Any], r
         if name in stopped:
             outcome[name] = stopped[name]
         elif name in made:
-            outcome[name] = "replayed"
+            read = [(part.cells[p]["count"], path) for p in sorted(part.needs[name]) for path in changed[p]]
+            outcome[name] = "replayed" + "".join(
+                f"; cell [{count}] read {path}, which changed since it ran: the value may not be the checkpoint's"
+                for count, path in read[:1]
+            )
         else:
             outcome[name] = "the replayed cells did not assign it"
-    rebuilt = [n for n in part.names if outcome[n] == "replayed"]
+    rebuilt = [n for n in part.names if rebuilt_by(outcome[n])]
     outcome.update(_companions(part, made, rebuilt, restored, stopped))
     classes = {
         made[n]: restored[n]
@@ -557,12 +564,37 @@ def _run_part(part: Part, restored: dict[str, Any], namespace: dict[str, Any], r
         and not isinstance(made[n], enum.EnumMeta)
     }
     if classes:
-        taken = [made[n] for n, what in outcome.items() if what == "replayed" or what.startswith("replayed with")]
+        taken = [made[n] for n, what in outcome.items() if rebuilt_by(what) or what.startswith("replayed with")]
         _adopt(taken, classes, (scratch, restored, made, vars(builtins)))
     for name, what in outcome.items():
-        if what == "replayed" or what.startswith("replayed with"):
+        if rebuilt_by(what) or what.startswith("replayed with"):
             namespace[name] = scratch[name] = made[name]
     return outcome
+
+
+def rebuilt_by(outcome: str) -> bool:
+    """Whether a replay's outcome for a variable is that its cells rebuilt it (``replayed``, with a note or not)."""
+    return outcome == "replayed" or outcome.startswith("replayed; ")
+
+
+def _changed_since(cell: Cell, names: CellNames, namespace: dict[str, Any]) -> list[str]:
+    """The files a cell names that were written after it ran: a path in its code, or one a variable it reads holds
+    (``pd.read_csv(path)``). Run again, it reads what they hold now, which the variable it rebuilds may show."""
+    ran = cell.get("time")
+    tree = parsed(cell["source"])
+    if ran is None or tree is None:
+        return []
+    named: set[Any] = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    named.update(os.fspath(v) for n in names.read if isinstance(v := namespace.get(n), (str, os.PathLike)))
+    found = []
+    for path in named:
+        try:
+            info = os.stat(path)
+        except (OSError, ValueError, TypeError):  # no such file, a string that is no path
+            continue
+        if stat.S_ISREG(info.st_mode) and info.st_mtime > ran:
+            found.append(os.path.abspath(path))
+    return sorted(found)
 
 
 def run_recipe(recipe: Recipe, namespace: dict[str, Any], run_cell: RunCell) -> dict[str, str]:

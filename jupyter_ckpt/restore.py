@@ -29,6 +29,7 @@ from .capture import CHUNK, is_user_variable
 from .errors import BadArgument
 from .manifest import Buffer, Group, Manifest, RandomState
 from .progress import Progress, Tally, untold
+from .recipes import rebuilt_by
 
 Patch = tuple[memoryview, int, memoryview]
 
@@ -94,8 +95,10 @@ class RestoreReport:
                 reasons.append(states.format(_cells(skipped)) + " not checkpointed")
             line += f"\n  this is the state before {_cells(self.also_undone)} too: {'; '.join(reasons)}"
         for name, why in sorted(self.not_restored.items()):
-            if self.replay.get(name) == "replayed":
-                line += f"\n  rebuilt by running its cells again: {name}"
+            replayed = self.replay.get(name, "")
+            if rebuilt_by(replayed):
+                note = replayed.removeprefix("replayed").removeprefix("; ")
+                line += f"\n  rebuilt by running its cells again: {name}" + (f" ({note})" if note else "")
             else:
                 extra = f"; {self.replay[name]}" if name in self.replay else ""
                 line += f"\n  not restored: {name} ({why}{extra})"
@@ -235,7 +238,6 @@ def _patches(
         changed = [(i, t) for i, (n, t) in enumerate(zip(live, then["chunks"], strict=True)) if n != t]
         if changed and flat.readonly:
             return None  # a text column's buffer, or a read-only array: rebuild the group
-        memory.ensure_room(len(changed) * CHUNK, f"reading the parts of {_listed(names)} that changed")
         plan += [(flat, i * CHUNK, blobs.read(t)) for i, t in changed]
     return plan
 

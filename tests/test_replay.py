@@ -102,6 +102,32 @@ def test_each_recipe_runs_on_its_own_and_one_that_fails_stops_no_other() -> None
     assert "b" not in namespace
 
 
+def test_a_variable_rebuilt_from_a_file_that_changed_since_its_cell_ran_says_so(tmp_path: Any) -> None:
+    """Run again, a cell reads what a file holds now: the variable it rebuilds may not be the checkpoint's."""
+    import os
+
+    data, kept = tmp_path / "rows.csv", tmp_path / "kept.txt"
+    data.write_text("a\n1\n2\n")
+    kept.write_text("x\n")
+    history = cells(
+        "rows = iter(Path(path).read_text().splitlines(True))",
+        f"other = iter(Path({str(kept)!r}).read_text().splitlines(True))",
+        "lines = iter(Path(path).read_text().splitlines(True))\nnext(lines)",
+    )
+    ran = {c["count"]: 1_000.0 + c["count"] for c in history}
+    for cell in history:
+        cell["time"] = ran[cell["count"]]  # type: ignore[typeddict-unknown-key]
+    os.utime(kept, (1_000.5, 1_000.5))  # written before its cell ran
+    os.utime(data, (1_001.5, 1_001.5))  # after the first cell ran, before the third
+    namespace: dict[str, Any] = {"path": data, "Path": type(data)}
+    outcome = run_recipe(plan(["rows", "other", "lines"], history), namespace, exec_cell)
+    assert outcome["rows"] == (
+        f"replayed; cell [1] read {data}, which changed since it ran: the value may not be the checkpoint's"
+    )
+    assert outcome["other"] == outcome["lines"] == "replayed"
+    assert next(namespace["rows"]) == "a\n" and next(namespace["lines"]) == "1\n"  # rebuilt all the same
+
+
 def test_a_recipe_that_uses_another_missing_variable_runs_that_ones_cells_first() -> None:
     history = cells(
         "import sqlite3\nconn = sqlite3.connect(':memory:')",
@@ -225,7 +251,9 @@ def test_replay_in_a_real_kernel_rebuilds_what_it_can_and_says_why_not_for_the_r
     out = asked.ok("%checkpoint restore latest")
     assert "%checkpoint replay would rebuild conn, lines, squares (cells [2], [3], [5], [6])" in out
     out = asked.ok("%checkpoint replay")
-    assert "conn: replayed\n" in out and "squares: replayed\n" in out
+    # The cell that inserted a row into the database after the cell that connected ran: said, as what replay
+    # rebuilds holds what the file holds now (and that cell's row, inserted once more, below).
+    assert f"conn: replayed; cell [2] read {db}, which changed since it ran" in out and "squares: replayed\n" in out
     assert "lines: not replayed: cell [6] failed when run again: FileNotFoundError" in out
     assert asked.value("(next(squares), conn.execute('select count(*) from t').fetchone()[0])") == (1, 2)
     assert asked.value("'lines' in dir()") is False
