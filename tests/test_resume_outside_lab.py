@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+import pytest
 from conftest import cli
 from test_sessions import vs_code
 
@@ -52,10 +53,13 @@ def wait_for(check: Any, what: str, timeout: float = 60) -> None:
         time.sleep(0.1)
 
 
-def test_a_batch_run_killed_in_its_long_loop_resumes_from_its_last_milestone(jupyter_dirs: Path, store: Store) -> None:
-    """``JUPYTER_CKPT_SESSION=train.ipynb jupyter execute train.ipynb``, a training loop that calls ``here()``; the
-    kernel is killed (out of memory) hours in. The next run of the job, with ``restore_on_start``, begins where the
-    last milestone left it, not at epoch 0."""
+@pytest.mark.parametrize("named", ["environment", "cell"])
+def test_a_batch_run_killed_in_its_long_loop_resumes_from_its_last_milestone(
+    jupyter_dirs: Path, store: Store, named: str
+) -> None:
+    """``JUPYTER_CKPT_SESSION=train.ipynb jupyter execute train.ipynb`` (or a first cell ``%checkpoint session
+    NAME``), a training loop that calls ``here()``; the kernel is killed (out of memory) hours in. The next run of
+    the job, with ``restore_on_start``, begins where the last milestone left it, not at epoch 0."""
     assert cli("enable").returncode == 0  # the batch run's kernel loads it from the profile
     profile = jupyter_dirs / "ipython" / "profile_default" / "ipython_config.py"
     profile.write_text("c.Checkpoints.restore_on_start = True\n")
@@ -72,8 +76,13 @@ def test_a_batch_run_killed_in_its_long_loop_resumes_from_its_last_milestone(jup
         f"        open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
         "        time.sleep(600)\n"
     )
-    train = notebook_file(jupyter_dirs / "train.ipynb", "weights = [0.5]", loop, "print(done[-1], weights)")
-    env = {**os.environ, "JUPYTER_CKPT_SESSION": "train.ipynb", "PWD": str(jupyter_dirs)}
+    cells = ["weights = [0.5]", loop, "print(done[-1], weights)"]
+    env = {**os.environ, "PWD": str(jupyter_dirs)}
+    if named == "environment":
+        env["JUPYTER_CKPT_SESSION"] = "train.ipynb"
+    else:
+        cells.insert(0, "%checkpoint session nightly-train")
+    train = notebook_file(jupyter_dirs / "train.ipynb", *cells)
     execute = [str(Path(sys.executable).with_name("jupyter-execute")), str(train)]
     job = subprocess.Popen(execute, env=env, cwd=jupyter_dirs, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -91,8 +100,8 @@ def test_a_batch_run_killed_in_its_long_loop_resumes_from_its_last_milestone(jup
     printed = ["".join(o.get("text", "") for o in cell.outputs) for cell in nbformat.read(train, 4).cells]
     assert printed[-1] == "99 [0.5]\n"
     assert "restored kernel checkpoint" in printed[0]
-    assert printed[1] == "from epoch 1\n", printed
-    key = os.path.realpath(train)
+    assert printed[cells.index(loop)] == "from epoch 1\n", printed
+    key = os.path.realpath(train) if named == "environment" else "nightly-train"
     assert [s["key"] for s in store.sessions()] == [key]
     first_state = store.manifest(store.checkpoints(key)[0].id)
     assert "done" in first_state["variables"]
