@@ -834,7 +834,12 @@ class Checkpointer:
                 self.configuration = list(manifest.get("configuration", self.configuration))
                 self.assigned = dict(manifest.get("attributes", self.assigned))
                 if self._configure is not None:  # with the cells that made the state, for what they registered
-                    cells = [(c["count"], c["source"]) for c in self.store.history(manifest) if c["status"] == "ok"]
+                    try:
+                        history = self.store.history(manifest)
+                    except IntegrityError as e:  # a recorded cell was changed: none is read, and the restore stands
+                        history = []
+                        report.not_restored["what the cells registered with IPython"] = f"not registered again: {e}"
+                    cells = [(c["count"], c["source"]) for c in history if c["status"] == "ok"]
                     report.not_restored.update(self._configure(self.configuration, cells))
                 self._record_restore(target, manifest, trigger)
             self._offer_replay(report, manifest, mode)
