@@ -238,6 +238,7 @@ def _patches(
         changed = [(i, t) for i, (n, t) in enumerate(zip(live, then["chunks"], strict=True)) if n != t]
         if changed and flat.readonly:
             return None  # a text column's buffer, or a read-only array: rebuild the group
+        memory.ensure_room(len(changed) * CHUNK, f"reading the parts of {_listed(names)} that changed")
         plan += [(flat, i * CHUNK, blobs.read(t)) for i, t in changed]
     return plan
 

@@ -427,23 +427,35 @@ def test_a_restore_that_would_run_memory_out_is_refused_and_the_kernel_keeps_its
     """A restore reads the whole checkpoint before it lets go of the variables it replaces. Going back to a 1 GiB
     array with 700 MiB left in the kernel's memory cgroup took the kernel past its limit: the out-of-memory killer
     killed it (anon-rss 2.8 GiB), and its cells' work with it. The restore is refused, saying why, and nothing
-    changes; an undo that would rewrite the whole array too. With memory back, the same restore runs."""
+    changes: one that reads the array again, and an undo of a cell that rewrote it in place, which reads every
+    chunk that changed before it copies them in. With memory back, the same restore runs."""
     kills = oom_kills()
     k = kernels("restore.ipynb")
     k.ok("%load_ext jupyter_ckpt\n%checkpoint auto off\nimport numpy as np")
+
+    def refused(command: str, reading: str) -> None:
+        said = k.run(command).stderr.splitlines()
+        refusal = [line for line in said if line.startswith("UsageError: ")]  # one line, no traceback
+        assert len(refusal) == 1 and refusal[0].startswith(f"UsageError: not restored: reading {reading} "), said
+        assert "GiB of memory, and only" in refusal[0] and "nothing was changed" in refusal[0], refusal
+
     with memory_group(k.pid) as group:
+
+        def leave(room: int) -> None:
+            used = int((group / "memory.usage_in_bytes").read_text())
+            (group / "memory.limit_in_bytes").write_text(str(used + room))
+
         (group / "memory.limit_in_bytes").write_text(str(8 * GIB))
         k.ok("a = np.arange(128 << 20, dtype=float)\n%checkpoint save -t first")  # 1 GiB that compresses: read
-        k.ok("a += 1\n%checkpoint save")  # rewritten in place: an undo would patch every chunk
-        k.ok("a = a * 2")
-        used = int((group / "memory.usage_in_bytes").read_text())
-        (group / "memory.limit_in_bytes").write_text(str(used + 700 * MIB))
-        for command in ("%checkpoint restore first", "%checkpoint undo"):
-            said = k.run(command).stderr.splitlines()
-            refused = [line for line in said if line.startswith("UsageError: ")]  # one line, no traceback
-            assert len(refused) == 1 and refused[0].startswith("UsageError: not restored: reading "), (command, said)
-            assert "GiB of memory, and only" in refused[0] and "nothing was changed" in refused[0], refused
-        assert k.value("float(a[1])") == 4.0  # alive, its work in place
+        k.ok("a *= 2")  # in place: an undo patches every chunk
+        leave(700 * MIB)
+        refused("%checkpoint undo", "the parts of a that changed")
+        assert k.value("float(a[1])") == 2.0  # alive, its work in place
+        (group / "memory.limit_in_bytes").write_text(str(8 * GIB))
+        k.ok("a = a + 1")  # another array: a restore reads the checkpoint's
+        leave(700 * MIB)
+        refused("%checkpoint restore first", "a")
+        assert k.value("float(a[1])") == 3.0
         (group / "memory.limit_in_bytes").write_text(str(8 * GIB))
         k.ok("%checkpoint restore first")
         assert k.value("float(a[1])") == 1.0
