@@ -195,10 +195,12 @@ class CrashRecovery:
                 self.log.info("jupyter-ckpt: notebook %s deleted: its checkpoints are kept as %s", key, key + aside)
 
     async def _rename(self, old: str, new: str) -> None:
-        """Session ``old`` goes on as ``new``: in its running kernels, else in the store alone."""
+        """Session ``old`` goes on as ``new``: in its running kernels, else (none, or none of them in it any more) in
+        the store alone."""
         kernels = [k for k, s in self._sessions.items() if self._going_to(k, s) == old and k not in self._deaths]
         await asyncio.gather(*(self._rename_in(kernel_id, old, new) for kernel_id in kernels))
-        if not kernels:
+        # None of them took it along: none ran (the kernel shut down), or each goes on in a session the user named.
+        if not any(self._sessions.get(k) == new for k in kernels):
             try:
                 await self.service.in_thread(self._follow_rename, "", old, new)
             except CheckpointError as e:

@@ -684,3 +684,25 @@ async def test_a_notebook_moved_while_no_kernel_runs_on_it_is_offered_its_state_
     assert offer["checkpoint"] == left["id"]
     assert (await again.ok("%checkpoint restore previous")).startswith("restored kernel checkpoint #1")
     assert await again.value("result") == 7
+
+
+async def test_a_notebook_renamed_after_its_kernel_was_given_a_session_by_hand_takes_its_timeline_along(
+    notebook: Any, api: Any
+) -> None:
+    """The notebook's kernel goes on in a session the user named; the checkpoints it took before stay the notebook's.
+    Renamed, the notebook left them under its old path: no kernel there moved, so the store did not either."""
+    nb = await notebook("draft.ipynb")
+    await nb.ok("x = 1")
+    (before,) = await nb.wait_for_checkpoints(1)
+    await nb.ok("%checkpoint session experiment")
+    await api("PATCH", "api", "contents", "draft.ipynb", body={"path": "final.ipynb"})
+    (session,) = await api("GET", "api", "sessions")
+    await api("PATCH", "api", "sessions", session["id"], body={"path": "final.ipynb", "name": "final.ipynb"})
+
+    deadline = time.monotonic() + 30
+    while "draft.ipynb" in [s["path"] for s in (await api("GET", "api", "ckpt", "sessions"))["sessions"]]:
+        assert time.monotonic() < deadline, "the notebook's checkpoints stayed under its old path"
+        await asyncio.sleep(0.05)
+    nb.path = "final.ipynb"
+    assert [r["id"] for r in await nb.checkpoints()] == [before["id"]]
+    assert (await nb.ok("%checkpoint session")) == "session: experiment (named with %checkpoint session)\n"
