@@ -94,7 +94,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import count, repeat
 from typing import Any
 
 import cloudpickle
@@ -491,6 +491,21 @@ def _draw_class(t: type) -> bool:
     """PIL's drawing context, not a subclass of it, which may be made from other arguments than its image's."""
     draw = sys.modules.get("PIL.ImageDraw")
     return draw is not None and t is draw.ImageDraw
+
+
+def _callbacks_class(t: type) -> bool:
+    """matplotlib's registry of a figure's or an artist's callbacks, not a subclass of it."""
+    cbook = sys.modules.get("matplotlib.cbook")
+    return cbook is not None and t is getattr(cbook, "CallbackRegistry", None)
+
+
+def _reduce_callbacks(registry: Any) -> Any:
+    """matplotlib's pickling of a callback registry, which takes the next id from its counter each time: a figure
+    pickled in the kernel itself (a map the cells write was there) was other bytes at every checkpoint, written
+    again and listed as changed. The id taken is put back."""
+    state = registry.__getstate__()
+    registry._cid_gen = count(state["_cid_gen"])
+    return copyreg.__newobj__, (type(registry),), state  # type: ignore[attr-defined]
 
 
 # What a PIL drawing context takes from its image as it is made.
@@ -2225,6 +2240,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_font
     if _draw_class(t):
         return _reduce_draw
+    if _callbacks_class(t):
+        return _reduce_callbacks
     torch = sys.modules.get("torch")
     if torch is not None and issubclass(t, torch.Tensor):
         return _reduce_tensor

@@ -1022,3 +1022,26 @@ def test_a_multiprocessing_pool_comes_back_running_or_stopped_as_it_was(tmp_path
     module.live.join()
     expression = "(done._state, done._processes, done.join(), done.terminate(), live._state, live.map(abs, [-3]))"
     assert read_back(tmp_path, packed, expression) == "('TERMINATE', 2, None, None, 'RUN', [3])"
+
+
+def test_a_figure_pickled_again_in_one_process_is_the_same_bytes_and_keeps_its_callback_ids(tmp_path: Path) -> None:
+    """matplotlib's pickling of a figure takes an id from each of its callback registries: in a kernel that writes
+    its checkpoints itself (a map the cells write is there), a figure was other bytes at each checkpoint, written
+    again and listed as changed after every cell."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    module = types.ModuleType("__main__")
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [3, 4])
+    module.fig, module.ax = fig, ax
+    first = serialize.dumps({"fig": fig, "ax": ax}, module)
+    assert serialize.dumps({"fig": fig, "ax": ax}, module).payload == first.payload
+    cid = ax.callbacks.connect("xlim_changed", print)
+    assert ax.callbacks.connect("ylim_changed", print) == cid + 1  # the registry's ids go on from where they were
+    assert read_back(tmp_path, first, "type(fig).__name__, fig.axes[0] is ax, ax.lines[0].get_ydata().tolist()") == (
+        "('Figure', True, [3, 4])"
+    )
+    plt.close(fig)
