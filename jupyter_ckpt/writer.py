@@ -464,6 +464,8 @@ class ForkWriter:
                     tmp.replace(result)
                 except OSError as e:  # the disk filled up, even for the result: said as such by its exit code
                     code = _NO_ROOM if e.errno in (errno.ENOSPC, errno.EDQUOT) else 1
+                    with contextlib.suppress(OSError):
+                        tmp.unlink()  # named after the kernel, which lives: no gc would collect it
                 finally:
                     os._exit(code)
         os.close(wait_on)

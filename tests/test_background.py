@@ -10,6 +10,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from test_retention import fill_up, tmpfs
+
 from jupyter_ckpt.store import Store
 from jupyter_ckpt.writer import ForkWriter
 
@@ -112,6 +114,19 @@ def test_a_result_that_json_cannot_hold_is_the_child_s_error_said_as_such(tmp_pa
     writer.submit(lambda _: {"shape": [object()]}, lambda outcome, error: outcomes.append(error or outcome))
     writer.poll(block=True)
     assert len(outcomes) == 1 and "TypeError: Object of type object is not JSON serializable" in str(outcomes[0])
+
+
+def test_a_result_the_full_disk_cut_short_is_said_as_such_and_leaves_no_file(tmp_path: Path) -> None:
+    """A writer whose result file found the disk full left the part it wrote, named after the kernel (alive), so
+    no gc collected it for the kernel's life; a large namespace's result is megabytes."""
+    with tmpfs(tmp_path / "small", "size=2m") as disk:
+        fill_up(disk / "someone-else.bin", leave=512 << 10)  # room for half the result
+        writer = ForkWriter(disk, encode=lambda x: x, decode=lambda x: x)
+        outcomes: list[Any] = []
+        writer.submit(lambda _: "x" * (1 << 20), lambda outcome, error: outcomes.append(error or outcome))
+        writer.poll(block=True)
+        assert len(outcomes) == 1 and str(outcomes[0]).startswith("StoreFullError: the disk under "), outcomes
+        assert sorted(p.name for p in disk.iterdir()) == ["someone-else.bin"]
 
 
 def test_torch_operations_in_a_forked_writer_do_not_wait_for_the_kernel_s_threads(tmp_path: Path) -> None:

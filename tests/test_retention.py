@@ -594,10 +594,12 @@ def test_a_variable_larger_than_the_whole_budget_is_left_out_and_the_rest_is_che
     assert fresh.value("y") == 3
 
 
-def fill_up(path: Path) -> None:
-    """Another process takes every byte left on the disk, into the file ``path``."""
+def fill_up(path: Path, leave: int = 0) -> None:
+    """Another process takes every byte left on the disk but about ``leave``, into the file ``path``."""
+    st = os.statvfs(path.parent)
     with open(path, "wb", buffering=0) as f, contextlib.suppress(OSError):
-        while True:
+        f.write(b"\0" * max(0, st.f_bavail * st.f_frsize - leave))
+        while not leave:
             f.write(b"\0" * (64 << 10))
 
 
