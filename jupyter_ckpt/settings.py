@@ -9,7 +9,8 @@ library, not in a variable. A checkpoint keeps them beside the random states:
 - pandas' options (``pd.set_option``, ``pd.options.display.max_rows = ...``), except deprecated ones;
 - numpy's print options (``np.set_printoptions``) and floating-point error handling (``np.seterr``);
 - torch's default dtype, deterministic algorithms, float32 matmul precision, grad mode
-  (``torch.set_grad_enabled(False)``), anomaly detection and cuDNN's benchmark and deterministic flags;
+  (``torch.set_grad_enabled(False)``), anomaly detection, cuDNN's benchmark and deterministic flags, and
+  print options (``torch.set_printoptions(precision=2)``);
 - scikit-learn's config (``sklearn.set_config(transform_output="pandas")``);
 - the ``decimal`` context (``decimal.getcontext().prec = 6``, its rounding and traps);
 - Python's recursion limit and the digits an ``int`` may print with (``sys.set_int_max_str_digits``).
@@ -173,6 +174,8 @@ _TORCH_START = {
     "detect_anomaly": False,
     "cudnn_benchmark": False,
     "cudnn_deterministic": False,
+    **{f"print_{k}": v for k, v in {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80}.items()},
+    "print_sci_mode": None,
 }
 
 
@@ -188,6 +191,7 @@ def _torch_read(torch: types.ModuleType) -> Iterable[tuple[str, Any]]:
     yield "detect_anomaly", torch.is_anomaly_enabled()
     yield "cudnn_benchmark", torch.backends.cudnn.benchmark
     yield "cudnn_deterministic", torch.backends.cudnn.deterministic
+    yield from ((f"print_{k}", v) for k, v in vars(torch._tensor_str.PRINT_OPTS).items())
 
 
 def _torch_write(torch: types.ModuleType, key: str, value: Any) -> None:
@@ -203,6 +207,8 @@ def _torch_write(torch: types.ModuleType, key: str, value: Any) -> None:
         torch.autograd.set_detect_anomaly(bool(value))
     elif key in ("cudnn_benchmark", "cudnn_deterministic"):
         setattr(torch.backends.cudnn, key.removeprefix("cudnn_"), bool(value))
+    elif key.startswith("print_"):
+        torch.set_printoptions(**{key.removeprefix("print_"): value})
     else:
         raise KeyError("this version of jupyter-ckpt does not set it")
 
