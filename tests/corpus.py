@@ -1427,6 +1427,12 @@ PATTERNS = [
         "import torch\ntorch.manual_seed(11)\ntr_next = torch.rand(2)\ntorch.manual_seed(11)",
         "torch.equal(torch.rand(2), tr_next)",
     ),
+    _p(  # how a later cell prints a tensor, as numpy's print options do an array
+        "torch_print_options",
+        "torch",
+        "import torch\ntorch.set_printoptions(precision=2, sci_mode=False)",
+        "torch._tensor_str.PRINT_OPTS.precision == 2 and repr(torch.tensor([1.23456, 20000.0])) == 'tensor([    1.23, 20000.00])'",
+    ),
     _p(
         "library_settings",
         "settings",
