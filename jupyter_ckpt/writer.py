@@ -71,8 +71,10 @@ WATCH_EVERY = 0.02
 # A writing child that sleeps this long without using any CPU waits on something the fork did not copy (a lock
 # another thread of the kernel held, a thread team): it would wait forever, and every wait for it with it.
 STALL = 30.0
-# The exit code of a writer that found no room on the disk for its result.
+# The exit code of a writer that found no room on the disk for its result, and of one that found it read-only.
 _NO_ROOM = 75
+_READ_ONLY = 74
+_EXIT_FOR = {errno.ENOSPC: _NO_ROOM, errno.EDQUOT: _NO_ROOM, errno.EROFS: _READ_ONLY}  # by the error of the result
 # Seconds the watcher waits for the next child once none is alive: back-to-back cells find it running.
 WATCHER_LINGERS = 10.0
 
@@ -335,11 +337,14 @@ def _failure(child: _Child) -> WriterFailed:
         return WriterStopped(child.stopped)
     if child.status is not None and os.WIFSIGNALED(child.status) and os.WTERMSIG(child.status) == signal.SIGKILL:
         return WriterStopped("a checkpoint writer was killed (signal 9), most likely by the out-of-memory killer")
-    if child.status is not None and os.WIFEXITED(child.status) and os.WEXITSTATUS(child.status) == _NO_ROOM:
+    code = os.WEXITSTATUS(child.status) if child.status is not None and os.WIFEXITED(child.status) else None
+    if code == _NO_ROOM:
         return WriterFailed(
             f"StoreFullError: the disk under {child.result.parent} is full: the checkpoint's writer could not even "
             "leave its result"
         )
+    if code == _READ_ONLY:
+        return WriterFailed(f"cannot write to the checkpoint store's {child.result.parent}: {os.strerror(errno.EROFS)}")
     return WriterFailed("the background writer died before finishing")
 
 
@@ -462,8 +467,8 @@ class ForkWriter:
                     with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600), "w") as f:
                         f.write(text)
                     tmp.replace(result)
-                except OSError as e:  # the disk filled up, even for the result: said as such by its exit code
-                    code = _NO_ROOM if e.errno in (errno.ENOSPC, errno.EDQUOT) else 1
+                except OSError as e:  # the disk filled up or went read-only: said as such by its exit code
+                    code = _EXIT_FOR.get(e.errno or 0, 1)
                     with contextlib.suppress(OSError):
                         tmp.unlink()  # named after the kernel, which lives: no gc would collect it
                 finally:
@@ -595,7 +600,8 @@ class ForkWriter:
             child.done(None, error)
             return
         finally:
-            child.result.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # a read-only disk refuses even to delete what is not there
+                child.result.unlink(missing_ok=True)
         if "error" in payload:
             child.done(None, WriterFailed(payload["error"]))
             return

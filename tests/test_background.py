@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import threading
 import time
 import warnings
@@ -127,6 +128,19 @@ def test_a_result_the_full_disk_cut_short_is_said_as_such_and_leaves_no_file(tmp
         writer.poll(block=True)
         assert len(outcomes) == 1 and str(outcomes[0]).startswith("StoreFullError: the disk under "), outcomes
         assert sorted(p.name for p in disk.iterdir()) == ["someone-else.bin"]
+
+
+def test_a_result_a_read_only_disk_refused_is_said_as_such(tmp_path: Path) -> None:
+    """On a store whose disk went read-only (remounted after errors, a snapshot), a writer that could not leave its
+    result was said to have "died before finishing", and collecting it raised the OSError of deleting its result
+    file, said as "periodic checkpoint failed: [Errno 30] Read-only file system"."""
+    with tmpfs(tmp_path / "small", "size=2m") as disk:
+        writer = ForkWriter(disk, encode=lambda x: x, decode=lambda x: x)
+        subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+        outcomes: list[Any] = []
+        writer.submit(lambda _: "state", lambda outcome, error: outcomes.append(error or outcome))
+        writer.poll(block=True)
+    assert len(outcomes) == 1 and str(outcomes[0]).endswith(": Read-only file system"), outcomes
 
 
 def test_torch_operations_in_a_forked_writer_do_not_wait_for_the_kernel_s_threads(tmp_path: Path) -> None:
