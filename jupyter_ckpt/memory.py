@@ -54,8 +54,9 @@ class Headroom:
         return f"{self.free // _MIB} MiB of memory left ({self.source} limit)"
 
 
-def headroom(proc: Path = PROC, cgroups: Path = CGROUPS) -> Headroom | None:
-    """The smaller of the host's and the cgroups' headroom for this process; None where ``/proc`` cannot tell."""
+def headroom(proc: Path = PROC, cgroups: Path = CGROUPS, *, swap: bool = False) -> Headroom | None:
+    """The smaller of the host's and the cgroups' headroom for this process; None where ``/proc`` cannot tell.
+    With ``swap``, the host's free swap counts as its room too."""
     try:
         meminfo = (proc / "meminfo").read_text()
     except OSError:
@@ -64,7 +65,8 @@ def headroom(proc: Path = PROC, cgroups: Path = CGROUPS) -> Headroom | None:
     if available is None or total is None:
         return None
     kernel_caches = _value(meminfo, "KReclaimable:") or _value(meminfo, "SReclaimable:") or 0
-    tightest = Headroom(max(0, available - kernel_caches) << 10, total << 10, "host")
+    swapped = (_value(meminfo, "SwapFree:") or 0) if swap else 0
+    tightest = Headroom(max(0, available - kernel_caches + swapped) << 10, total << 10, "host")
     for room in _cgroup_headrooms(proc, cgroups):
         if room.free < tightest.free:
             tightest = room
@@ -81,16 +83,18 @@ def reserve(room: Headroom) -> int:
     return max(256 * _MIB, room.limit // 50)
 
 
-def ensure_room(nbytes: int, what: str) -> None:
+def ensure_room(nbytes: int, what: str, proc: Path = PROC, cgroups: Path = CGROUPS) -> None:
     """Raise OutOfMemory unless ``nbytes`` more leave the reserve of the headroom; ``what`` takes them
     (``reading a``).
 
     A restore reads a checkpoint whole before it lets go of the variables it
     replaces, so going back to a large state can need that state's memory again:
     past the headroom, the out-of-memory killer would end the kernel and all its
-    work. Where the headroom cannot be read, nothing is refused.
+    work. The host's free swap counts: the killer waits for it, and a slow restore
+    is no loss (the watcher does not count it: a stopped writer costs only time).
+    Where the headroom cannot be read, nothing is refused.
     """
-    room = headroom()
+    room = headroom(proc, cgroups, swap=True)
     if room is None or nbytes <= room.free - reserve(room):
         return
     raise OutOfMemory(

@@ -26,6 +26,7 @@ from bystanders import hold_kernel_caches, leaving
 from jupyter_ckpt import memory
 from jupyter_ckpt.capture import Meta, collect, link, prepare
 from jupyter_ckpt.checkpointer import Checkpointer
+from jupyter_ckpt.errors import OutOfMemory
 from jupyter_ckpt.restore import restore_namespace
 from jupyter_ckpt.serialize import preview
 from jupyter_ckpt.store import Store
@@ -70,6 +71,20 @@ def v1_group(cgroups: Path, path: str, limit: str, usage: int, inactive_file: in
     stat = f"cache 1\nrss 2\ninactive_file 0\ntotal_cache 3\ntotal_inactive_file {inactive_file}\n"
     files = {"memory.limit_in_bytes": f"{limit}\n", "memory.usage_in_bytes": f"{usage}\n", "memory.stat": stat}
     lay_out(cgroups / "memory" / path, files)
+
+
+def test_a_restore_on_a_host_with_swap_left_is_not_refused(tmp_path: Path) -> None:
+    """The out-of-memory killer runs once the swap is gone too: a restore that fits with the host's free swap runs
+    (slowly, maybe), where one that does not fit even so is refused."""
+    proc, cgroups = machine(tmp_path, "0::/\n", available=1 * GIB)
+    with (proc / "meminfo").open("a") as meminfo:
+        meminfo.write(f"SwapTotal:      {16 * GIB >> 10} kB\nSwapFree:       {8 * GIB >> 10} kB\n")
+    memory.ensure_room(3 * GIB, "reading a", proc, cgroups)
+    with pytest.raises(OutOfMemory, match=r"not restored: reading a takes about 9.0 GiB of memory, and only 9216 MiB"):
+        memory.ensure_room(9 * GIB, "reading a", proc, cgroups)
+    v2_group(cgroups, "", str(3 * GIB), 2 * GIB)  # a container's own limit, with 1 GiB left: swap does not lift it
+    with pytest.raises(OutOfMemory, match=r"reading a takes about 3.0 GiB of memory, and only 1024 MiB .*cgroup /"):
+        memory.ensure_room(3 * GIB, "reading a", proc, cgroups)
 
 
 def test_a_v2_cgroup_near_its_limit_sets_the_headroom(tmp_path: Path) -> None:
