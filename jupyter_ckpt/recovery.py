@@ -72,9 +72,9 @@ MAX_TRIES = 2
 
 @dataclass
 class CrashLoop:
-    """The crash-restores of one kernel since a cell of its session last completed."""
+    """The crash-restores of one kernel since a cell of its own last completed."""
 
-    newest_cell: int | None
+    newest: int  # the newest checkpoint of the kernel's line of work not made by a restore, when it crashed (0: none)
     tried: list[int] = field(default_factory=list)
     stopped: bool = False
     restoring: int | None = None  # the checkpoint being restored now
@@ -284,11 +284,12 @@ class CrashRecovery:
         self._sessions[kernel_id] = session
         self.log.info("jupyter-ckpt: kernel %s checkpoints session %s", kernel_id, session)
 
-    def _states(self, session: str, head: int | None) -> tuple[list[int], int | None]:
+    def _states(self, session: str, head: int | None) -> tuple[list[int], int]:
         """The good states of the crashed kernel's line of work in the session (``head``: its newest checkpoint),
-        newest first, and the session's newest cell (read in a worker thread)."""
-        timeline = self.service.timeline
-        return good_states(lineage(timeline.checkpoints(session), head)), timeline.store.newest_cell(session)
+        newest first, and the newest checkpoint of that line not made by a restore (read in a worker thread): what
+        a cell of this kernel's left, not another kernel's on the same notebook."""
+        line = lineage(self.service.timeline.checkpoints(session), head)
+        return good_states(line), max((r.id for r in line if r.trigger not in ("restore", "crash-restore")), default=0)
 
     def _follow_rename(self, kernel_id: str, old: str, new: str) -> None:
         """The notebook was renamed (or moved) while its kernel ran, and that kernel died: what it checkpointed
@@ -318,14 +319,15 @@ class CrashRecovery:
                 await self.service.in_thread(self._follow_rename, kernel_id, before, session)
             self._sessions[kernel_id] = session
             try:
-                states, newest_cell = await self.service.in_thread(self._states, session, crashed["head"])
+                states, newest = await self.service.in_thread(self._states, session, crashed["head"])
             except UnknownSession:
                 message = "the kernel died before its first checkpoint: there was nothing to restore"
                 self._publish("crash-restore-failed", session, kernel_id, None, [], message)
                 return
             loop = self._loops.get(kernel_id)
-            if loop is None or loop.newest_cell != newest_cell:
-                loop = self._loops[kernel_id] = CrashLoop(newest_cell)
+            # A crash restore goes back to an older state: only a newer checkpoint is a cell completed since.
+            if loop is None or newest > loop.newest:
+                loop = self._loops[kernel_id] = CrashLoop(newest)
             if loop.stopped:  # said again at each death, so that the frontend is told of each
                 tried = ", ".join(map(str, loop.tried)) or "none"
                 message = (

@@ -706,3 +706,26 @@ async def test_a_notebook_renamed_after_its_kernel_was_given_a_session_by_hand_t
     nb.path = "final.ipynb"
     assert [r["id"] for r in await nb.checkpoints()] == [before["id"]]
     assert (await nb.ok("%checkpoint session")) == "session: experiment (named with %checkpoint session)\n"
+
+
+async def test_another_kernel_s_cells_do_not_restart_a_crashed_kernel_s_crash_loop(
+    notebook: Any, jp_root_dir: Path
+) -> None:
+    """A notebook whose newest state kills the kernel as it loads, open in JupyterLab and in VS Code. Lab's kernel
+    died again after its crash recovery, before a cell of its own completed, but a cell had completed in VS Code
+    meanwhile: taken for a new crash, the killing state was restored again, and again."""
+    nb, good, bombed, failed, restored = await _killed_by_its_newest_state(notebook)
+    assert (failed["checkpoint"], restored["checkpoint"]) == (bombed["id"], good["id"])
+    code = Kernel(None)
+    try:
+        code.kc.execute(f"__vsc_ipynb_file__ = {str(jp_root_dir / 'loop.ipynb')!r}", silent=True)
+        code.ok("%load_ext jupyter_ckpt")
+        code.ok("elsewhere = 1")
+        code.ok("%checkpoint wait")
+
+        nb.kill()
+        _, again = await nb.next_crash_event(2)
+        assert (again["type"], again["checkpoint"]) == ("crash-restore-stopped", None), again
+        assert again["tried"] == [bombed["id"], good["id"]]
+    finally:
+        code.close()
