@@ -1131,6 +1131,26 @@ def _reduce_vectorize(obj: Any) -> Any:
     return copyreg.__newobj__, (type(obj),), {**vars(obj), "_ufunc": {}}  # type: ignore[attr-defined]
 
 
+def _reduce_ufunc(obj: Any) -> Any:
+    """A ufunc ``np.frompyfunc`` made of a function (``frompyfunc(f, 1, 1)``) as that call: numpy pickles a ufunc by
+    its name, which only its own have, and the variable was not restored. The function is the one it holds (no
+    attribute shows it; the garbage collector does)."""
+    numpy = sys.modules["numpy"]
+    if getattr(numpy, obj.__name__, None) is obj:
+        return NotImplemented  # numpy's own, by name
+    held = [f for f in gc.get_referents(obj) if callable(f)]
+    if len(held) != 1 or not obj.__name__.endswith(" (vectorized)"):
+        return NotImplemented
+    return _ufunc_of, (held[0], obj.nin, obj.nout, obj.identity)
+
+
+def _ufunc_of(function: Any, nin: int, nout: int, identity: Any) -> Any:
+    numpy = sys.modules.get("numpy") or importlib.import_module("numpy")
+    if identity is None:  # none given (``identity=None`` would make it reorderable)
+        return numpy.frompyfunc(function, nin, nout)
+    return numpy.frompyfunc(function, nin, nout, identity=identity)
+
+
 def _reduce_masked(obj: Any) -> Any:
     """A masked array as its data, a view of the memory it is on (the array it was made on, the masked array it
     is a slice of), with its attributes: its mask, a view too, and whether that is hard. numpy's pickling copies
@@ -2219,6 +2239,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_memoryview
     if numpy is not None and issubclass(t, numpy.vectorize):
         return _reduce_vectorize
+    if numpy is not None and t is numpy.ufunc:
+        return _reduce_ufunc
     if numpy is not None and t is getattr(sys.modules.get("numpy.lib.npyio"), "NpzFile", None):
         return _reduce_npz
     if t in _executor_types():

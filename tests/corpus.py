@@ -1121,6 +1121,14 @@ PATTERNS = [
         "vz_v([1, 4], 2).tolist() == [3.0, 2.0] and vz_v.pyfunc is vz_f and vz_c([5, 1], 2).tolist() == [3, 3]"
         " and vz_c.excluded == {1} and vz_v.otypes == [np.dtype(float)]",
     ),
+    _p(  # numpy pickles a ufunc by its name, which only numpy's own have
+        "frompyfunc",
+        "numpy",
+        "import numpy as np\ndef fpf_f(a):\n    return a * 2\nfpf_u = np.frompyfunc(fpf_f, 1, 1)\n"
+        "fpf_sum = np.frompyfunc(lambda a, b: a + b, 2, 1, identity=0)\nfpf_add = np.add",
+        "fpf_u(np.array([1, 2])).tolist() == [2, 4] and fpf_sum.reduce(np.array([1, 2, 3])) == 6"
+        " and fpf_sum.identity == 0 and fpf_u.nin == 1 and fpf_add is np.add",
+    ),
     _p(
         "from_import_numpy",
         "numpy",
