@@ -35,6 +35,7 @@ import os
 import re
 import struct
 import threading
+from collections.abc import Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +46,7 @@ from typing import NoReturn, Protocol
 import xxhash
 import zstandard
 
-from .errors import BadArgument, IntegrityError, StoreFullError, StoreVersionError
+from .errors import BadArgument, CheckpointError, IntegrityError, StoreFullError, StoreVersionError
 from .manifest import FORMAT_VERSION
 from .permissions import check_own_directory, check_private
 from .units import human_bytes
@@ -351,6 +352,9 @@ class LocalBlobs:
         self._fetched: dict[str, bytes] = {}
         # Blob files on their way from elsewhere (``fetching``): a read of one waits for it, or for its failure.
         self._fetching: dict[str, Future[None]] = {}
+        # The blobs this process knows are sound here (written by it, checked by ``_sound``, or committed by its
+        # kernel from a writer that checked them): not checked again each time a checkpoint uses them.
+        self._sound_keys: set[str] = set()
         if create:
             make_dir(self.root)
             make_dir(self.tmp)
@@ -484,9 +488,10 @@ class LocalBlobs:
         if key in batch.known:
             return batch.known[key]
         path = self.path(key)
-        with contextlib.suppress(FileNotFoundError):
-            os.utime(path)  # used again: a gc running now keeps it (Store.gc)
-            return BlobInfo(key, len(view), path.stat().st_size, new=False)
+        if (size := self._sound(key, path)) is not None:
+            with contextlib.suppress(FileNotFoundError):  # collected since: written again below
+                os.utime(path)  # used again: a gc running now keeps it (Store.gc)
+                return BlobInfo(key, len(view), size, new=False)
         codec, payload = CODEC_RAW, view
         if compress:
             trial = CODEC_SHUFFLED.get(itemsize, CODEC_ZSTD) if len(view) % itemsize == 0 else CODEC_ZSTD
@@ -501,7 +506,34 @@ class LocalBlobs:
         self._claim(header_size + len(payload))
         batch.write(key, [header + b"\0" * (header_size - len(header)), payload])
         info = batch.known[key] = BlobInfo(key, len(view), header_size + len(payload), new=True)
+        self._sound_keys.add(key)  # if the batch fails, the file is missing, and written again next time
         return info
+
+    def _sound(self, key: str, path: Path) -> int | None:
+        """The size of the file the blob ``key`` has here, if it may be used again: a file (not a link) whose header
+        matches its size, and, when it is small, whose signature checks out. None: there is none, or it is to be
+        written over. A small value (``x = 1``) has a key anyone can compute, and a file planted under it would
+        otherwise be taken for it by every checkpoint holding the value, all of them then refused."""
+        try:
+            if key in self._sound_keys:
+                return path.stat().st_size
+            if path.is_symlink():
+                return None
+            with self._open(key) as f:
+                size = os.fstat(f.fileno()).st_size
+                if size > _PAGE:  # an array's chunk: its header only, or every checkpoint would read them all
+                    self._header(key, f, size)
+                else:
+                    self.check_file(key, f.read())
+        except (CheckpointError, FileNotFoundError):
+            return None
+        self._sound_keys.add(key)
+        return size
+
+    def known_sound(self, keys: Iterable[str]) -> None:
+        """Blobs a checkpoint committed in this process uses: written or checked (``_sound``) by its writer, maybe
+        a forked child whose own record of them is gone."""
+        self._sound_keys.update(keys)
 
     def _claim(self, nbytes: int) -> None:
         """Take ``nbytes`` of the room under the store's budget; raise StoreFullError past it or the floor."""

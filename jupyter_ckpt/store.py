@@ -735,6 +735,8 @@ class Store:
                 "INSERT INTO uids (checkpoint_id, uid, uploaded, local) VALUES (?, ?, ?, ?)",
                 (cid, identity["uid"], uid is not None, len(here) == len(blobs)),
             )
+        if uid is None:  # written or checked by the writer that made it (LocalBlobs._sound), maybe a forked child
+            self.blobs.known_sound(blobs)
         return cid
 
     def manifest(self, checkpoint_id: int) -> Manifest:

@@ -464,3 +464,23 @@ def test_a_blob_file_grown_to_a_terabyte_is_refused_before_its_bytes_are_read(bl
         blobs.read(key, into=memoryview(bytearray(len(TEXT))))
     with pytest.raises(IntegrityError, match=f"blob {key} is {1 << 40} bytes long, more than this process can hold"):
         blobs.read(key)
+
+
+def test_a_file_planted_under_the_key_of_a_value_anyone_can_guess_is_written_over_not_reused(
+    blobs: LocalBlobs,
+) -> None:
+    """A blob is named by its content, and a value such as ``x = 1`` has a key anyone can compute. A file planted
+    under it before the value was first checkpointed was taken as that blob, written already: every checkpoint
+    holding the value then failed its signature check, and the restore refused them all. A file that is no sound
+    blob (small ones are checked whole) is written over."""
+    data = b"\x80\x05K\x01."  # what pickle makes of 1
+    blobs.path(content_key(data)).parent.mkdir(parents=True, exist_ok=True)
+    blobs.path(content_key(data)).write_bytes(b"planted")
+    info = blobs.put(data)
+    assert info.new and bytes(blobs.read(info.key)) == data
+    forged = bytearray(blobs.path(info.key).read_bytes())
+    forged[-1] ^= 1  # a header that matches, a payload that does not
+    blobs.path(info.key).write_bytes(bytes(forged))
+    later = LocalBlobs(blobs.root, SECRET, create=False)  # the next kernel: this one knows it wrote a sound one
+    assert later.put(data).new and bytes(later.read(info.key)) == data
+    assert not later.put(data).new  # a sound one is used again, as ever
