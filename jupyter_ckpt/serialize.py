@@ -1128,7 +1128,8 @@ def _reduce_memoryview(obj: memoryview) -> Any:
 def _reduce_vectorize(obj: Any) -> Any:
     """A ``numpy.vectorize`` without the ufuncs it made of its function (``frompyfunc``, on its first call with
     ``otypes``), which pickle refuses: a cache, made again on the next call. The variable was not restored."""
-    cache = {} if isinstance(vars(obj).get("_ufunc"), dict) else None  # numpy 1 kept one ufunc, or None
+    # A dict of them in numpy 2; numpy 1 kept one, or None.
+    cache: dict[int, Any] | None = {} if isinstance(vars(obj).get("_ufunc"), dict) else None
     return copyreg.__newobj__, (type(obj),), {**vars(obj), "_ufunc": cache}  # type: ignore[attr-defined]
 
 
