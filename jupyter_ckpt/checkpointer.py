@@ -647,7 +647,7 @@ class Checkpointer:
             except IntegrityError as e:  # planted by someone who can write the store, not by a writer
                 self._notify(f"jupyter-ckpt: {path} was removed: {e}")
                 path.unlink(missing_ok=True)
-            except (OSError, ValueError, KeyError, TypeError):
+            except (OSError, ValueError, KeyError, TypeError, RecursionError, MemoryError):
                 path.unlink(missing_ok=True)  # a failed or half-written result: nothing to adopt
         adopted = []
         for _, manifest, blobs, path in sorted(found, key=lambda item: item[0]):  # in the order they were taken

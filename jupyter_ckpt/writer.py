@@ -593,7 +593,7 @@ class ForkWriter:
             os.close(child.report[0])
         try:
             payload = json.loads(child.result.read_text())
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError, MemoryError):  # not a whole result: one put in its place too
             error = _failure(child)
             if isinstance(error, WriterStopped):
                 self.stopped = str(error)
@@ -602,11 +602,13 @@ class ForkWriter:
         finally:
             with contextlib.suppress(OSError):  # a read-only disk refuses even to delete what is not there
                 child.result.unlink(missing_ok=True)
+        if not isinstance(payload, dict):
+            payload = {}  # put in the result's place: no result, as ``decode`` says
         if "error" in payload:
             child.done(None, WriterFailed(payload["error"]))
             return
         try:
-            outcome = self._decode(payload["ok"])
+            outcome = self._decode(payload.get("ok"))
         except Exception as e:  # not what the child wrote: a file put in its place (``decode`` checks a signature)
             child.done(None, e)
             return

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from conftest import cli
 from jupyter_ckpt.errors import IntegrityError
 from jupyter_ckpt.restore import LAZY_MIN
 from jupyter_ckpt.store import Store, load_secret
+from jupyter_ckpt.writer import ForkWriter
 
 pytest_plugins = ("pytest_jupyter.jupyter_server", "conftest_server")
 
@@ -286,12 +288,15 @@ def test_a_writer_result_planted_in_the_store_is_never_committed(kernels: Any, j
     manifest["paths"] = {"sys_path_front": [str(lib)], "sys_path_end": []}
     planted = root / "blobs" / "tmp" / "result.999999999.1.json"  # a writer whose kernel is gone
     planted.write_text(json.dumps({"ok": [manifest, blobs, []]}))
+    nested = root / "blobs" / "tmp" / "result.999999999.2.json"  # one that stopped %load_ext with a RecursionError
+    nested.write_text("[" * 200_000)
 
     fresh = kernels("victim.ipynb")
     loaded = fresh.run("%load_ext jupyter_ckpt")
     store = Store(root, load_secret(jupyter_dirs / "data" / "ckpt" / "secret"))
     made = store.checkpoints(manifest["session"])
-    assert not any("planted" in store.manifest(r.id)["modules"] for r in made) and not planted.exists()
+    assert not any("planted" in store.manifest(r.id)["modules"] for r in made)
+    assert not planted.exists() and not nested.exists()
     fresh.ok("%checkpoint restore latest")
     assert not marker.exists()
     assert loaded.error is None and "fails its signature check" in loaded.stderr, loaded
@@ -348,3 +353,23 @@ def test_links_planted_where_the_writers_put_their_files_overwrite_nothing(kerne
     assert "restored kernel checkpoint" in fresh.run("%load_ext jupyter_ckpt").stderr
     assert victim.read_text() == "chapter 1"
     assert fresh.value("x") == "kept"
+
+
+@pytest.mark.parametrize("planted", ["5", "[" * 200_000, '{"ok": ["[{}, [], []]", "0000"]}', '{"ok": 1}'])
+def test_a_result_put_in_the_place_of_a_running_writers_is_not_committed(store: Store, planted: str) -> None:
+    """Between a writer's end and its kernel's look, its result file can be replaced. One not signed is a failed
+    checkpoint, said as such; one that was no JSON object, or nested past Python's limit, raised out of the
+    kernel's poll (a TypeError, a RecursionError) and the save was never settled."""
+    outcomes: list[tuple[Any, BaseException | None]] = []
+    opened = "a checkpoint writer's result"
+    writer = ForkWriter(store.blobs.tmp, store.seal, lambda sealed: store.unseal(sealed, opened))
+    writer.submit(lambda progress: ["the writer's own"], lambda value, error: outcomes.append((value, error)))
+    deadline = time.time() + 30
+    while not (results := list(store.blobs.tmp.glob("result.*.json"))) and time.time() < deadline:
+        time.sleep(0.01)
+    results[0].write_text(planted)
+    writer.poll(block=True)
+    ((value, error),) = outcomes
+    assert value is None and error is not None
+    if planted.startswith('{"ok"'):
+        assert isinstance(error, IntegrityError) and "writer's result fails its signature check" in str(error)
