@@ -198,9 +198,9 @@ class CrashRecovery:
         """Session ``old`` goes on as ``new``: in its running kernels, else (none, or none of them in it any more) in
         the store alone."""
         kernels = [k for k, s in self._sessions.items() if self._going_to(k, s) == old and k not in self._deaths]
-        await asyncio.gather(*(self._rename_in(kernel_id, old, new) for kernel_id in kernels))
+        taken = await asyncio.gather(*(self._rename_in(kernel_id, old, new) for kernel_id in kernels))
         # None of them took it along: none ran (the kernel shut down), or each goes on in a session the user named.
-        if not any(self._sessions.get(k) == new for k in kernels):
+        if not any(taken):
             try:
                 await self.service.in_thread(self._follow_rename, "", old, new)
             except CheckpointError as e:
@@ -211,8 +211,9 @@ class CrashRecovery:
         pending = self._renaming.get(kernel_id)
         return session if pending is None else pending[0]
 
-    async def _rename_in(self, kernel_id: str, old: str, new: str) -> None:
-        """The kernel goes on in session ``new``, and the server counts it there once it said so.
+    async def _rename_in(self, kernel_id: str, old: str, new: str) -> bool:
+        """The kernel goes on in session ``new``, and the server counts it there once it said so; whether it did (not
+        one in a session the user named, or that failed or died).
 
         A kernel running a cell is waited for as long as it runs: it takes the request once the cell ends. Meanwhile
         the notebook's next rename goes to it too, after this one: counted in the old session, it was left out, and
@@ -223,10 +224,11 @@ class CrashRecovery:
         try:
             async with lock:
                 if kernel_id in self.service.recovering:  # it died meanwhile: its crash recovery moves it along
-                    return
+                    return False
                 async with self._connect(kernel_id, resume=True, timeout=math.inf) as kernel:
                     try:
                         self._sessions[kernel_id] = await kernel.call("rename", old=old, new=new)
+                        return self._sessions[kernel_id] == new
                     except KernelDied:
                         raise
                     except CheckpointError as e:  # it may have moved all the same: where it is, it says
@@ -237,6 +239,7 @@ class CrashRecovery:
         finally:
             if self._renaming.get(kernel_id, (None,))[0] == new:  # no later rename waits
                 del self._renaming[kernel_id]
+        return False
 
     def _died(self, kernel_id: str) -> None:
         """The restarter found the kernel process dead; whatever ran in it is lost."""
