@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .blobs import WriteLimit, nearly_full
-from .errors import CheckpointError
+from .errors import CheckpointError, StoreFullError
 from .notice import Notice
 from .store import Store
 from .timeline import Timeline
@@ -240,20 +240,15 @@ class Retention:
             except CheckpointError as e:  # the catalog is busy or damaged: the next commit tries again
                 self.error = str(e)
 
-    def _pass(self) -> None:
-        with self._lock:
-            need, need_files = self._need, self._need_files
-            self._dirty = False
-        # Saves in progress keep what was written since they began: collect it once they are done (``idle``).
-        held = self.store.blobs.oldest_lease() is not None
+    def _make_room(self, need: int, need_files: int) -> bool:
+        """Collect, then thin until ``need`` more bytes in ``need_files`` more files fit: whether they do."""
         self.store.gc()  # what no checkpoint references goes, and the catalog's log is truncated (thin does after)
         while True:  # the kernel may commit meanwhile: thin again until it fits, or nothing is left to thin
             now = usage(self.store, self.limits)
             target = max(0, now.allowed - need)
             short = now.files_short(max(need_files, 1))  # a save refused for want of files needed one at least
-            fits = now.size <= target and not short
-            if fits:
-                break
+            if now.size <= target and not short:
+                return True
             sessions = [s["key"] for s in self.store.sessions()]
             # Thinning counts the blobs checkpoints reference; the catalog takes its share of the store too.
             blobs_target = max(0, target - self.store.catalog_size())
@@ -263,7 +258,18 @@ class Retention:
             protect = self._protect()  # the kernel's head: the session whose next checkpoint needs the room
             pending = {self.store.get(c).session for c in protect if self.store.exists(c)} if need else set()
             if not self.timeline.thin(sessions, target=blobs_target, protect=protect, pending=pending).checkpoints:
-                break
+                return False
+
+    def _pass(self) -> None:
+        with self._lock:
+            need, need_files = self._need, self._need_files
+            self._dirty = False
+        # Saves in progress keep what was written since they began: collect it once they are done (``idle``).
+        held = self.store.blobs.oldest_lease() is not None
+        try:
+            fits = self._make_room(need, need_files)
+        except StoreFullError:  # the disk has no room even for the catalog's log, to delete: said below all the same
+            fits = False
         after = usage(self.store, self.limits)
         with self._lock:
             self._size = after.size
