@@ -48,7 +48,7 @@ import zstandard
 
 from .errors import BadArgument, CheckpointError, IntegrityError, StoreFullError, StoreVersionError
 from .manifest import FORMAT_VERSION
-from .permissions import check_own_directory, check_private
+from .permissions import check_not_link, check_private
 from .units import human_bytes
 
 MAGIC = b"JCKPBLOB"
@@ -358,8 +358,8 @@ class LocalBlobs:
         if create:
             make_dir(self.root)
             make_dir(self.tmp)
-        check_own_directory(self.root, "checkpoint store's blob directory")
-        check_own_directory(self.tmp, TMP)
+        check_not_link(self.root, "checkpoint store's blob directory")
+        check_not_link(self.tmp, TMP)
         check_private(self.root, "checkpoint store's blob directory")
         check_private(self.tmp, TMP)
 
@@ -582,7 +582,7 @@ class LocalBlobs:
         """Delete the temp files of writers that are gone; returns (files, bytes). Read and deleted through the
         directory itself, never through a link put in its place since the store was opened (a subdirectory is
         not one of them)."""
-        check_own_directory(self.tmp, TMP)
+        check_not_link(self.tmp, TMP)
         count = freed = 0
         fd = os.open(self.tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         try:

@@ -36,11 +36,12 @@ def check_private(path: Path, what: str, *, secret: bool = False) -> None:
         )
 
 
-def check_own_directory(path: Path, what: str) -> None:
-    """Raise UnsafePermissions if ``path``, a directory the store makes for itself, is a symbolic link: what the
-    store writes there, and the files it deletes there, would be where the link points (a user's project)."""
+def check_not_link(path: Path, what: str) -> None:
+    """Raise UnsafePermissions if ``path``, a directory or file the store makes for itself, is a symbolic link:
+    what the store writes there, and the files it deletes there, would be where the link points (a user's
+    project, another application's database)."""
     if path.is_symlink():
         raise UnsafePermissions(
-            f"the {what} {path} is a symbolic link (to {os.readlink(path)}), where the store makes a directory of its "
-            "own; it is not used until the link is removed"
+            f"the {what} {path} is a symbolic link (to {os.readlink(path)}), where the store keeps one of its own; "
+            "it is not used until the link is removed"
         )

@@ -62,7 +62,7 @@ from .errors import (
     UnknownSession,
 )
 from .manifest import FORMAT_VERSION, Manifest
-from .permissions import check_private
+from .permissions import check_not_link, check_private
 from .session import check_label
 
 _SCHEMA = """
@@ -333,6 +333,7 @@ class Store:
         if create:
             make_dir(self.root)
         check_private(self.root, "checkpoint store")
+        check_not_link(self.root / "catalog.sqlite", "checkpoint catalog")
         check_private(self.root / "catalog.sqlite", "checkpoint catalog")
         self.blobs = LocalBlobs(self.root / "blobs", secret, create=create)
         if create:

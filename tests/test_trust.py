@@ -373,3 +373,23 @@ def test_a_result_put_in_the_place_of_a_running_writers_is_not_committed(store: 
     assert value is None and error is not None
     if planted.startswith('{"ok"'):
         assert isinstance(error, IntegrityError) and "writer's result fails its signature check" in str(error)
+
+
+def test_a_catalog_that_is_a_link_to_another_database_is_refused_and_that_database_left_alone(
+    kernels: Any, jupyter_dirs: Path
+) -> None:
+    """SQLite opens a database through a link. A catalog replaced by a link to another SQLite file of the user's (an
+    application's, a project's) had a kernel create the store's tables in it and turn on its write-ahead log."""
+    k = kernels("linkdb.ipynb")
+    k.ok("%load_ext jupyter_ckpt\nx = 1\n%checkpoint save\n%checkpoint wait")
+    k.close()
+    theirs = jupyter_dirs / "project.sqlite"
+    with sqlite3.connect(theirs) as db:
+        db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT)")
+        db.execute("INSERT INTO orders (item) VALUES ('tea')")
+    before = theirs.read_bytes()
+    catalog = Path(os.environ["JUPYTER_CKPT_DIR"]) / "catalog.sqlite"
+    catalog.rename(catalog.with_name("catalog.aside"))
+    catalog.symlink_to(theirs)
+    refused_in_one_line(kernels, "linkdb.ipynb", f"{catalog} is a symbolic link").close()
+    assert theirs.read_bytes() == before
