@@ -240,13 +240,13 @@ class CellHooks:
         """Keep in the store where this kernel checkpoints and its newest checkpoint, for the kernel the server
         starts in its place if it crashes (``back_after_crash``)."""
         record = KernelRecord(self.ckpt.session, self.session.source, self.ckpt.head)
-        keep_record(self.ckpt.store.root, self._own, record)
+        keep_record(self.ckpt.store.root, self._own, record, self.ckpt.store.seal)
 
     def back_after_crash(self) -> int | None:
         """This kernel replaces one that crashed (the server restarted it, under the same key): go back to the
         session the user had named in it, which no frontend names again. The crashed kernel's newest checkpoint, if
         it left one: its own work, whatever other kernels on the notebook did since."""
-        record = kept_record(self.ckpt.store.root, self._own)
+        record = kept_record(self.ckpt.store.root, self._own, self.ckpt.store.unseal)
         if record is None:
             return None
         # Named by the user, or by a frontend that has not named it again yet (VS Code on a server names the

@@ -37,12 +37,13 @@ import json
 import os
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
 
-from .errors import BadArgument
+from .errors import BadArgument, CheckpointError
 
 SERVER = "JPY_SESSION_NAME, from jupyter_server"
 TYPED = "named with %checkpoint session"
@@ -192,30 +193,33 @@ def _record_path(root: Path, kernel: str) -> Path:
     return root / KERNELS / hashlib.sha256(kernel.encode()).hexdigest()[:32]
 
 
-def keep_record(root: Path, kernel: str, record: KernelRecord) -> None:
-    """Keep kernel ``kernel``'s record in the store at ``root`` (private, written whole). A store that will not
-    take it takes nothing: the record only sharpens a crash recovery. The first record of a kernel clears those
-    older than ``RECORD_DAYS``."""
+def keep_record(root: Path, kernel: str, record: KernelRecord, seal: Callable[[Any], list[str]]) -> None:
+    """Keep kernel ``kernel``'s record in the store at ``root``, signed (``Store.seal``), private and written whole.
+    A store that will not take it takes nothing: the record only sharpens a crash recovery. The first record of a
+    kernel clears those older than ``RECORD_DAYS``."""
     path = _record_path(root, kernel)
     with contextlib.suppress(OSError):
         if not path.exists():
             path.parent.mkdir(mode=0o700, exist_ok=True)
             for old in path.parent.iterdir():
-                if time.time() - old.stat().st_mtime > RECORD_DAYS * 86400:
+                if time.time() - old.lstat().st_mtime > RECORD_DAYS * 86400:
                     old.unlink(missing_ok=True)
         partial = path.with_name(f".{path.name}.{os.getpid()}")
-        with open(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
-            json.dump({"kernel": kernel, **asdict(record)}, f)
+        partial.unlink(missing_ok=True)  # made anew: a link planted there is not followed
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+        with open(os.open(partial, flags, 0o600), "w") as f:
+            json.dump(seal({"kernel": kernel, **asdict(record)}), f)
         os.replace(partial, path)
 
 
-def kept_record(root: Path, kernel: str) -> KernelRecord | None:
-    """The record kernel ``kernel`` (or the one it replaces) left in the store at ``root``; None if there is none
-    or it cannot be read."""
+def kept_record(root: Path, kernel: str, unseal: Callable[[Any, str], Any]) -> KernelRecord | None:
+    """The record kernel ``kernel`` (or the one it replaces) left in the store at ``root``, if this store's secret
+    signed it (``Store.unseal``); None if there is none or it cannot be read."""
     try:
-        data = json.loads(_record_path(root, kernel).read_text())
+        with open(os.open(_record_path(root, kernel), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as f:
+            data = unseal(json.loads(f.read(1 << 20)), "a kernel record")
         record = KernelRecord(str(data["session"]), str(data["source"]), data["head"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (CheckpointError, OSError, ValueError, KeyError, TypeError):
         return None
     if data.get("kernel") != kernel or not (record.head is None or isinstance(record.head, int)):
         return None

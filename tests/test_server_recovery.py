@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 import sys
@@ -15,6 +16,7 @@ import pytest
 from conftest import Kernel
 
 from jupyter_ckpt.kernelclient import KernelConnection
+from jupyter_ckpt.session import TYPED
 
 pytest_plugins = ("pytest_jupyter.jupyter_server", "conftest_server")
 
@@ -729,3 +731,19 @@ async def test_another_kernel_s_cells_do_not_restart_a_crashed_kernel_s_crash_lo
         assert again["tried"] == [bombed["id"], good["id"]]
     finally:
         code.close()
+
+
+async def test_a_kernel_record_the_store_s_secret_did_not_sign_is_not_followed(notebook: Any, tmp_path: Path) -> None:
+    """Anyone who can put a file in the store could write the record a crashed kernel's replacement follows, and
+    send it to another session."""
+    nb = await notebook("own.ipynb")
+    await nb.ok("x = 1")
+    (left,) = await nb.wait_for_checkpoints(1)
+    name = hashlib.sha256(f"kernel-{nb.kernel_id}".encode()).hexdigest()[:32]
+    planted = {"kernel": f"kernel-{nb.kernel_id}", "session": "elsewhere", "source": TYPED}
+    (tmp_path / "store" / "kernels" / name).write_text(json.dumps({**planted, "head": None}))
+
+    nb.kill()
+    _, event = await nb.next_crash_event(0)
+    assert (event["type"], event["checkpoint"], event["path"]) == ("crash-restore", left["id"], "own.ipynb")
+    assert await nb.value("x") == 1
