@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
 import sys
 import types
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, NoReturn
+from typing import Any, BinaryIO, NoReturn, TextIO
 
 from .config import default_store_dir, open_replica, open_store, store_location
 from .errors import BadArgument, CheckpointError, IntegrityError, naming, reading_store
@@ -25,6 +26,26 @@ from .timeline import Timeline, numbers
 from .units import human_bytes, parse_size, read_negative_sizes
 
 EXTENSION = "jupyter_ckpt"
+# Control characters but the line end and the tab, as escapes: what the command prints takes text from the catalog
+# (a session's key, a tag, a message), which is not signed, and a terminal acts on an escape sequence it is sent
+# (its title, its clipboard, a link).
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c not in (0x09, 0x0A)}
+
+
+class _Escaped(io.TextIOBase):
+    """A text stream that writes to ``stream`` with control characters escaped (``_CONTROLS``)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(text.translate(_CONTROLS))
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -257,6 +278,11 @@ COMMANDS: dict[str, Callable[[Store, argparse.Namespace], int | None]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    with contextlib.redirect_stdout(_Escaped(sys.stdout)), contextlib.redirect_stderr(_Escaped(sys.stderr)):
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command in ("enable", "disable"):

@@ -315,3 +315,20 @@ def test_a_catalog_another_process_keeps_from_readers_is_said_so_not_called_unre
     assert listed.returncode == 7 and listed.stderr.count("\n") == 1, listed
     assert "stayed locked by another process" in listed.stderr and "unreadable" not in listed.stderr
     assert cli("list", "nb.ipynb").returncode == 0
+
+
+def test_text_from_the_catalog_cannot_send_escape_sequences_to_the_terminal(written: tuple[Store, list[int]]) -> None:
+    """A session's key, a tag, a message are the catalog's text, not signed: printed as they were, an escape
+    sequence planted there acted on the user's terminal (its title, its clipboard, a link). Control characters
+    are printed as escapes; the line ends and tabs of the output stay."""
+    store, (first, _) = written
+    with sqlite3.connect(store.root / "catalog.sqlite", isolation_level=None) as db:
+        db.execute("INSERT INTO sessions (key, created) VALUES (?, 0)", ("\x1b]0;owned\x07other.ipynb",))
+        db.execute("UPDATE checkpoints SET tag=? WHERE id=?", ("\x1b[2Jstart", first))
+    sessions = cli("list")
+    assert sessions.returncode == 0 and "\x1b" not in sessions.stdout and "\x07" not in sessions.stdout
+    assert sessions.stdout.startswith("\\x1b]0;owned\\x07other.ipynb  0 checkpoint(s)"), sessions.stdout
+    shown = cli("show", str(first))
+    assert shown.returncode == 0 and "\x1b" not in shown.stdout and "\\x1b[2Jstart" in shown.stdout
+    refused = cli("show", "\x1b[2Jnothing", "--session", "work/analysis.ipynb")
+    assert refused.returncode == 1 and "\x1b" not in refused.stderr and "\\x1b[2Jnothing" in refused.stderr
