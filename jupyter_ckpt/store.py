@@ -762,8 +762,9 @@ class Store:
         return hmac.new(self._secret, text.encode(), hashlib.sha256).hexdigest()
 
     def seal(self, value: Any) -> list[str]:
-        """``value`` as JSON text with its signature: what a checkpoint writer leaves in ``blobs/tmp`` for its
-        kernel to commit (``unseal``), where anyone who can write the store could put a file."""
+        """``value`` as JSON text with its signature: a file one process leaves in the store for another (a
+        writer's result for its kernel to commit, a kernel's record), where anyone who can write the store could
+        put a file (``unseal``)."""
         text = json.dumps(value)
         return [text, self.sign(text)]
 
@@ -775,7 +776,9 @@ class Store:
             and all(isinstance(part, str) for part in sealed)
             and hmac.compare_digest(self.sign(sealed[0]), sealed[1])
         ):
-            raise IntegrityError(f"{what} fails its signature check: no writer of this store left it; not committed")
+            raise IntegrityError(
+                f"{what} fails its signature check: this store's secret did not sign it; it is not used"
+            )
         return json.loads(sealed[0])
 
     def manifest_text(self, text: str, mac: str, name: int | str) -> Manifest:
