@@ -81,7 +81,7 @@ def attempt(tool: str, pattern: Pattern) -> str | None:
             return None if ok is True else "check is False"
         finally:
             fresh.stop()
-    except (KernelError, TimeoutError) as e:
+    except (KernelError, TimeoutError, RuntimeError) as e:  # RuntimeError: a kernel that died as it started
         return f"{type(e).__name__}: {e}"[:200]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -108,7 +108,10 @@ def main() -> int:
         for found in results.values():
             found.pop(pattern.name, None)  # its setup or check may have changed: a tool not run now was not run on it
         for tool in tools:
-            results[tool][pattern.name] = attempt(tool, pattern)
+            found = attempt(tool, pattern)
+            if found is not None and found.startswith("RuntimeError: Kernel died before replying"):
+                found = attempt(tool, pattern)  # the machine's doing (memory taken by other work): once more
+            results[tool][pattern.name] = found
         print(pattern.name, {t: results[t][pattern.name] is None for t in tools}, flush=True)
     names = [p.name for p in PATTERNS]  # in the corpus's order, without patterns it no longer has
     results = {t: {n: found[n] for n in names if n in found} for t, found in results.items()}
