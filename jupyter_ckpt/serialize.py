@@ -1153,6 +1153,35 @@ def _ufunc_of(function: Any, nin: int, nout: int, identity: Any) -> Any:
     return numpy.frompyfunc(function, nin, nout, identity=identity)
 
 
+def _temporary_directory_class(t: type) -> bool:
+    return t is getattr(sys.modules.get("tempfile"), "TemporaryDirectory", None)
+
+
+def _reduce_temporary_directory(obj: Any) -> Any:
+    """A ``tempfile.TemporaryDirectory`` as its directory, and whether it was cleaned up yet. pickle saved its
+    finalizer dead: the restored one never removed its directory, and one whose directory was gone (removed as its
+    kernel shut down, or by a cell) came back naming it."""
+    state = {k: v for k, v in vars(obj).items() if k != "_finalizer"}
+    return _temporary_directory, (type(obj), state, obj._finalizer.alive)
+
+
+def _temporary_directory(cls: Any, state: dict[str, Any], alive: bool) -> Any:
+    """The directory again, removed when the object goes as ``TemporaryDirectory`` removes its own; one cleaned up
+    already as such. A directory gone since is refused with why (replay makes it again with its cells)."""
+    name = state["name"]
+    if alive and not os.path.isdir(name):
+        raise FileNotFoundError(errno.ENOENT, "the directory a tempfile.TemporaryDirectory made is gone", name)
+    made = cls.__new__(cls)
+    vars(made).update(state)
+    options = {"warn_message": f"Implicitly cleaning up {made!r}", "ignore_errors": state["_ignore_cleanup_errors"]}
+    if "delete" in inspect.signature(cls._cleanup).parameters:  # Python 3.12: TemporaryDirectory(delete=False)
+        options["delete"] = state.get("_delete", True)
+    made._finalizer = weakref.finalize(made, cls._cleanup, name, **options)
+    if not alive:
+        made._finalizer.detach()
+    return made
+
+
 def _reduce_masked(obj: Any) -> Any:
     """A masked array as its data, a view of the memory it is on (the array it was made on, the masked array it
     is a slice of), with its attributes: its mask, a view too, and whether that is hard. numpy's pickling copies
@@ -2243,6 +2272,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_vectorize
     if numpy is not None and t is numpy.ufunc:
         return _reduce_ufunc
+    if _temporary_directory_class(t):
+        return _reduce_temporary_directory
     if numpy is not None and t is getattr(sys.modules.get("numpy.lib.npyio"), "NpzFile", None):
         return _reduce_npz
     if t in _executor_types():

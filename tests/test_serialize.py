@@ -1045,3 +1045,22 @@ def test_a_figure_pickled_again_in_one_process_is_the_same_bytes_and_keeps_its_c
         "('Figure', True, [3, 4])"
     )
     plt.close(fig)
+
+
+def test_a_temporary_directory_comes_back_removing_its_directory_as_it_goes_or_said_gone(tmp_path: Path) -> None:
+    """pickle saved a ``TemporaryDirectory``'s finalizer dead: the restored one never removed its directory, and one
+    whose directory was removed (as its kernel shut down) came back naming a directory that was not there."""
+    import tempfile
+
+    live = tempfile.TemporaryDirectory(dir=tmp_path)
+    done = tempfile.TemporaryDirectory(dir=tmp_path)
+    done.cleanup()
+    (Path(live.name) / "part.csv").write_text("a")
+    packed = serialize.dumps({"live": live, "done": done}, types.ModuleType("__main__"))
+    # In a new interpreter: the directory and its file are there, and go with the object, as they would have.
+    seen = "live._finalizer.alive, done._finalizer.alive, __import__('os').path.exists(live.name + '/part.csv')"
+    assert read_back(tmp_path, packed, seen) == "(True, False, True)"
+    assert not Path(live.name).exists()  # that interpreter's exit removed it, as the kernel's would have
+    with pytest.raises(FileNotFoundError, match=r"the directory a tempfile\.TemporaryDirectory made is gone"):
+        serialize.loads(packed, types.ModuleType("__main__"))
+    live._finalizer.detach()  # removed already
