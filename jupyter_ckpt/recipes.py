@@ -512,7 +512,7 @@ def _run_part(part: Part, restored: dict[str, Any], namespace: dict[str, Any], r
     reads = [cell_names(c["source"]) for c in part.cells]
     stopped: dict[str, str] = {}  # variable: why it is not replayed
     copies, uncopyable = _copy({n: restored[n] for n in sorted(part.mutated) if n in restored})
-    changed = [_changed_since(cell, reads[p], restored) for p, cell in enumerate(part.cells)]
+    files = [_files_named(cell, reads[p], restored) for p, cell in enumerate(part.cells)]
     for name in part.needs:
         for p in sorted(part.needs[name]):
             gone = sorted(reads[p].mutated & set(uncopyable))
@@ -545,10 +545,9 @@ def _run_part(part: Part, restored: dict[str, Any], namespace: dict[str, Any], r
         if name in stopped:
             outcome[name] = stopped[name]
         elif name in made:
-            read = [(part.cells[p]["count"], path) for p in sorted(part.needs[name]) for path in changed[p]]
             outcome[name] = "replayed" + "".join(
                 f"; cell [{count}] read {path}, which changed since it ran: the value may not be the checkpoint's"
-                for count, path in read[:1]
+                for count, path in _changed_since(part, part.needs[name], files)[:1]
             )
         else:
             outcome[name] = "the replayed cells did not assign it"
@@ -577,24 +576,34 @@ def rebuilt_by(outcome: str) -> bool:
     return outcome == "replayed" or outcome.startswith("replayed; ")
 
 
-def _changed_since(cell: Cell, names: CellNames, namespace: dict[str, Any]) -> list[str]:
-    """The files a cell names that were written after it ran: a path in its code, or one a variable it reads holds
-    (``pd.read_csv(path)``). Run again, it reads what they hold now, which the variable it rebuilds may show."""
-    ran = cell.get("time")
+def _files_named(cell: Cell, names: CellNames, namespace: dict[str, Any]) -> dict[str, float]:
+    """The files a cell names, with when each was last written: a path in its code, or one a variable it reads
+    holds (``pd.read_csv(path)``)."""
     tree = parsed(cell["source"])
-    if ran is None or tree is None:
-        return []
+    if tree is None:
+        return {}
     named: set[Any] = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
     named.update(os.fspath(v) for n in names.read if isinstance(v := namespace.get(n), (str, os.PathLike)))
-    found = []
+    found = {}
     for path in named:
         try:
             info = os.stat(path)
         except (OSError, ValueError, TypeError):  # no such file, a string that is no path
             continue
-        if stat.S_ISREG(info.st_mode) and info.st_mtime > ran:
-            found.append(os.path.abspath(path))
-    return sorted(found)
+        if stat.S_ISREG(info.st_mode):
+            found[os.path.abspath(path)] = info.st_mtime
+    return found
+
+
+def _changed_since(part: Part, needed: set[int], files: list[dict[str, float]]) -> list[tuple[int | None, str]]:
+    """The files the cells ``needed`` of a part read that were written after the last of them ran, with the cell
+    that reads each: run again, they read what those files hold now, which the variable they rebuild may show. A
+    file one of these cells wrote itself (a database a later one of them inserted into) is not one."""
+    ran = [part.cells[p].get("time") for p in needed]
+    if not ran or None in ran:
+        return []
+    last = max(t for t in ran if t is not None)
+    return [(part.cells[p]["count"], f) for p in sorted(needed) for f, at in sorted(files[p].items()) if at > last]
 
 
 def run_recipe(recipe: Recipe, namespace: dict[str, Any], run_cell: RunCell) -> dict[str, str]:
