@@ -136,6 +136,29 @@ def test_a_budget_of_two_checkpoints_and_a_half_keeps_taking_the_newest(store: S
     assert [store.manifest(r.id)["variables"]["i"]["repr"] for r in ckpt.checkpoints()] == ["5"]
 
 
+def test_a_notebook_at_the_store_s_budget_thins_old_checkpoints_of_others_but_never_what_they_need(
+    store: Store,
+) -> None:
+    """The budget is the store's (SPEC 2.3): a notebook that takes the store past it thins the oldest untagged
+    checkpoints, another notebook's too, but never that notebook's tags, newest, or two newest good states."""
+    other = types.ModuleType("__main__")
+    b = Checkpointer(store, "b.ipynb", other, limits=Limits(max_store_size=40 << 20))
+    for i in range(4):
+        other.y = np.random.default_rng(100 + i).random(500_000)  # type: ignore[attr-defined]  # 3.8 MiB each
+        b.save(tag="baseline" if i == 0 else None)
+    module = types.ModuleType("__main__")
+    a = Checkpointer(store, "a.ipynb", module, limits=Limits(max_store_size=40 << 20))
+    for i in range(8):
+        module.x = np.random.default_rng(i).random(500_000)  # type: ignore[attr-defined]
+        assert a.save() is not None
+        a.retention.settle()
+    assert store.size() <= 40 << 20
+    kept = [r.id for r in store.checkpoints("b.ipynb")]
+    assert kept == sorted(never_thinned(store.checkpoints("b.ipynb")))  # b's old untagged one went
+    assert [r.tag for r in store.checkpoints("b.ipynb")] == ["baseline", None, None]
+    assert [r.id for r in store.checkpoints("a.ipynb")][-1] == a.head
+
+
 def test_a_pass_that_must_make_room_counts_the_catalog_and_says_nothing_when_no_save_failed(store: Store) -> None:
     """The store's size holds its catalog (and its write-ahead log) beside the blobs: thinning until the blobs
     alone fit left it over, and the failed save was never tried again. A pass after a commit that fitted, in
