@@ -246,7 +246,7 @@ class Retention:
         while True:  # the kernel may commit meanwhile: thin again until it fits, or nothing is left to thin
             now = usage(self.store, self.limits)
             target = max(0, now.allowed - need)
-            short = now.files_short(max(need_files, 1))  # a save refused for want of files needed one at least
+            short = now.files_short(need_files)
             if now.size <= target and not short:
                 return True
             sessions = [s["key"] for s in self.store.sessions()]
@@ -262,7 +262,7 @@ class Retention:
 
     def _pass(self) -> None:
         with self._lock:
-            need, need_files = self._need, self._need_files
+            need, need_files = self._need, max(self._need_files, 1)  # a save refused for want of files needed one
             self._dirty = False
         # Saves in progress keep what was written since they began: collect it once they are done (``idle``).
         held = self.store.blobs.oldest_lease() is not None
