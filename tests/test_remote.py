@@ -702,6 +702,6 @@ def test_a_record_planted_nested_or_huge_is_refused_unparsed_and_the_others_are_
     assert "0000000000bb-0000000000000000.json holds" in listed.stderr and "(and 1 more)" in listed.stderr
     b, down = machine(jupyter_dirs / "b", s3)
     client.delete_object(Bucket=s3.bucket, Key=f"{folder}/0000000000bb-0000000000000000.json")
-    with pytest.raises(IntegrityError, match="0000000000aa-0000000000000000.json is damaged; it was not pulled$"):
+    with pytest.raises(IntegrityError, match=r"0000000000aa-0000000000000000\.json is damaged; it was not pulled$"):
         down.pull("nb.ipynb")
     assert [r.tag for r in b.checkpoints("nb.ipynb")] == ["kept"]
