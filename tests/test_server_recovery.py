@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import re
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -560,6 +562,20 @@ async def test_a_session_named_in_the_kernel_is_the_one_its_crash_restores(noteb
     assert [r["trigger"] for r in await nb.checkpoints()] == ["cell"]  # the notebook's own, as it was
 
 
+@contextlib.contextmanager
+def vs_code_kernel(notebook: Path, cell: str) -> Iterator[Kernel]:
+    """A VS Code kernel on ``notebook`` with no server (a kernel of its own), which ran ``cell`` and made it durable."""
+    code = Kernel(None)
+    try:
+        code.kc.execute(f"__vsc_ipynb_file__ = {str(notebook)!r}", silent=True)
+        code.ok("%load_ext jupyter_ckpt")
+        code.ok(cell)
+        code.ok("%checkpoint wait")
+        yield code
+    finally:
+        code.close()
+
+
 async def test_a_crash_restores_the_kernel_s_own_state_not_another_kernel_s_on_the_same_notebook(
     notebook: Any, jp_root_dir: Path
 ) -> None:
@@ -568,12 +584,7 @@ async def test_a_crash_restores_the_kernel_s_own_state_not_another_kernel_s_on_t
     lab = await notebook("shared.ipynb")
     await lab.ok("who = 'lab'\nrows = [1, 2]")
     (mine,) = await lab.wait_for_checkpoints(1)
-    code = Kernel(None)
-    try:
-        code.kc.execute(f"__vsc_ipynb_file__ = {str(jp_root_dir / 'shared.ipynb')!r}", silent=True)
-        code.ok("%load_ext jupyter_ckpt")
-        code.ok("who = 'vs code'")
-        code.ok("%checkpoint wait")
+    with vs_code_kernel(jp_root_dir / "shared.ipynb", "who = 'vs code'") as code:
         assert [r["id"] for r in await lab.checkpoints()][::2] == [mine["id"]]  # the VS Code one is newer
 
         lab.kill()
@@ -581,8 +592,6 @@ async def test_a_crash_restores_the_kernel_s_own_state_not_another_kernel_s_on_t
         assert (event["type"], event["checkpoint"]) == ("crash-restore", mine["id"])
         assert await lab.value("(who, rows)") == ("lab", [1, 2])
         assert code.value("who") == "vs code"
-    finally:
-        code.close()
 
 
 async def test_a_vs_code_kernel_on_a_server_gets_its_notebook_s_state_back_after_a_crash(
@@ -718,19 +727,11 @@ async def test_another_kernel_s_cells_do_not_restart_a_crashed_kernel_s_crash_lo
     meanwhile: taken for a new crash, the killing state was restored again, and again."""
     nb, good, bombed, failed, restored = await _killed_by_its_newest_state(notebook)
     assert (failed["checkpoint"], restored["checkpoint"]) == (bombed["id"], good["id"])
-    code = Kernel(None)
-    try:
-        code.kc.execute(f"__vsc_ipynb_file__ = {str(jp_root_dir / 'loop.ipynb')!r}", silent=True)
-        code.ok("%load_ext jupyter_ckpt")
-        code.ok("elsewhere = 1")
-        code.ok("%checkpoint wait")
-
+    with vs_code_kernel(jp_root_dir / "loop.ipynb", "elsewhere = 1"):
         nb.kill()
         _, again = await nb.next_crash_event(2)
         assert (again["type"], again["checkpoint"]) == ("crash-restore-stopped", None), again
         assert again["tried"] == [bombed["id"], good["id"]]
-    finally:
-        code.close()
 
 
 async def test_a_kernel_record_the_store_s_secret_did_not_sign_is_not_followed(notebook: Any, tmp_path: Path) -> None:
