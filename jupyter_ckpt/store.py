@@ -622,13 +622,6 @@ class Store:
             )
             return int(cur.lastrowid or 0)
 
-    def newest_cell(self, session: str) -> int | None:
-        """The id of the cell the session recorded last, in any lineage."""
-        rows = self._query(
-            "SELECT MAX(c.id) AS id FROM cells c JOIN sessions s ON s.id = c.session_id WHERE s.key=?", (session,)
-        )
-        return rows[0]["id"]  # type: ignore[no-any-return]
-
     def cells(
         self, last_cell: int | None, limit: int = 10_000, *, after: int | None = None, tip: str | None = None
     ) -> list[Cell]:

@@ -150,7 +150,8 @@ def test_a_session_moves_whole_into_another_or_not_at_all(store: Store) -> None:
 
     store.move_session("kernel-1", "nb.ipynb")
     assert [r.id for r in store.checkpoints("nb.ipynb")] == [a, earlier]
-    assert store.newest_cell("nb.ipynb") == cell
+    moved = store._query("SELECT s.key FROM cells c JOIN sessions s ON s.id = c.session_id WHERE c.id=?", (cell,))
+    assert [row["key"] for row in moved] == ["nb.ipynb"]  # its cells went with it
     assert [s["key"] for s in store.sessions()] == ["nb.ipynb"]
     assert store.policy("nb.ipynb") == {"auto": True, "every": 3, "interval": None, "exclude": []}
     # Uploaded again under the new key, with a new uid; the old record is deleted at the next push.
