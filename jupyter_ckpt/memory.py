@@ -92,15 +92,18 @@ def ensure_room(nbytes: int, what: str, proc: Path = PROC, cgroups: Path = CGROU
     past the headroom, the out-of-memory killer would end the kernel and all its
     work. The host's free swap counts: the killer waits for it, and a slow restore
     is no loss (the watcher does not count it: a stopped writer costs only time).
-    Where the headroom cannot be read, nothing is refused.
+    The margin left beside it is the reserve, or as much again as a smaller read
+    takes: a restore of a few small variables on a busy host is not refused for a
+    reserve meant for writers. Where the headroom cannot be read, nothing is refused.
     """
     room = headroom(proc, cgroups, swap=True)
-    if room is None or nbytes <= room.free - reserve(room):
+    margin = min(reserve(room), nbytes) if room is not None else 0
+    if room is None or nbytes + margin <= room.free:
         return
     raise OutOfMemory(
-        f"not restored: {what} takes about {human_bytes(nbytes)} of memory, and only {room}, of which "
-        f"jupyter-ckpt always leaves {human_bytes(reserve(room))}; nothing was changed. Free memory (del the "
-        "variables you no longer need), or restart the kernel and restore there"
+        f"not restored: {what} takes about {human_bytes(nbytes)} of memory, and only {room}, which leaves less "
+        f"than {human_bytes(margin)} beside it; nothing was changed. Free memory (del the variables you no longer "
+        "need), or restart the kernel and restore there"
     )
 
 

@@ -87,6 +87,16 @@ def test_a_restore_on_a_host_with_swap_left_is_not_refused(tmp_path: Path) -> No
         memory.ensure_room(3 * GIB, "reading a", proc, cgroups)
 
 
+def test_a_small_restore_on_a_busy_host_is_not_refused_for_the_writers_reserve(tmp_path: Path) -> None:
+    """The reserve (256 MiB at least) is what writers always leave. A restore of a few small variables with 200 MiB
+    left was refused for it; one that takes more than half of what is left still is."""
+    proc, cgroups = machine(tmp_path, "0::/\n", available=200 * MIB)
+    memory.ensure_room(2 * MIB, "reading the variables", proc, cgroups)
+    memory.ensure_room(100 * MIB, "reading a", proc, cgroups)
+    with pytest.raises(OutOfMemory, match=r"takes about 101.0 MiB of memory, and only 200 MiB .*less than 101.0 MiB"):
+        memory.ensure_room(101 * MIB, "reading a", proc, cgroups)
+
+
 def test_a_v2_cgroup_near_its_limit_sets_the_headroom(tmp_path: Path) -> None:
     proc, cgroups = machine(tmp_path, "0::/user.slice/lab.scope\n")
     v2_group(cgroups, "user.slice/lab.scope", str(4 * GIB), 4 * GIB - 300 * MIB, inactive_file=100 * MIB)
