@@ -70,6 +70,8 @@ BLOB_VERSION = 2
 _MIN_RATIO = 0.9
 _MIN_RATIO_SHUFFLED = 0.8
 _KEY = re.compile(r"^[0-9a-f]{32}$")
+# A checkpoint writer's result, in ``tmp/``, left for its kernel to commit.
+RESULT = re.compile(r"result\.[^/]*\.json")
 # Bytes other writes may have under way beside one that checks the floor of free space: two writers, each
 # with a few threads writing 4 MiB chunks. The floor is kept with this much to spare (at most the floor
 # again, on a small disk).
@@ -201,6 +203,16 @@ def _start_writeback(fd: int) -> None:
     they arrived."""
     if _sync_file_range is not None:
         _sync_file_range(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)
+
+
+def started(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks after boot, /proc): with its pid, what tells it from a later
+    process given the same pid. None if it is gone, or has exited and waits to be reaped."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return None if fields[0] in ("Z", "X") else int(fields[19])
 
 
 def writer_alive(tmp_name: str) -> bool:
@@ -561,8 +573,14 @@ class LocalBlobs:
         """Tell every gc that this process has saves in progress, the oldest begun at ``since`` (seconds since
         the epoch): blobs written or used again since then stay until ``release`` (``Store.gc``)."""
         lease = self.tmp / f"lease.{os.getpid()}"
-        lease.touch(mode=0o600)
+        with open(os.open(lease, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600), "w") as f:
+            f.write(self._lease_text(os.getpid(), started(os.getpid())))
         os.utime(lease, (since, since))
+
+    def _lease_text(self, pid: int, start: int | None) -> str:
+        """What a lease holds: its process, by pid and start time, signed with the store's secret."""
+        text = f"{pid} {start}"
+        return f"{text} {hmac.new(self._secret, f'lease {text}'.encode(), hashlib.sha256).hexdigest()}"
 
     def release(self) -> None:
         """This process's saves are all committed (or failed)."""
@@ -570,12 +588,27 @@ class LocalBlobs:
             (self.tmp / f"lease.{os.getpid()}").unlink()
 
     def oldest_lease(self) -> float | None:
-        """When the oldest save still in progress in a living process began, or None."""
+        """When the oldest save still in progress began, or None: of the leases that prove their process lives
+        (its pid and start time, signed: not a lease left by a process whose pid another has now, nor one put
+        there), and of the writers' results not committed yet, each dated when its writer began."""
         times = []
         for lease in self.tmp.glob("lease.*"):
-            with contextlib.suppress(FileNotFoundError):  # released meanwhile
-                if writer_alive(lease.name):
+            with contextlib.suppress(OSError, ValueError):  # released meanwhile; no number where a pid belongs
+                pid = int(lease.name.split(".")[1])
+                start = started(pid)
+                fd = os.open(lease, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)  # a pipe put there: never waited on
+                try:
+                    text = os.read(fd, 256)
+                finally:
+                    os.close(fd)
+                # Where /proc tells no start time (not Linux), a process with its pid is taken for it.
+                if (start is not None or writer_alive(lease.name)) and hmac.compare_digest(
+                    text, self._lease_text(pid, start).encode()
+                ):
                     times.append(lease.stat().st_mtime)
+        for result in self.tmp.glob("result.*.json"):
+            with contextlib.suppress(FileNotFoundError):  # committed meanwhile
+                times.append(result.stat().st_mtime)
         return min(times, default=None)
 
     def clean_tmp(self) -> tuple[int, int]:
@@ -589,7 +622,8 @@ class LocalBlobs:
             for name in os.listdir(fd):
                 with contextlib.suppress(FileNotFoundError):  # a writer's, renamed into place meanwhile
                     st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                    if not writer_alive(name) and not S_ISDIR(st.st_mode):
+                    # A writer's result is committed by its kernel or, if that died, adopted (``writer.adopt``).
+                    if not writer_alive(name) and not S_ISDIR(st.st_mode) and not RESULT.fullmatch(name):
                         os.unlink(name, dir_fd=fd)
                         freed += st.st_size
                         count += 1
