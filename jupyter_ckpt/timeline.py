@@ -36,6 +36,7 @@ from .errors import BadArgument, CheckpointError, UnknownCheckpoint, UnknownSess
 from .manifest import Manifest
 from .restore import diff_manifests
 from .store import CheckpointRecord, Store, parse_id, recorded
+from .writer import adopt
 
 _NOTHING: Manifest = {"variables": {}, "modules": {}}
 
@@ -357,6 +358,7 @@ class Timeline:
         """
         if keep_last < 0:
             raise BadArgument("--keep-last cannot be negative")
+        adopt(self.store)  # a killed kernel's last state, which its writer finished: kept, as its newest
         keep = set(protect)
         extras: list[tuple[int, str]] = []
         spares: list[tuple[int, str]] = []
