@@ -12,7 +12,6 @@ import contextlib
 import errno
 import functools
 import itertools
-import json
 import math
 import os
 import re
@@ -24,7 +23,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, TypedDict
 
 from . import attributes, capture, environment, loggers, memory, paths, serialize, settings, shellconfig, warnfilters
-from .blobs import BlobInfo, writer_alive
+from .blobs import BlobInfo
 from .cellcode import only_checkpoint_magics
 from .errors import (
     BadArgument,
@@ -48,7 +47,17 @@ from .session import check_text
 from .store import DAMAGED_POLICY, NEW_KERNEL, Cell, CheckpointRecord, Store, check_tag
 from .timeline import Thinned, Timeline, steps_back
 from .units import human_bytes
-from .writer import ForkWriter, SyncWriter, WriterStopped, fork_unsafe_reason, resident_bytes, system_seconds
+from .writer import (
+    RESULT,
+    ForkWriter,
+    SyncWriter,
+    WriterStopped,
+    adopt,
+    fork_unsafe_reason,
+    resident_bytes,
+    result_blobs,
+    system_seconds,
+)
 from .writewatch import HUGE, Seen, WriteWatch, observed
 
 TRIGGERS = ("cell", "interval", "manual", "loop", "restore", "crash-restore")
@@ -207,7 +216,7 @@ class Checkpointer:
         self._lock = threading.RLock()
         self._sync = SyncWriter()
         self._fork = (
-            ForkWriter(store.blobs.tmp, functools.partial(_encode, store), functools.partial(_decode, store))
+            ForkWriter(store.blobs.tmp, store.seal, functools.partial(store.unseal, what=RESULT))
             if background
             else None
         )
@@ -421,8 +430,12 @@ class Checkpointer:
             epoch = self._watch.arm()  # before the writer starts: a page written after this is marked
 
             kernel = os.getpid()
+            since = self._saving[0] if self._saving else meta.at  # when this kernel's oldest save in progress began
 
-            def job(progress: Progress | None) -> Written:
+            def job(progress: Progress | None) -> list[Any]:
+                if os.getpid() != kernel:  # a forked writer: what it writes stays, should its kernel die meanwhile
+                    with contextlib.suppress(OSError):
+                        self.store.blobs.hold(since)
                 hashed: list[Seen] = []
 
                 def observe(view: memoryview, keys: list[str]) -> None:
@@ -435,13 +448,14 @@ class Checkpointer:
                 manifest, blobs = capture.prepare(
                     self.store.blobs, self.module, cap, meta, progress, previous, observe, spent
                 )
-                return manifest, blobs, hashed
+                return _plain((manifest, blobs, hashed))
 
             def done(result: Any, error: BaseException | None) -> None:
                 try:
-                    outcome["id"] = self._finish(cap, meta, result, error, raise_errors=wait)
-                    if outcome["id"] is not None:
-                        self._watch.learn(epoch, result[2])
+                    written = None if error is not None else _written(result)
+                    outcome["id"] = self._finish(cap, meta, written, error, raise_errors=wait)
+                    if outcome["id"] is not None and written is not None:
+                        self._watch.learn(epoch, written[2])
                 finally:
                     self._settled(meta.at)
 
@@ -449,7 +463,7 @@ class Checkpointer:
             try:
                 # The room under the budget, less what the writers still running are expected to take.
                 self.store.blobs.limit = self.retention.limit(pending=sum(self._in_flight.values()))
-                self.store.blobs.hold(self._saving[0] if self._saving else meta.at)
+                self.store.blobs.hold(since)
             except OSError as e:  # a store gone read-only, a directory it cannot write: nothing was written
                 why = f"cannot write to the checkpoint store {self.store.root}: {e.strerror or e}"
                 if wait:
@@ -635,31 +649,8 @@ class Checkpointer:
                 self.schedule.owed = -1 if cell is None else cell
 
     def adopt_orphans(self) -> list[int]:
-        """Commit checkpoints whose writer finished after its kernel was killed."""
-        found = []
-        for path in self.store.blobs.tmp.glob("result.*.json"):
-            if writer_alive(path.name):
-                continue
-            try:
-                manifest, blobs, _ = _decode(self.store, json.loads(path.read_text())["ok"])
-                if manifest["session"] == self.session:
-                    found.append((float(manifest["time"]), manifest, blobs, path))
-            except IntegrityError as e:  # planted by someone who can write the store, not by a writer
-                self._notify(f"jupyter-ckpt: {path} was removed: {e}")
-                path.unlink(missing_ok=True)
-            except (OSError, ValueError, KeyError, TypeError, RecursionError, MemoryError):
-                path.unlink(missing_ok=True)  # a failed or half-written result: nothing to adopt
-        adopted = []
-        for _, manifest, blobs, path in sorted(found, key=lambda item: item[0]):  # in the order they were taken
-            try:
-                latest = self.checkpoints_committed()
-                parent = latest[-1].id if latest else None
-                linked = capture.link(manifest, parent, self.store.manifest(parent) if parent else None)
-                adopted.append(self.store.commit(self.session, linked, blobs))
-            except CheckpointError:
-                pass  # its blobs are gone or damaged: nothing to adopt
-            path.unlink(missing_ok=True)
-        return adopted
+        """Commit the session's checkpoints whose writer finished after its kernel was killed (``writer.adopt``)."""
+        return adopt(self.store, [self.session], self._notify)
 
     def _recover_head(self, *, committing: bool = False) -> None:
         """If the head was deleted (``delete``, the server's API, a ``gc``), move it back as the store moves the
@@ -1191,14 +1182,12 @@ def variable_names(only: Iterable[str] | str | None) -> list[str] | None:
     return names
 
 
-def _encode(store: Store, outcome: Written) -> list[str]:
-    """A writer's result, signed: the kernel commits it from a file in the store (``_decode``)."""
+def _plain(outcome: Written) -> list[Any]:
+    """A writer's outcome as JSON holds it: a forked writer leaves it in its result file, signed (``ForkWriter``)."""
     manifest, blobs, hashed = outcome
-    return store.seal([manifest, [[b.key, b.size, b.stored, b.new] for b in blobs.values()], hashed])
+    return [manifest, [[b.key, b.size, b.stored, b.new] for b in blobs.values()], hashed]
 
 
-def _decode(store: Store, sealed: Any) -> Written:
-    """A writer's result, if it verifies: IntegrityError for one planted in the store, whose manifest it would sign
-    (a module to import, a directory on ``sys.path``)."""
-    manifest, blobs, hashed = store.unseal(sealed, "a checkpoint writer's result")
-    return manifest, {b[0]: BlobInfo(*b) for b in blobs}, [(a, s, k) for a, s, k in hashed]
+def _written(plain: list[Any]) -> Written:
+    """A writer's outcome from its ``_plain`` form."""
+    return plain[0], result_blobs(plain), [(a, s, k) for a, s, k in plain[2]]

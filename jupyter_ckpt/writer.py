@@ -45,6 +45,7 @@ import gc
 import json
 import os
 import resource
+import secrets
 import select
 import signal
 import struct
@@ -52,14 +53,17 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from errno import EINVAL, ENOENT, ENOTTY
 from pathlib import Path
 from typing import Any
 
-from . import memory
+from . import capture, memory
+from .blobs import BlobInfo, started, writer_alive
+from .errors import CheckpointError, IntegrityError, UnknownSession
 from .progress import Progress
+from .store import Store
 
 # A write: told where to report its progress (bytes done, in all), or None when nobody waits for it.
 Job = Callable[[Progress | None], Any]
@@ -354,7 +358,11 @@ class ForkWriter:
     Each child snapshots the namespace at its own cell boundary, so every cell gets
     its own checkpoint even when earlier ones are still being written. Results are
     JSON handed back through a file and passed to ``done`` oldest first, so
-    checkpoints are committed in the order they were taken. ``reserve`` is the
+    checkpoints are committed in the order they were taken. A result is the child's
+    outcome or its error, with the kernel that commits it, as ``encode`` makes it
+    (signed) and ``decode`` checks it; its file is dated when the child began, so that
+    every gc keeps what it names until it is committed (``LocalBlobs.oldest_lease``),
+    by its kernel or, if that died first, by ``adopt``. ``reserve`` is the
     headroom the watcher keeps, in bytes (default: ``memory.reserve``); ``linger``
     the seconds the watcher waits for another child once none is alive, before it ends.
     """
@@ -390,6 +398,7 @@ class ForkWriter:
         self._watcher: threading.Thread | None = None
         self._forked = threading.Condition(self._lock)  # told when a child is forked, while the watcher lingers
         self._linger = linger
+        self._kernel = [os.getpid(), started(os.getpid())]  # who commits the results: told from a later process
 
     @property
     def busy(self) -> bool:
@@ -444,7 +453,7 @@ class ForkWriter:
         self._hold_full_collections()
         pid = os.fork()
         if pid == 0:  # the child: no streams, no logging, no sockets, and never return
-            code, text = 1, ""
+            code, text, began = 1, "", time.time()
             try:
                 memory.first_victim()
                 signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is for the user's cell
@@ -456,16 +465,19 @@ class ForkWriter:
                         os.close(other)  # so that the kernel's death ends this child's wait
                 os.read(wait_on, 1)
                 # Encoded here, so that a result JSON cannot hold is this child's error, said as any other.
-                text = json.dumps({"ok": self._encode(job(None if tell < 0 else _teller(tell)))})
+                outcome = job(None if tell < 0 else _teller(tell))
+                text = json.dumps(self._encode({"kernel": self._kernel, "ok": outcome}))
                 code = 0
             except BaseException as e:
-                text = json.dumps({"error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc(limit=5)})
+                error = {"error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc(limit=5)}
+                text = json.dumps(self._encode({"kernel": self._kernel, **error}))
             finally:
                 try:
                     tmp = result.with_suffix(".part")
                     tmp.unlink(missing_ok=True)  # a link planted under its name is replaced, never written through
                     with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600), "w") as f:
                         f.write(text)
+                    os.utime(tmp, (began, began))
                     tmp.replace(result)
                 except OSError as e:  # the disk filled up or went read-only: said as such by its exit code
                     code = _EXIT_FOR.get(e.errno or 0, 1)
@@ -592,7 +604,8 @@ class ForkWriter:
             _follow(child)  # what it told before the wait began, if it ended first
             os.close(child.report[0])
         try:
-            payload = json.loads(child.result.read_text())
+            text = child.result.read_text()
+            payload = json.loads(text)
         except (OSError, ValueError, RecursionError, MemoryError):  # not a whole result: one put in its place too
             error = _failure(child)
             if isinstance(error, WriterStopped):
@@ -602,14 +615,81 @@ class ForkWriter:
         finally:
             with contextlib.suppress(OSError):  # a read-only disk refuses even to delete what is not there
                 child.result.unlink(missing_ok=True)
-        if not isinstance(payload, dict):
-            payload = {}  # put in the result's place: no result, as ``decode`` says
-        if "error" in payload:
-            child.done(None, WriterFailed(payload["error"]))
-            return
         try:
-            outcome = self._decode(payload.get("ok"))
+            result = self._decode(payload)
         except Exception as e:  # not what the child wrote: a file put in its place (``decode`` checks a signature)
             child.done(None, e)
             return
-        child.done(outcome, None)
+        if isinstance(result, dict) and "error" in result:  # the child's own, signed: said and acted on as it says
+            child.done(None, WriterFailed(str(result["error"])))
+        elif isinstance(result, dict) and "ok" in result:
+            child.done(result["ok"], None)
+        else:
+            child.done(None, WriterFailed(f"the background writer left no result but {text[:100]!r}"))
+
+
+def result_blobs(outcome: list[Any]) -> dict[str, BlobInfo]:
+    """The blobs a writer's outcome references, as its result file holds them (``[manifest, blobs, hashed]``)."""
+    return {b[0]: BlobInfo(*b) for b in outcome[1]}
+
+
+# The word in the name a result takes while a process adopts it (``adopt``).
+ADOPTING = "adopting"
+# What a result that fails its signature check is said to be.
+RESULT = "a checkpoint writer's result"
+
+
+def adopt(
+    store: Store, sessions: Collection[str] | None = None, notify: Callable[[str], None] = lambda message: None
+) -> list[int]:
+    """Commit the checkpoints whose writer finished after its kernel died (killed before it committed them), to
+    the sessions they were taken in (only ``sessions``, if given), each after the newest checkpoint there, in the
+    order they were taken. Returns their ids. What a writer left that holds no checkpoint goes: its error, a result
+    its blobs are gone from; one that is not signed with this store's secret is said (``notify``) and goes too.
+
+    Every gc calls it before it collects (``Timeline.thin``), and a kernel as it starts on a session: a state fully
+    written is never lost to a gc that found its kernel dead. A result is renamed after this process before it
+    is committed, so that two processes never commit one twice; one whose adopter died is adopted again.
+    """
+    found = []
+    for path in store.blobs.tmp.glob("result.*.json"):
+        if ADOPTING in path.name.split(".") and writer_alive(path.name):  # another process adopts it now
+            continue
+        try:
+            result = store.unseal(json.loads(path.read_text()), RESULT)
+            pid, start = result["kernel"]
+            if start is not None and started(pid) == start:  # its kernel lives, and commits it
+                continue
+            if "ok" not in result:  # the writer failed: nothing to adopt
+                path.unlink(missing_ok=True)
+                continue
+            manifest, blobs = result["ok"][0], result_blobs(result["ok"])
+            if sessions is not None and manifest["session"] not in sessions:
+                continue
+            claimed = path.with_name(f"result.{os.getpid()}.{ADOPTING}.{secrets.token_hex(8)}.json")
+            path.rename(claimed)
+        except FileNotFoundError:  # committed by its kernel, or adopted by another process, meanwhile
+            continue
+        except IntegrityError as e:  # planted by someone who can write the store, not by a writer
+            notify(f"jupyter-ckpt: {path} was removed: {e}")
+            path.unlink(missing_ok=True)
+            continue
+        except (OSError, ValueError, KeyError, TypeError, IndexError, RecursionError, MemoryError):
+            path.unlink(missing_ok=True)  # no result: nothing to adopt
+            continue
+        found.append((float(manifest["time"]), manifest, blobs, claimed))
+    adopted = []
+    for _, manifest, blobs, path in sorted(found, key=lambda item: item[0]):  # in the order they were taken
+        session = manifest["session"]
+        try:
+            try:
+                newest = store.checkpoints(session)[-1:]
+            except UnknownSession:
+                newest = []
+            parent = newest[0].id if newest else None
+            linked = capture.link(manifest, parent, store.manifest(parent) if parent is not None else None)
+            adopted.append(store.commit(session, linked, blobs))
+        except CheckpointError:
+            pass  # its blobs are gone or damaged: nothing to adopt
+        path.unlink(missing_ok=True)
+    return adopted

@@ -1031,3 +1031,25 @@ def test_a_message_the_catalog_cannot_store_is_refused_before_anything_is_writte
     assert ckpt.checkpoints() == [] and sorted(p.name for p in store.blobs.root.rglob("*") if p.is_file()) == blobs
     ckpt.save(message="whole ✓")
     assert [r.message for r in ckpt.checkpoints()] == ["whole ✓"]
+
+
+def test_an_error_put_in_the_place_of_a_writer_s_result_is_not_acted_on(store: Store) -> None:
+    """A writer that fails leaves its error in its result file, and one that ran out of room makes the kernel thin
+    the store and leave out of its checkpoints what is larger than the budget. The error was not signed: anyone who
+    could write the store could put "StoreFullError: ..." there. Only an error its own writer signed is acted on."""
+    module = types.ModuleType("__main__")
+    module.big = np.random.default_rng(0).random(1_000_000)  # type: ignore[attr-defined]
+    said: list[str] = []
+    ckpt = Checkpointer(store, "planted.ipynb", module, background=True, notify=said.append)
+    ckpt.record_cell(1, "big = ...", True, 1.0)
+    ckpt.save(trigger="cell", cell=1)
+    deadline = time.monotonic() + 30
+    while not (results := list(store.blobs.tmp.glob("result.*.json"))):
+        assert time.monotonic() < deadline, "the writer left no result"
+        time.sleep(0.01)
+    results[0].write_text('{"error": "StoreFullError: the disk under the store is full"}')
+    ckpt.commit_finished()
+    ckpt.wait()
+    assert any("fails its signature check" in message for message in said), said
+    ckpt.save()  # and the next checkpoint holds the state
+    assert [r.changed for r in ckpt.checkpoints()] == [["big"]]

@@ -67,3 +67,50 @@ def test_sigkill_mid_write_leaves_every_earlier_checkpoint_restorable(kernels: A
     files, _ = store.gc()
     assert files > 0  # the killed writers' half-written blobs, which only gc removes
     assert cli("verify").returncode == 0
+
+
+def _writer_of(k: Any, tmp: Path, before: set[Path]) -> list[int]:
+    """The kernel's writers, once one of them is writing a blob of the cell sent last (a blob's temp file is
+    named after its content's key, 32 hex digits)."""
+    deadline = time.monotonic() + 30
+    while not any(len(p.name.split(".")[0]) == 32 for p in set(tmp.iterdir()) - before):
+        assert time.monotonic() < deadline, "the checkpoint of `big` never began writing a blob"
+        time.sleep(0.001)
+    return descendants(k.pid)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] in "ZX"
+    except OSError:
+        return True
+
+
+def test_a_gc_after_the_kernel_was_killed_adopts_what_its_writer_finished(kernels: Any, store: Store) -> None:
+    """The kernel is killed while its writer writes the last cell's state; the writer finishes. A gc from another
+    process, while the writer still writes and after it finished, then a new kernel: the state comes back (the
+    gc took the writer's blobs and its result for garbage, and the state was lost although fully written)."""
+    tmp = store.root / "blobs" / "tmp"
+    k = kernels("adopted.ipynb")
+    k.ok("%load_ext jupyter_ckpt\nimport numpy as np\nround_ = 0")
+    k.ok("%checkpoint wait")
+    before = set(tmp.iterdir())
+    k.kc.execute("big = np.random.default_rng(7).random(8_000_000)\nround_ = 1")
+    writers = _writer_of(k, tmp, before)
+    os.kill(k.pid, signal.SIGKILL)  # the kernel alone, as the out-of-memory killer does: its writer goes on
+    while k.km.is_alive():  # reaped, as the server's restarter reaps it
+        time.sleep(0.01)
+    assert writers and not all(_gone(pid) for pid in writers), "the writer ended with its kernel"
+    assert cli("gc").returncode == 0  # while the writer writes
+    deadline = time.monotonic() + 60
+    while not all(_gone(pid) for pid in writers):
+        assert time.monotonic() < deadline, "the writer never finished"
+        time.sleep(0.02)
+    assert cli("gc").returncode == 0  # after it finished, before any kernel adopted its result
+    assert cli("verify").returncode == 0
+    assert len(store.checkpoints("adopted.ipynb")) == 2  # the gc committed it: listed before any kernel starts
+    k.close()
+    k = kernels("adopted.ipynb")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint restore latest")
+    assert k.value("round_") == 1
+    assert k.value("bool((big == __import__('numpy').random.default_rng(7).random(8_000_000)).all())") is True
