@@ -203,6 +203,54 @@ def test_gc_keeps_what_a_save_in_progress_wrote_or_reused(store: Store) -> None:
     assert store.blobs.has(written.key) and not store.blobs.has(old.key)
 
 
+def _holding(store: Store, since: float, then: str) -> subprocess.Popen[str]:
+    """Another process that opens ``store``, begins a save at ``since`` (its lease), says so, then runs ``then``."""
+    code = (
+        "import sys, time\nfrom pathlib import Path\nfrom jupyter_ckpt.store import Store\n"
+        f"store = Store({str(store.root)!r}, Path(sys.argv[1]).read_bytes().strip())\n"
+        f"store.blobs.hold({since})\nprint('held', flush=True)\n{then}"
+    )
+    secret = Path(os.environ["JUPYTER_DATA_DIR"]) / "ckpt" / "secret"
+    process = subprocess.Popen([sys.executable, "-c", code, str(secret)], stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None and process.stdout.readline() == "held\n"
+    process.stdout.close()
+    return process
+
+
+def test_a_lease_that_no_living_writer_holds_keeps_nothing_from_gc(store: Store) -> None:
+    """A lease (``blobs/tmp/lease.<pid>``) keeps every gc from collecting what was written since it began, while its
+    process lives. One left by a kernel whose pid an unrelated long-lived process has now, or one put there with an
+    old time, was taken for a live writer's: no gc collected anything newer, and the store grew past its budget. A
+    lease now proves whose it is (the pid's start time, signed); a live writer's still holds."""
+    old = time.time() - 3600
+    garbage = store.blobs.put(b"nothing references this" * 100)
+    os.utime(store.blobs.path(garbage.key), (old + 60, old + 60))
+    _holding(store, old, "").wait()  # a kernel's save began an hour ago, and the kernel died
+    left = next(store.blobs.tmp.glob("lease.*"))
+    sleeper = subprocess.Popen(["sleep", "300"])  # an unrelated program, with the pid the kernel had, say
+    try:
+        left.rename(store.blobs.tmp / f"lease.{sleeper.pid}")
+        planted = store.blobs.tmp / f"lease.{os.getppid()}"  # put there: a live process, an old time
+        planted.write_text(f"{os.getppid()}")
+        os.utime(planted, (old, old))
+        store.gc()
+        assert not store.blobs.has(garbage.key)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    written = store.blobs.put(b"written by a save in progress" * 100)
+    os.utime(store.blobs.path(written.key), (old + 60, old + 60))
+    writer = _holding(store, old, "time.sleep(300)")  # a live writer's lease, from its own process
+    try:
+        store.gc()
+        assert store.blobs.has(written.key)
+    finally:
+        writer.kill()
+        writer.wait()
+    store.gc()
+    assert not store.blobs.has(written.key)
+
+
 def test_a_blob_reused_after_a_gc_listed_it_as_old_stays(store: Store) -> None:
     """The race a gc beside a starting save ran: it listed an unreferenced blob as old, the save reused it
     (touching it, so as not to write it again), and the gc deleted it: the save's commit was refused for a
