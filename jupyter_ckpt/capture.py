@@ -45,7 +45,7 @@ from . import (
     warnfilters,
 )
 from .blobs import BlobInfo, LocalBlobs, content_key
-from .manifest import FORMAT_VERSION, Buffer, Group, Manifest, Skipped
+from .manifest import FORMAT_VERSION, Buffer, Group, Manifest, Skipped, new_uid
 from .progress import Progress, Tally, untold
 
 # Names IPython and ipykernel put in the user namespace; never user data.
@@ -296,8 +296,12 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int, spans: _Span
                 for related in (*o.__mro__[1:], type(o)):
                     if getattr(related, "__module__", None) == "__main__":
                         _claim(owner, id(related), name, met)
-                stack.extend(v for k, v in vars(o).items() if not _dunder(k) or isinstance(v, _METHODS))
+                stack.extend(
+                    v for k, v in vars(o).items() if (not _dunder(k) and k != "_abc_impl") or isinstance(v, _METHODS)
+                )
                 if isinstance(o, abc.ABCMeta):
+                    # Its registered classes, not its caches (``_abc_impl``), which any ``isinstance`` fills (a
+                    # pickling's too): walked, they joined the classes an ABC had been asked about into its group.
                     stack.extend(ref() for ref in abc._get_dump(o)[0])  # type: ignore[attr-defined]
         elif t in serialize.WEAK_TYPES:  # pickled as its referents (serialize._reduce_weak): they share a group
             stack.extend(list(o) if t is weakref.WeakSet else [*o.keys(), *o.values()])
@@ -728,6 +732,10 @@ def pack(
         n: {"reason": why, "type": type(capture.variables[n]).__qualname__} for n, why in refused.items()
     }
     kept = {n: v for n, v in capture.variables.items() if n not in refused}
+    # Before any pickling: a repr fills caches (a pandas array's ``_cache``, a masked array's fill value, a figure's
+    # transforms), which the pickling after it writes. Taken after, in a kernel that writes its checkpoints itself,
+    # the first checkpoint left them out and the next listed every such variable as changed.
+    looks = {n: serialize.preview(v) for n, v in kept.items()}
     pending = group(kept, namespace=module.__dict__)
     shares: dict[str, list[str]] = {}  # each culprit split from a group: the variables of it it shared objects with
     waiting: list[_Waiting] = []
@@ -767,7 +775,7 @@ def pack(
         owed += sum(b.nbytes for b, mappable in zip(packed.buffers, packed.mappable, strict=True) if mappable)
         groups.append({"key": key, "buffers": buffer_keys, "names": names, "serializer": packed.serializer})
         for n in names:
-            variables[n] = {"group": len(groups) - 1, **serialize.preview(objs[n], packed.nbytes)}
+            variables[n] = {"group": len(groups) - 1, "size": packed.nbytes, **looks[n]}
     _put_waiting(put, waiting, blobs, tally, hashed, spent)
     for entry in groups:
         gkey = group_key(entry["key"], entry["buffers"])
@@ -840,6 +848,7 @@ def prepare(
     readable = {n: v for n, v in capture.variables.items() if type(v) not in serialize.WEAK_PROXIES}
     manifest: Manifest = {
         "format": FORMAT_VERSION,
+        "uid": new_uid(),  # the checkpoint's, from its capture on: its writer's result is committed once
         "session": meta.session,
         "time": meta.at,
         "cell": meta.cell,

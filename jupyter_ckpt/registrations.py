@@ -22,6 +22,7 @@ writer, never in the kernel's pause, and only when the namespace holds a class o
 from __future__ import annotations
 
 import abc
+import copy
 import copyreg
 import importlib
 import sys
@@ -80,7 +81,9 @@ def _colormaps(variables: dict[str, Any]) -> Iterator[Registration]:
             held[value.name] = name
     builtin = getattr(registry, "_builtin_cmaps", ())
     for key, name in sorted(held.items()):
-        if key in registry and key not in builtin and registry[key] == variables[name]:
+        # A copy of the variable's: comparing fills a colormap's lookup table, which its pickling then writes (a
+        # kernel that writes its checkpoints itself listed it, and its group, as changed after its first one).
+        if key in registry and key not in builtin and registry[key] == copy.copy(variables[name]):
             yield ["colormap", "matplotlib:colormaps", key, name]
 
 

@@ -681,7 +681,6 @@ _STORAGES: weakref.WeakValueDictionary[tuple[int, int], _TensorStorage] = weakre
 
 
 def _storage_of(tensor: Any) -> _TensorStorage:
-    torch = sys.modules["torch"]
     storage = tensor.untyped_storage()
     key = (storage.data_ptr(), storage.nbytes())
     found = _STORAGES.get(key) if key[1] else None
@@ -690,13 +689,33 @@ def _storage_of(tensor: Any) -> _TensorStorage:
         memory: _Memory | None = getattr(_PICKLING, "memory", None)
         array = memory.array_of(storage) if borrowed and memory is not None else None
         if array is None:
-            array = torch.empty(0, dtype=torch.uint8).set_(storage).numpy()
+            array = _bytes_of(storage)
             if borrowed and memory is not None:
                 memory.add_storage(array)
         found = _TensorStorage(array, borrowed)
         if key[1]:
             _STORAGES[key] = found
     return found
+
+
+class _StorageBytes:
+    """A storage's memory as numpy sees it (``__array_interface__``), keeping the storage alive. ``tensor.numpy()``
+    would make the storage one no tensor on it can resize again (``resize_`` raised after a checkpoint written in
+    the kernel), and its tensors were saved as on borrowed memory from then on: written again, listed changed."""
+
+    def __init__(self, storage: Any) -> None:
+        self.storage = storage
+        self.__array_interface__ = {
+            "data": (storage.data_ptr(), False),
+            "shape": (storage.nbytes(),),
+            "typestr": "|u1",
+            "version": 3,
+        }
+
+
+def _bytes_of(storage: Any) -> Any:
+    numpy = sys.modules["numpy"]
+    return numpy.asarray(_StorageBytes(storage)) if storage.nbytes() else numpy.empty(0, numpy.uint8)
 
 
 def _torch_storage(array: Any) -> Any:
@@ -3002,12 +3021,11 @@ def _dimension(n: Any) -> int | str:
         return str(n)
 
 
-def preview(obj: Any, nbytes: int) -> dict[str, Any]:
-    """What the timeline shows of a value without unpickling it: type, size, shape, a short repr."""
+def preview(obj: Any) -> dict[str, Any]:
+    """What the timeline shows of a value without unpickling it, but its size: type, shape, a short repr."""
     cls = type(obj)
     info: dict[str, Any] = {
-        "type": cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}",
-        "size": nbytes,
+        "type": cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
     }
     for attr in ("shape", "dtype"):
         with contextlib.suppress(Exception):

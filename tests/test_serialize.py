@@ -757,7 +757,7 @@ def test_a_preview_holds_what_json_can_whatever_numbers_a_shape_holds() -> None:
 
     n = sympy.Symbol("n")
     values = [sympy.MatrixSymbol("A", 2, 2), sympy.Identity(3), sympy.Array([[1, 2]]), sympy.MatrixSymbol("X", n, 3)]
-    shapes = [json.loads(json.dumps(serialize.preview(v, 0)))["shape"] for v in [*values, Grid()]]
+    shapes = [json.loads(json.dumps(serialize.preview(v)))["shape"] for v in [*values, Grid()]]
     assert shapes == [[2, 2], [3, 3], [1, 2], ["n", 3], [3, 4]]
 
 

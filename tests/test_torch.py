@@ -138,6 +138,21 @@ def test_tensors_on_one_storage_come_back_on_one_and_a_changed_element_writes_a_
     assert x.shape == (4,) and x[1].item() == module.__dict__["x"][1].item()
 
 
+def test_a_tensor_checkpointed_in_the_kernel_can_still_be_resized_and_is_not_written_again(store: Store) -> None:
+    """A kernel that writes its checkpoints itself (a writer was stopped for memory) pickled each tensor through
+    ``tensor.numpy()``, which makes its storage one no tensor can resize: ``x.resize_(...)`` raised in the next
+    cell, and every tensor was saved as on borrowed memory from then on, written again and listed changed."""
+    module = types.ModuleType("__main__")
+    exec("import torch\nx = torch.arange(6.0)\nrow = x[:3]\n", module.__dict__)
+    ckpt = Checkpointer(store, "resize.ipynb", module, background=False)
+    first = ckpt.save()
+    second = ckpt.save()
+    assert [r.changed for r in ckpt.checkpoints() if r.id == second] == [[]]
+    x = module.__dict__["x"]
+    x.resize_(12)  # RuntimeError: Trying to resize storage that is not resizable
+    assert x.shape == (12,) and first != second
+
+
 def test_a_tensor_made_from_a_numpy_array_comes_back_on_the_array_s_memory(store: Store) -> None:
     """``torch.from_numpy`` shares the array's memory: each came back with a copy of its own, so a write through one
     no longer reached the other. From a view of the array too, and with the tensor met before its array."""
