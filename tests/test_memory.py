@@ -569,7 +569,7 @@ def test_a_rewrite_beside_a_writer_that_gave_back_what_it_stored_copies_nothing(
     fresh = types.ModuleType("__main__")
     restore_namespace(store.blobs, fresh, cid, store.manifest(cid))
     assert np.array_equal(fresh.__dict__["positions"], before)  # as it was at the fork, not as rewritten
-    assert store.manifest(cid)["variables"]["positions"]["repr"] == preview(before, 0)["repr"]  # the timeline's
+    assert store.manifest(cid)["variables"]["positions"]["repr"] == preview(before)["repr"]  # the timeline's
 
 
 class Alias:
