@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from numbers import Integral
 from typing import Any
@@ -346,12 +346,14 @@ class Timeline:
         target: int | None = None,
         protect: Iterable[int] = (),
         pending: Collection[str] = (),
+        measure: Callable[[], int] | None = None,
     ) -> Thinned:
         """Thin the checkpoints of ``sessions``, then collect the blobs nothing references.
 
         The newest ``keep_last`` of each session stay, and so does what ``never_thinned``
         names and ``protect``. ``sparse`` drops every extra beyond one per window of age;
-        ``target`` then drops more, in the drop order, until the referenced bytes fit it.
+        ``target`` then drops more, in the drop order, until the referenced bytes fit it (``measure``: until
+        what it measures does, e.g. the bytes of one session's checkpoints).
         ``pending``: sessions whose next checkpoint this makes room for. It will be their
         newest good state, so of theirs only the newest good state stays (crash recovery's
         second): keeping two, a budget of less than three checkpoints took no third.
@@ -377,7 +379,7 @@ class Timeline:
         doomed = [(cid, key) for cid, key in doomed if cid in gone]
         if target is not None:
             for cid, key in sorted(extras) + sorted(spares):
-                if self.store.referenced_size() <= target:
+                if (measure or self.store.referenced_size)() <= target:
                     break
                 if self.store.delete([cid], missing_ok=True):
                     doomed.append((cid, key))
@@ -385,13 +387,18 @@ class Timeline:
         return Thinned(len(doomed), files, freed, dict(Counter(key for _, key in doomed)))
 
     def gc(
-        self, sessions: Iterable[str] | None, keep_last: int, max_size: int | None, protect: Iterable[int] = ()
+        self,
+        sessions: Iterable[str] | None,
+        keep_last: int,
+        max_size: int | None,
+        protect: Iterable[int] = (),
+        measure: Callable[[], int] | None = None,
     ) -> Thinned:
         """What ``gc`` does from every surface: thin ``sessions`` (None: all of them), keeping the newest
         ``keep_last`` of each and one per power-of-two window of age before them, then more until the store
-        fits ``max_size``; then drop unreferenced blobs."""
+        (or what ``measure`` measures) fits ``max_size``; then drop unreferenced blobs."""
         chosen = [s["key"] for s in self.sessions()] if sessions is None else list(sessions)
-        return self.thin(chosen, keep_last=keep_last, sparse=True, target=max_size, protect=protect)
+        return self.thin(chosen, keep_last=keep_last, sparse=True, target=max_size, protect=protect, measure=measure)
 
     # -- what a new kernel offers ---------------------------------------------------------
 
