@@ -78,18 +78,25 @@ def describe_usage(usage: dict[str, Any]) -> str:
     return Usage(**usage).describe()
 
 
-def format_thinned(thinned: Thinned, size: int, max_size: int | None, keep_last: int) -> str:
+def format_thinned(
+    thinned: Thinned, size: int, max_size: int | None, keep_last: int, notebook: str | None = None
+) -> str:
     """What a gc did: ``removed 6 checkpoint(s) of a.ipynb (6) and 9 file(s), freed 1.2 GiB``, and why the store
-    is still over ``max_size`` if it is (``size``)."""
+    (or, from a ``notebook``, that notebook's own checkpoints, which are what ``max_size`` bounds there) is still
+    over ``max_size`` if it is (``size``)."""
     where = ", ".join(f"{key} ({n})" for key, n in sorted(thinned.sessions.items()))
     done = (
         f"removed {thinned.checkpoints} checkpoint(s){f' of {where}' if where else ''} and {thinned.files} file(s), "
         f"freed {human_bytes(thinned.freed)}"
     )
+    if max_size is not None and notebook is not None and size <= max_size:
+        bounded = "--max-size bounds them; with --all, the store"
+        return f"{done}; {notebook}'s checkpoints hold {human_bytes(size)} ({bounded})"
     if max_size is None or size <= max_size:
         return done
+    held = "the store is still" if notebook is None else f"{notebook}'s checkpoints still hold"
     return (
-        f"{done}; the store is still {human_bytes(size)}, over --max-size {human_bytes(max_size)}: the newest "
+        f"{done}; {held} {human_bytes(size)}, over --max-size {human_bytes(max_size)}: the newest "
         f"{keep_last} of each notebook (--keep-last), tagged checkpoints and the newest good states stay"
     )
 
