@@ -216,7 +216,10 @@ class CheckpointMagics(Magics):
         keep_last = 20 if opts.keep_last is None else opts.keep_last
         max_size = parse_size(opts.max_size) if opts.max_size is not None else None  # '' is no size
         thinned = self.ckpt.gc(keep_last=keep_last, max_size=max_size, everywhere=opts.all)
-        print(format_thinned(thinned, self.ckpt.store.size(), max_size, keep_last))
+        if opts.all:
+            print(format_thinned(thinned, self.ckpt.store.size(), max_size, keep_last))
+        else:  # what it thinned, and what --max-size bounds: this notebook's checkpoints
+            print(format_thinned(thinned, self.ckpt.own_bytes(), max_size, keep_last, "this notebook"))
 
     def _wait(self, opts: argparse.Namespace) -> None:
         self._no_args(opts)
@@ -303,7 +306,8 @@ class CheckpointMagics(Magics):
     @argument(
         "--max-size",
         action="append",
-        help="gc: then thin more old untagged checkpoints until the store fits this size, e.g. 2G",
+        help="gc: then thin more old untagged checkpoints until this notebook's (with --all, the store) fit this "
+        "size, e.g. 2G",
     )
     @line_magic
     def checkpoint(self, line: str) -> Any:
