@@ -1147,19 +1147,40 @@ class Checkpointer:
             self._recover_head()
             return target
 
+    def own_bytes(self) -> int:
+        """The bytes of the blob files this session's checkpoints reference (shared with others' or not)."""
+        return self._measure_own()()
+
+    def _measure_own(self) -> Callable[[], int]:
+        """What measures ``own_bytes`` as checkpoints go: each manifest and blob file read once."""
+        keys: dict[int, list[str]] = {}
+        sizes = {key: stat.size for key, stat in self.store.blobs.listing().items()}
+
+        def measure() -> int:
+            held: set[str] = set()
+            for record in self.checkpoints_committed():
+                if record.id not in keys:
+                    with contextlib.suppress(CheckpointError):  # damaged, or deleted meanwhile: counts nothing
+                        keys[record.id] = capture.blob_keys(self.store.manifest(record.id))
+                held.update(keys.get(record.id, ()))
+            return sum(sizes.get(key, 0) for key in held)
+
+        return measure
+
     def _protected(self) -> set[int]:
         """What thinning must keep for this kernel besides ``timeline.never_thinned``: its head (undo)."""
         return {self.head} if self.head is not None else set()
 
     def gc(self, keep_last: int = 20, max_size: int | None = None, *, everywhere: bool = False) -> Thinned:
         """Thin this session's old untagged checkpoints (every session's with ``everywhere``), keeping the newest
-        ``keep_last`` and one per power-of-two window of age before them, then more until the store fits
-        ``max_size``; then drop unreferenced blobs."""
+        ``keep_last`` and one per power-of-two window of age before them, then more until they fit ``max_size``:
+        this session's checkpoints (``own_bytes``), as they are the ones thinned, or with ``everywhere`` the
+        store; then drop unreferenced blobs."""
         with self._lock:
             self._catch_up()
             self.retention.settle()
-            sessions = None if everywhere else [self.session]
-            thinned = self.timeline.gc(sessions, keep_last, max_size, self._protected())
+            sessions, measure = (None, None) if everywhere else ([self.session], self._measure_own())
+            thinned = self.timeline.gc(sessions, keep_last, max_size, self._protected(), measure)
             self._upload_soon()
             self._recover_head()
             return thinned

@@ -20,6 +20,7 @@ from conftest import cli
 from test_store import manifest
 
 from jupyter_ckpt.blobs import WriteLimit
+from jupyter_ckpt.capture import blob_keys
 from jupyter_ckpt.checkpointer import Checkpointer
 from jupyter_ckpt.errors import StoreFullError
 from jupyter_ckpt.retention import Limits, Retention, usage
@@ -529,6 +530,36 @@ def test_maintenance_typed_in_one_notebook_stays_in_it(kernels: Any, store: Stor
     out = a.ok("%checkpoint gc --keep-last 2 --all")
     assert "b.ipynb" in out
     assert {s["key"]: s["checkpoints"] for s in store.sessions()}["b.ipynb"] < counts["b.ipynb"]
+
+
+def _own_bytes(store: Store, session: str) -> int:
+    """The bytes of the blob files a session's checkpoints reference."""
+    keys = {k for r in store.checkpoints(session) for k in blob_keys(store.manifest(r.id))}
+    return sum(store.blobs.path(k).stat().st_size for k in keys)
+
+
+def test_a_size_given_to_gc_in_one_notebook_bounds_that_notebook_s_own_checkpoints(kernels: Any, store: Store) -> None:
+    """``%checkpoint gc --max-size`` typed in a notebook thins that notebook only (SPEC 2.3), so the size it bounds is
+    that notebook's: measured against the whole store, which another notebook filled, it took all of this
+    notebook's history that could go, and the store was still over the size all the same."""
+    a, b = kernels("small.ipynb"), kernels("large.ipynb")
+    b.ok("%load_ext jupyter_ckpt\n%checkpoint auto on\nimport numpy as np")
+    for i in range(3):
+        b.ok(f"big = np.random.default_rng({i}).random(500_000)")  # 4 MB a cell
+        b.ok("%checkpoint wait")
+    a.ok("%load_ext jupyter_ckpt\n%checkpoint auto on\nimport numpy as np")
+    for i in range(30):
+        a.ok(f"x = np.random.default_rng({i}).random(5_000)\n%checkpoint wait")  # 44 kB a cell
+    a.ok("%checkpoint gc")  # the newest 20, and one per power-of-two window of age before them
+    kept, large = len(store.checkpoints("small.ipynb")), len(store.checkpoints("large.ipynb"))
+    limit = _own_bytes(store, "small.ipynb") - 20_000  # one checkpoint's data fewer
+    out = a.ok(f"%checkpoint gc --max-size {limit}")
+    assert _own_bytes(store, "small.ipynb") <= limit
+    assert len(store.checkpoints("small.ipynb")) == kept - 1 > 20  # one went, not every one that may
+    assert len(store.checkpoints("large.ipynb")) == large
+    assert "small.ipynb (1)" in out and "large.ipynb" not in out and "this notebook's checkpoints hold" in out, out
+    out = a.ok("%checkpoint gc --max-size 1K")  # what never goes is more than that: it says whose
+    assert "this notebook's checkpoints still hold" in out and "over --max-size 1.0 KiB" in out, out
 
 
 def test_looking_at_the_timeline_answers_when_the_save_before_it_fails(kernels: Any, jupyter_dirs: Path) -> None:
