@@ -87,6 +87,7 @@ import re
 import reprlib
 import struct
 import sys
+import tempfile
 import threading
 import types
 import typing
@@ -1587,6 +1588,11 @@ def _reduce_file(f: Any) -> Any:
     if f.closed:
         encoding, errors = (f.encoding, f.errors) if text else (None, None)
         return _closed_file, (name, mode, isinstance(f, io.FileIO), encoding, errors)
+    if isinstance(name, int):  # ``tempfile.TemporaryFile()``, ``os.fdopen(fd)``: the number means nothing elsewhere
+        raise pickle.PicklingError(
+            f"a file open on file descriptor {name}, not on a path (tempfile.TemporaryFile(), os.fdopen()): there is"
+            " no path to reopen it at"
+        )
     if not isinstance(name, str):
         return NotImplemented
     binary = "b" in mode
@@ -1610,6 +1616,29 @@ def _reduce_file(f: Any) -> Any:
 _RLOCK = type(threading.RLock())
 _CELLS_THREAD = threading.main_thread().ident  # read on import, in the kernel: a forked writer keeps the value
 _RLOCK_STATE = re.compile(r"owner=(\d+) count=(\d+)")
+
+
+def _reduce_spooled(f: Any) -> Any:
+    """A ``tempfile.SpooledTemporaryFile`` still in memory, in text mode, as its text and position, made again with
+    the arguments it was made with (its encoding and newline, which its text wrapper does not tell); one in binary
+    mode pickles as it is. One rolled over to disk is refused, with why: its file has no path."""
+    if f._rolled:
+        raise pickle.PicklingError(
+            "a tempfile.SpooledTemporaryFile rolled over to an unnamed file on disk (past its max_size): there is no"
+            " path to reopen it at"
+        )
+    text = f._file
+    if not isinstance(text, io.TextIOWrapper) or f.closed:
+        return NotImplemented
+    text.flush()  # into its own memory (a forked writer's copy of it)
+    return _spooled_text, (f._max_size, f._TemporaryFileArgs, text.buffer.getvalue(), text.tell())
+
+
+def _spooled_text(max_size: int, arguments: dict[str, Any], data: bytes, position: int) -> Any:
+    made = tempfile.SpooledTemporaryFile(max_size, **arguments)  # noqa: SIM115  # the variable's, open
+    made._file.buffer.write(data)  # type: ignore[attr-defined]
+    made.seek(position)
+    return made
 
 
 def _rlock(count: int) -> Any:
@@ -2248,6 +2277,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
     numpy = sys.modules.get("numpy")
     if t in _FILE_TYPES or _compressed(t) is not None:
         return _reduce_file
+    if t is tempfile.SpooledTemporaryFile:
+        return _reduce_spooled
     if t is _RLOCK:
         return _reduce_rlock
     if t in WEAK_TYPES:

@@ -1064,3 +1064,40 @@ def test_a_temporary_directory_comes_back_removing_its_directory_as_it_goes_or_s
     with pytest.raises(FileNotFoundError, match=r"the directory a tempfile\.TemporaryDirectory made is gone"):
         serialize.loads(packed, types.ModuleType("__main__"))
     live._finalizer.detach()  # removed already
+
+
+def test_a_file_open_on_a_descriptor_is_skipped_with_why_not_reopened_on_its_number() -> None:
+    """``tempfile.TemporaryFile()`` (and ``os.fdopen``) has a descriptor's number for a name: dill saved it as that
+    number, and the restored file was whatever the new kernel had open under it (a socket of its own)."""
+    import tempfile
+
+    with tempfile.TemporaryFile() as scratch:
+        scratch.write(b"rows")
+        with pytest.raises(serialize.NotSerializable, match=r"open on file descriptor \d+, not on a path"):
+            serialize.dumps({"scratch": scratch}, types.ModuleType("__main__"))
+    with tempfile.SpooledTemporaryFile(max_size=2) as spooled:
+        spooled.write(b"past its max_size")
+        with pytest.raises(serialize.NotSerializable, match=r"rolled over to an unnamed file on disk"):
+            serialize.dumps({"spooled": spooled}, types.ModuleType("__main__"))
+
+
+def test_a_spooled_temporary_file_in_text_mode_comes_back_with_its_text_and_position(tmp_path: Path) -> None:
+    """One still in memory was skipped, with a reason naming none of it: ``'_io.BytesIO' object has no attribute
+    'name'``."""
+    import tempfile
+
+    with (
+        tempfile.SpooledTemporaryFile(max_size=1000, mode="w+", encoding="utf-16", newline="") as spooled,
+        tempfile.SpooledTemporaryFile(max_size=1000) as binary,
+    ):
+        spooled.write("caf\u00e9\r\nrow 2\n")
+        spooled.seek(0)
+        spooled.readline()
+        binary.write(b"abc")
+        packed = serialize.dumps({"spooled": spooled, "binary": binary}, types.ModuleType("__main__"))
+    expression = "spooled.readline(), spooled.encoding, spooled._rolled, spooled._max_size, " + (
+        "(spooled.seek(0), spooled.read())[1], binary.tell(), (binary.seek(0), binary.read())[1]"
+    )
+    assert read_back(tmp_path, packed, expression) == (
+        "('row 2\\n', 'utf-16', False, 1000, 'caf\u00e9\\r\\nrow 2\\n', 3, b'abc')"
+    )
