@@ -35,7 +35,7 @@ from .errors import (
     UnknownCheckpoint,
     naming,
 )
-from .manifest import Manifest, Skipped
+from .manifest import Manifest, Skipped, new_uid
 from .notice import Notice
 from .progress import Progress, untold
 from .recipes import Recipe, RunCell, check_mode, exec_cell, plan, run_recipe
@@ -167,7 +167,8 @@ class Checkpointer:
     ) -> None:
         self.store = store
         self._on_head = on_head  # told each time a checkpoint of this kernel's is its head
-        store.on_revive = notify
+        self._revivals = 0  # times the store was removed while in use and made again (``Store.revive``)
+        store.on_revive = self._revived
         self.timeline = Timeline(store)
         self.retention = Retention(store, limits or Limits(), self._protected, notify)
         self._saving: list[float] = []  # when each save not yet committed began, oldest first (the gc lease)
@@ -429,7 +430,7 @@ class Checkpointer:
             previous = self._head_manifest
             epoch = self._watch.arm()  # before the writer starts: a page written after this is marked
 
-            kernel = os.getpid()
+            kernel, revivals = os.getpid(), self._revivals
             since = self._saving[0] if self._saving else meta.at  # when this kernel's oldest save in progress began
 
             def job(progress: Progress | None) -> list[Any]:
@@ -453,7 +454,7 @@ class Checkpointer:
             def done(result: Any, error: BaseException | None) -> None:
                 try:
                     written = None if error is not None else _written(result)
-                    outcome["id"] = self._finish(cap, meta, written, error, raise_errors=wait)
+                    outcome["id"] = self._finish(cap, meta, written, error, raise_errors=wait, revivals=revivals)
                     if outcome["id"] is not None and written is not None:
                         self._watch.learn(epoch, written[2])
                 finally:
@@ -576,8 +577,10 @@ class Checkpointer:
         error: BaseException | None,
         *,
         raise_errors: bool,
+        revivals: int,
     ) -> int | None:
-        """Commit what a writer produced: the catalog row makes the checkpoint exist."""
+        """Commit what a writer produced: the catalog row makes the checkpoint exist. ``revivals``: how many times
+        the store had been made again when the save began (``_revived``)."""
         try:
             if error is not None:
                 raise error
@@ -599,6 +602,16 @@ class Checkpointer:
                 self._owe(meta.trigger, meta.status, meta.cell)
             return None
         except Exception as e:
+            self.store.revive()  # removed under the writer (``rm -rf``, its disk unmounted): made again, and said
+            if self._revivals != revivals:  # the state goes to the new store: nothing else to say
+                if raise_errors:
+                    raise CheckpointFailed(
+                        f"checkpoint failed: the checkpoint store {self.store.root} was removed while it was written; "
+                        "save again to keep this state in the new store"
+                    ) from e
+                if meta.at == self._last_time:  # no newer state was taken since
+                    self._owe(meta.trigger, meta.status, meta.cell)
+                return None
             full = isinstance(e, StoreFullError) or str(e).startswith(StoreFullError.__name__)  # here, or in a writer
             retry = (lambda: self._owe(meta.trigger, meta.status, meta.cell)) if full else None
             if full and meta.at == self._last_time:  # no newer state was taken since
@@ -614,6 +627,12 @@ class Checkpointer:
             return None
         self._committed(cid, manifest, cap, failed_before=fits_again)
         return cid
+
+    def _revived(self, message: str) -> None:
+        """The store was removed while in use and made again: said once (``message``); the saves under way then
+        failed for it, and are taken again in the new store without another word (``_finish``)."""
+        self._revivals += 1
+        self._notify(message)
 
     def _leave_out_too_large(self, cap: capture.Capture) -> int:
         """After a save found no room: leave out of the checkpoints each variable it bound anew that is larger than
@@ -913,6 +932,7 @@ class Checkpointer:
         message = ("" if self.head is not None else NEW_KERNEL) + f"restored checkpoint {target.id}"
         entry: Manifest = {
             **manifest,
+            "uid": new_uid(),  # a checkpoint of its own: the target's uid is committed once (``Store.commit``)
             "parent": target.id,
             "trigger": trigger,
             "time": time.time(),

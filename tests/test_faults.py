@@ -211,3 +211,38 @@ def test_a_server_killed_while_a_kernel_writes_leaves_the_store_whole(
     assert cli("verify").returncode == 0
     for record in listed:
         assert restores_outside_a_kernel(store, record["id"])
+
+
+def test_a_store_whose_disk_goes_away_mid_write_is_said_in_one_clear_line(
+    kernels: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store's filesystem is unmounted while a writer writes (a USB disk pulled, a network mount lost): the
+    kernel goes on in a new store, saying so once, as when the store is removed. It first showed a raw
+    "FileNotFoundError: [Errno 2] No such file or directory: '.../blobs'" line."""
+    mount = tmp_path / "mount"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256m", "tmpfs", str(mount)]).returncode:
+        pytest.skip("mounting a filesystem needs root")
+    mounted = True
+    try:
+        monkeypatch.setenv("JUPYTER_CKPT_DIR", str(mount / "store"))
+        k = kernels("unplugged.ipynb")
+        k.ok("%load_ext jupyter_ckpt\nimport numpy as np\nx = 1")
+        k.ok("%checkpoint wait")
+        tmp = mount / "store" / "blobs" / "tmp"
+        k.kc.execute("big = np.random.default_rng(0).random(16_000_000)\nx = 2")
+        deadline = time.monotonic() + 30
+        while not any(len(p.name.split(".")[0]) == 32 for p in tmp.iterdir()):
+            assert time.monotonic() < deadline, "the checkpoint of `big` never began writing a blob"
+            time.sleep(0.001)
+        subprocess.run(["umount", "-l", str(mount)], check=True)
+        mounted = False
+        said = [k.run(f"y = {i}") for i in range(4)]
+        said.append(k.run("%checkpoint wait"))
+        text = "".join(r.stdout + r.stderr for r in said)
+        assert all(r.error is None for r in said), [r.error for r in said]
+        assert text.count("\n") == 1 and "was removed, and its checkpoints with it;" in text, text
+        assert k.value("(x, y)") == (2, 3)
+    finally:
+        if mounted:
+            subprocess.run(["umount", "-l", str(mount)], check=True)
