@@ -307,6 +307,15 @@ def _as_read(namespace: dict[str, Any], modules: dict[str, types.ModuleType], re
         namespace.update(before)  # with no moment where the kernel's other threads would find it empty
 
 
+def _forget_equal_objects() -> None:
+    """Empty sympy's cache, which hands out the expression it made before for any equal one: in the kernel that
+    made them, the expressions read back (and ``f(x)`` after) were the cached ones of the ``Function('f')`` the
+    restore replaced, so ``f(x).func is f`` was False. It fills again as expressions are made."""
+    cache = sys.modules.get("sympy.core.cache")
+    if cache is not None:
+        cache.clear_cache()
+
+
 def _set_torch_stream(state: bytes) -> None:
     torch = importlib.import_module("torch")
     torch.set_rng_state(torch.frombuffer(bytearray(state), dtype=torch.uint8))
@@ -406,6 +415,7 @@ def restore_namespace(
         for n in entry["names"]
         if wanted is None or n in wanted
     ]
+    _forget_equal_objects()
     with _as_read(namespace, imported, reading):
         waiting: list[Loading] = []  # groups that failed to load, with why
         for index, entry in enumerate(manifest["groups"]):

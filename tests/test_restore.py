@@ -520,3 +520,19 @@ def test_a_colormap_the_notebook_registered_with_matplotlib_is_registered_again(
     finally:
         if "test_ramp" in matplotlib.colormaps:
             matplotlib.colormaps.unregister("test_ramp")
+
+
+def test_a_sympy_function_restored_in_its_kernel_makes_expressions_of_itself(store: Store) -> None:
+    """sympy caches each expression it makes under an equal key: after an undo in the kernel, ``f(x)`` (and the
+    expressions read back) were the cached ones of the ``f`` the restore replaced, so ``f(x).func is f`` was False."""
+    module = types.ModuleType("__main__")
+    exec(
+        "import sympy as sp\nx = sp.Symbol('x')\nf = sp.Function('f')\ne = f(x) + 1\n",
+        module.__dict__,
+    )
+    ckpt = Checkpointer(store, "symbols.ipynb", module)
+    cid = ckpt.save()
+    exec("del f, e", module.__dict__)
+    ckpt.restore(cid)
+    f, x, e = (module.__dict__[n] for n in ("f", "x", "e"))
+    assert (f(x).func is f, e.args[1].func is f, e.atoms(f) == {f(x)}) == (True, True, True)
