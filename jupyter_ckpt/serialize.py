@@ -501,11 +501,24 @@ def _callbacks_class(t: type) -> bool:
 
 
 def _reduce_callbacks(registry: Any) -> Any:
-    """matplotlib's pickling of a callback registry, which takes the next id from its counter each time: a figure
-    pickled in the kernel itself (a map the cells write was there) was other bytes at every checkpoint, written
-    again and listed as changed. The id taken is put back."""
+    """matplotlib's pickling of a callback registry, with the callbacks the notebook connected (a function or
+    method of its own: ``ax.callbacks.connect('xlim_changed', f)``, ``fig.canvas.mpl_connect(...)``), which it
+    drops: it keeps only those it marked itself, and the others were gone after a restore, silently.
+
+    That pickling takes the next id from the registry's counter each time: a figure pickled in the kernel itself (a
+    map the cells write was there) was other bytes at every checkpoint, written again and listed as changed. The
+    id taken is put back."""
     state = registry.__getstate__()
     registry._cid_gen = count(state["_cid_gen"])
+    state["callbacks"] = {
+        signal: {
+            cid: function
+            for cid, proxy in proxies.items()
+            if (function := proxy()) is not None
+            and (cid in registry._pickled_cids or _in_notebook(getattr(function, "__func__", function)))
+        }
+        for signal, proxies in registry.callbacks.items()
+    }
     return copyreg.__newobj__, (type(registry),), state  # type: ignore[attr-defined]
 
 

@@ -1101,3 +1101,40 @@ def test_a_spooled_temporary_file_in_text_mode_comes_back_with_its_text_and_posi
     assert read_back(tmp_path, packed, expression) == (
         "('row 2\\n', 'utf-16', False, 1000, 'caf\u00e9\\r\\nrow 2\\n', 3, b'abc')"
     )
+
+
+def test_callbacks_the_notebook_connected_to_a_figure_come_back_connected(tmp_path: Path) -> None:
+    """matplotlib pickles only the callbacks it marked itself: ``ax.callbacks.connect('xlim_changed', f)`` and
+    ``fig.canvas.mpl_connect('button_press_event', g)`` were gone after a restore, and said nothing."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    module = notebook(
+        """
+        import matplotlib.pyplot as plt
+        seen = []
+        def on_xlim(ax):
+            seen.append(ax.get_xlim())
+        class Clicks:
+            def on_press(self, event):
+                seen.append(event.name)
+        clicks = Clicks()
+        fig, ax = plt.subplots()
+        cid = ax.callbacks.connect('xlim_changed', on_xlim)
+        fig.canvas.mpl_connect('button_press_event', clicks.on_press)
+        fig.canvas.mpl_connect('key_press_event', lambda event: seen.append(event.key))
+        """
+    )
+    names = ("seen", "on_xlim", "Clicks", "clicks", "fig", "ax", "cid")
+    packed = serialize.dumps({n: module.__dict__[n] for n in names}, module)
+    expression = (
+        "ax.set_xlim(0, 5), [getattr(f, '__name__', '') for d in fig.canvas.callbacks.callbacks.values()"
+        " for f in (p() for p in d.values()) if getattr(getattr(f, '__func__', f), '__module__', '') == '__main__'],"
+        " [float(v) for v in seen[0]], ax.callbacks.disconnect(cid), ax.set_xlim(1, 2), len(seen)"
+    )
+    restored = read_back(tmp_path, packed, expression)
+    assert restored == str(eval(expression, module.__dict__))  # as in the kernel that made them
+    assert "'on_press'" in restored and "'<lambda>'" in restored
+    import matplotlib.pyplot as plt
+
+    plt.close(module.fig)
