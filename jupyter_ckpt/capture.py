@@ -773,7 +773,10 @@ def pack(
         tally.expect(tally.done + owed + packed.nbytes + ahead)
         key, buffer_keys = _put_group(put, packed, blobs, tally, waiting, hashed)
         owed += sum(b.nbytes for b, mappable in zip(packed.buffers, packed.mappable, strict=True) if mappable)
-        groups.append({"key": key, "buffers": buffer_keys, "names": names, "serializer": packed.serializer})
+        stream = blobs[key].size  # its length: a longer blob is refused unread
+        groups.append(
+            {"key": key, "buffers": buffer_keys, "names": names, "serializer": packed.serializer, "size": stream}
+        )
         for n in names:
             variables[n] = {"group": len(groups) - 1, "size": packed.nbytes, **looks[n]}
     _put_waiting(put, waiting, blobs, tally, hashed, spent)
@@ -861,7 +864,7 @@ def prepare(
         "variables": variables,
         "modules": capture.modules,
         "skipped": skipped,
-        "random": {"key": random_key, "buffers": random_buffers},
+        "random": {"key": random_key, "buffers": random_buffers, "size": written[random_key].size},
         "streams": streams_digest(capture.random),
         "settings": settings.fingerprints(capture.random.get("settings", {})),
         "registrations": registrations.read(readable, module.__name__),

@@ -107,7 +107,13 @@ def _parser() -> argparse.ArgumentParser:
         default=24 * 3600,
         help="with an object store: seconds an unreferenced remote blob is kept (a writer may still be uploading)",
     )
-    sub.add_parser("verify", help="check every signature and that the catalog and blobs agree")
+    verify = sub.add_parser("verify", help="check every signature and that the catalog and blobs agree")
+    verify.add_argument(
+        "--repair",
+        action="store_true",
+        help="first write rows changed by hand back from their signed manifests, and delete the checkpoints whose "
+        "manifest fails its check (no restore takes them, and no REF reaches them)",
+    )
     ex = sub.add_parser("export", help="write a checkpoint as a file dill.load_module() reads")
     ex.add_argument("ref")
     ex.add_argument("file")
@@ -176,6 +182,9 @@ def _cmd_gc(store: Store, args: argparse.Namespace) -> None:
 
 
 def _cmd_verify(store: Store, args: argparse.Namespace) -> int:
+    if args.repair:
+        for done in store.repair():
+            print(done)
     remote_only = RemoteCatalog(store).remote_only()
     problems = args.refused + store.verify(remote_only)
     if args.replica is not None:

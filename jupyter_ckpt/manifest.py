@@ -10,9 +10,29 @@ older jupyter-ckpt refuses that blob and reads the others.
 
 from __future__ import annotations
 
+import re
+import secrets
+import time
 from typing import Any, NotRequired, TypedDict
 
+from .errors import IntegrityError
+
 FORMAT_VERSION = 1
+_UID = re.compile(r"[0-9a-f]{12}-[0-9a-f]{16}")
+
+
+def new_uid() -> str:
+    """A checkpoint's global id: milliseconds since the epoch (so ids sort by time) and 64 random bits,
+    so machines writing one remote prefix need no counter between them."""
+    return f"{int(time.time() * 1000):012x}-{secrets.token_hex(8)}"
+
+
+def check_uid(uid: Any) -> str:
+    """A global id of the form ``new_uid`` makes, else IntegrityError: the catalog's ``uids`` table is not signed,
+    and a uid names objects in the remote store (a planted ``../x`` wrote outside the session's folder)."""
+    if not isinstance(uid, str) or not _UID.fullmatch(uid):
+        raise IntegrityError(f"the global id {uid!r} in the catalog is not one jupyter-ckpt makes (changed by hand)")
+    return uid
 
 
 class Buffer(TypedDict):
@@ -28,12 +48,17 @@ class Buffer(TypedDict):
 
 
 class Group(TypedDict):
-    """Variables pickled together (they share objects): one stream and its buffers."""
+    """Variables pickled together (they share objects): one stream and its buffers.
+
+    ``size``: the stream's length, so that a blob file grown longer is refused before it is read. Absent from
+    checkpoints older than it.
+    """
 
     key: str
     buffers: list[Buffer]
     names: list[str]
     serializer: str
+    size: NotRequired[int]
 
 
 class RandomState(TypedDict):
@@ -43,6 +68,7 @@ class RandomState(TypedDict):
     buffers: list[Buffer]
     serializer: NotRequired[str]
     names: NotRequired[list[str]]
+    size: NotRequired[int]
 
 
 class Skipped(TypedDict):
@@ -105,8 +131,9 @@ class Manifest(TypedDict, total=False):
     parent: int | None
     changed: list[str]
     removed: list[str]
-    # Set by Store.commit, and signed with the rest (store.IDENTITY): whose manifest this is, and the
-    # signature of the newest cell it recorded, which chains every cell before it.
+    # Set by capture (``new_uid``; by Store.commit for a manifest without one), and signed with the rest
+    # (store.IDENTITY): whose manifest this is, never committed twice; and the signature of the newest cell it
+    # recorded, which chains every cell before it.
     uid: str
     parent_uid: str | None
     history: str | None

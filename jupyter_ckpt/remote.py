@@ -11,7 +11,7 @@ uploaded again. A checkpoint's record is uploaded after every blob it names and
 is the commit point: a checkpoint half-uploaded when its machine died has no
 record, so no pull sees it, and ``gc`` collects its blobs once they are older
 than a grace period (a writer still uploading is younger than that). Records are
-named by uids (``store.new_uid``), so machines writing one prefix need no
+named by uids (``manifest.new_uid``), so machines writing one prefix need no
 counter between them; the local catalog gives each checkpoint it pulls an id of
 its own and can be rebuilt from the records.
 
@@ -50,7 +50,7 @@ from typing import Any
 
 from .blobs import BlobStat, BlobStorage, check_key
 from .errors import IntegrityError, RemoteError
-from .manifest import FORMAT_VERSION
+from .manifest import FORMAT_VERSION, check_uid
 from .memory import headroom
 from .notice import Notice
 from .remote_catalog import RemoteCatalog
@@ -146,7 +146,7 @@ class Remote:
             raise RemoteError(f"the checkpoint store {self.url} cannot be used ({what}): {_reason(e)}") from e
 
     def record_path(self, session: str, uid: str) -> str:
-        return f"{self.root}/{self.records_of(session)}/{uid}.json"
+        return f"{self.root}/{self.records_of(session)}/{check_uid(uid)}.json"
 
     @staticmethod
     def records_of(session: str | None) -> str:
@@ -299,9 +299,15 @@ class Replica:
         with self._busy:
             pushed = 0
             for checkpoint_id, uid in self.catalog.to_upload():
-                record = self.catalog.record(checkpoint_id)
+                try:  # the record names the uid its signed manifest does, of the form new_uid makes: one planted in
+                    # the catalog wrote outside the session's folder, or over another checkpoint's record
+                    record = self.catalog.record(checkpoint_id)
+                    path = self.remote.record_path(record["session"], record["uid"])
+                except IntegrityError as e:
+                    self._refused.tell(f"jupyter-ckpt: checkpoint {checkpoint_id} was not uploaded: {e}", str(e))
+                    continue
                 list(self._pool.map(self._upload_blob, self.catalog.blobs_to_upload(checkpoint_id)))
-                path, signed = self.remote.record_path(record["session"], uid), self._signed(record)
+                signed = self._signed(record)
                 self.remote.put_bytes(path, signed)
                 self.catalog.mark_uploaded(checkpoint_id, uid)
                 self._unpacked[path] = signed

@@ -69,17 +69,18 @@ class RemoteCatalog:
         if not rows:
             raise UnknownCheckpoint(f"no checkpoint {checkpoint_id}")
         row = rows[0]
-        cells = self.store.cells(row["last_cell"], after=row["parent_cell"])
+        manifest = self.store.manifest(checkpoint_id)  # verified, and its row's: its uid, session and tag are signed
+        cells = self.store.cells(manifest["last_cell"], after=row["parent_cell"])
         blobs = self.store._query(
             "SELECT r.blob AS key, COALESCE(b.size, 0) AS size, COALESCE(b.stored, 0) AS stored FROM refs r "
             "LEFT JOIN blobs b ON b.key = r.blob WHERE r.checkpoint_id=? ORDER BY r.blob",
             (checkpoint_id,),
         )
         return {
-            "uid": row["uid"],
-            "session": row["skey"],
-            "parent": row["parent_uid"],
-            "tag": row["tag"],
+            "uid": manifest["uid"],
+            "session": manifest["session"],
+            "parent": manifest["parent_uid"],
+            "tag": manifest.get("tag"),
             "new_bytes": row["new_bytes"],
             "manifest": row["manifest"],
             "mac": row["mac"],

@@ -61,9 +61,10 @@ from .errors import (
     UnknownCheckpoint,
     UnknownSession,
 )
-from .manifest import FORMAT_VERSION, Manifest
+from .manifest import FORMAT_VERSION, Manifest, new_uid
 from .permissions import check_not_link, check_private
 from .session import check_label
+from .units import human_bytes
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -100,6 +101,7 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     changed TEXT NOT NULL,
     manifest TEXT NOT NULL,
     mac TEXT NOT NULL,
+    rmac TEXT,
     UNIQUE (session_id, tag)
 );
 CREATE INDEX IF NOT EXISTS checkpoints_session ON checkpoints(session_id, id);
@@ -183,20 +185,26 @@ class CheckpointRecord:
         return dict(self.__dict__)
 
 
-# The kind of value each column of a checkpoint's row (``Store._SELECT``) holds, but ``changed``, a JSON list.
-_COLUMNS: dict[str, type | tuple[type, ...]] = {
-    "id": int,
-    "skey": str,
-    "parent": (int, type(None)),
-    "time": (int, float),
-    "cell": (int, type(None)),
-    "trigger": str,
-    "status": str,
-    "tag": (str, type(None)),
-    "message": (str, type(None)),
-    "new_bytes": int,
-    "total_bytes": int,
-}
+# The columns of a checkpoint's row that choose what is restored (``last-good``, ``previous``, ``-N``, a tag, crash
+# recovery, thinning), signed with the row's id in ``rmac``: each is written from the signed manifest (``_bind``),
+# and a row whose signature fails is read from its manifest instead (``Store._record``). ``new_bytes`` and
+# ``total_bytes`` only count.
+ROW_FIELDS = (
+    "skey",
+    "parent",
+    "time",
+    "cell",
+    "last_cell",
+    "trigger",
+    "status",
+    "tag",
+    "message",
+    "changed",
+    "new_bytes",
+    "total_bytes",
+)
+# Bytes of a manifest's text read at most: more than any capture writes (remote.RECORD_MAX holds one whole).
+MANIFEST_MAX = 64 << 20
 _ID = re.compile(r"[0-9]{1,18}")
 TAG_MAX = 100
 SECRET_MIN = 32  # bytes of key: HMAC-SHA256's own size
@@ -303,6 +311,16 @@ def check_catalog(root: Path, *, create: bool) -> Path:
     if not create:
         raise NoStore(f"no checkpoint store at {root} (nothing was created)")
     return path
+
+
+def _row_values(manifest: Manifest) -> dict[str, Any]:
+    """The values of a checkpoint row's ``ROW_FIELDS`` that its signed manifest holds (all but the byte counts)."""
+    changed = sorted(set(manifest["changed"]) | set(manifest.get("removed", [])))
+    return {
+        "skey": manifest["session"],
+        **{k: manifest.get(k) for k in ("parent", "time", "cell", "last_cell", "trigger", "status", "tag", "message")},
+        "changed": json.dumps(changed),
+    }
 
 
 def _differ(manifest: Manifest, identity: dict[str, Any]) -> list[str]:
@@ -450,28 +468,37 @@ class Store:
 
     def _check_version(self) -> None:
         """Open the catalog (which refuses a newer format), record this version's format in a new one, and sign
-        what a store written before cells and identities were signed holds (once: ``meta`` notes it).
+        what a store written before cells, identities and rows were signed holds (once: ``meta`` notes it).
 
         The note is not signed, so the signing must not trust it: anyone who can write the catalog can delete it.
         Only what that older format left unsigned is signed: the cells of a catalog whose cells had no signature
-        column, and manifests that name no identity (each verified first). A cell planted beside signed ones, or a
-        signed manifest whose row was moved to another checkpoint, stays refused.
+        column, manifests that name no identity (each verified first), and the rows of a catalog whose checkpoints
+        had no row signature column, from their manifests. A cell planted beside signed ones, or a signed manifest
+        whose row was moved to another checkpoint, stays refused.
         """
         with self._transaction() as db:
             db.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (str(FORMAT_VERSION),))
-            if db.execute("SELECT 1 FROM meta WHERE key='bound'").fetchone():
+            bound = db.execute("SELECT 1 FROM meta WHERE key='bound'").fetchone() is not None
+            # Rows from before their columns were signed (``ROW_FIELDS``): signed from their own manifests, with the
+            # tag the row holds (a tag set after its checkpoint was written was kept in the row alone).
+            unsigned = "rmac" not in {row[1] for row in db.execute("PRAGMA table_info(checkpoints)")}
+            if bound and not unsigned:
                 return
-            if "mac" not in {row[1] for row in db.execute("PRAGMA table_info(cells)")}:
+            if unsigned:
+                db.execute("ALTER TABLE checkpoints ADD COLUMN rmac TEXT")
+            if not bound and "mac" not in {row[1] for row in db.execute("PRAGMA table_info(cells)")}:
                 db.execute("ALTER TABLE cells ADD COLUMN mac TEXT")
                 db.row_factory = sqlite3.Row
                 for cell in db.execute("SELECT * FROM cells ORDER BY id").fetchall():
                     mac = self._cell_mac(self._mac_of(db, cell["prev"]), cell)
                     db.execute("UPDATE cells SET mac=? WHERE id=?", (mac, cell["id"]))
-            for (cid,) in db.execute("SELECT id FROM checkpoints ORDER BY id").fetchall():
+            for cid, tag in db.execute("SELECT id, tag FROM checkpoints ORDER BY id").fetchall():
                 manifest = self._verified(db, cid)
-                if manifest is not None and "uid" not in manifest:  # from before identities were signed
-                    self._bind(db, cid, manifest)
-            db.execute("INSERT INTO meta VALUES ('bound', '1')")
+                if manifest is not None and not bound and "uid" not in manifest:  # from before identities were signed
+                    self._bind(db, cid, {**manifest, "tag": tag})
+                elif unsigned and (own := self._own_manifest(db, cid)) is not None:
+                    self._bind(db, cid, {**own, "tag": tag})
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('bound', '1')")
 
     def _cell_mac(self, prev_mac: str | None, cell: Any) -> str:
         """The signature of one cell: its fields, chained to the signature of the cell before it."""
@@ -491,25 +518,56 @@ class Store:
         """Sign checkpoint ``cid``'s ``manifest`` (verified, ``_verified``) again with the identity its row has now
         (a session renamed, a parent deleted, or a manifest written before identities were signed), and what it
         changed since that parent with ``inherited``, the changes of the deleted checkpoints between them."""
-        (changed,) = db.execute("SELECT changed FROM checkpoints WHERE id=?", (cid,)).fetchone()
-        signed: dict[str, Any] = {**manifest, **self._identity(db, cid)}
+        signed: Manifest = {**manifest, **self._identity(db, cid)}  # type: ignore[typeddict-item]
         if "history" not in signed:
             signed["history"] = self._mac_of(db, signed["last_cell"])
         if inherited:
             signed["changed"] = sorted({*signed["changed"], *inherited})
-            changed = json.dumps(sorted({*json.loads(changed), *inherited}))
         text = json.dumps(signed, sort_keys=True)
+        db.execute("UPDATE checkpoints SET manifest=?, mac=? WHERE id=?", (text, self.sign(text), cid))
+        self._write_row(db, cid, signed)
+
+    def _write_row(self, db: sqlite3.Connection, cid: int, manifest: Manifest) -> None:
+        """Write the columns of checkpoint ``cid``'s row that choose what is restored from its ``manifest`` (signed
+        by the caller, its identity the row's), and sign them (``ROW_FIELDS``)."""
+        values = _row_values(manifest)
         db.execute(
-            "UPDATE checkpoints SET manifest=?, mac=?, changed=? WHERE id=?", (text, self.sign(text), changed, cid)
+            "UPDATE checkpoints SET parent=?, time=?, cell=?, last_cell=?, trigger=?, status=?, tag=?, message=?, "
+            "changed=? WHERE id=?",
+            (*(values[k] for k in ROW_FIELDS[1:10]), cid),
         )
+        db.row_factory = sqlite3.Row
+        row = db.execute(self._select() + "WHERE c.id=?", (cid,)).fetchone()
+        db.execute("UPDATE checkpoints SET rmac=? WHERE id=?", (self._row_mac(row), cid))
+
+    def _row_mac(self, row: sqlite3.Row) -> str:
+        """The signature of a checkpoint row's ``ROW_FIELDS``, bound to its id."""
+        return self.sign(json.dumps(["checkpoint row", row["id"], *(row[k] for k in ROW_FIELDS)]))
 
     def _verified(self, db: sqlite3.Connection, cid: int) -> Manifest | None:
         """Checkpoint ``cid``'s manifest, verified; None if it fails its check (it stays refused)."""
-        text, mac = db.execute("SELECT manifest, mac FROM checkpoints WHERE id=?", (cid,)).fetchone()
         try:
-            return self.manifest_text(text, mac, cid)
+            return self.manifest_text(*self._manifest_row(db, cid), cid)
         except IntegrityError:
             return None
+
+    @staticmethod
+    def _manifest_row(db: sqlite3.Connection, cid: int) -> tuple[str, str]:
+        """Checkpoint ``cid``'s manifest text and signature, unread if longer than ``MANIFEST_MAX`` (a row grown to
+        a gigabyte by hand); UnknownCheckpoint if there is no such checkpoint."""
+        limit = db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MANIFEST_MAX)
+        try:
+            row = db.execute("SELECT manifest, mac FROM checkpoints WHERE id=?", (cid,)).fetchone()
+        except sqlite3.DataError:  # "string or blob too big": SQLite refuses it before it is read
+            raise IntegrityError(
+                f"checkpoint {cid}: its manifest is longer than any checkpoint writes ({human_bytes(MANIFEST_MAX)}); "
+                "it was not read, and will not be restored"
+            ) from None
+        finally:
+            db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limit)
+        if row is None:
+            raise UnknownCheckpoint(f"no checkpoint {cid}")
+        return row[0], row[1]
 
     def _own_manifest(self, db: sqlite3.Connection, cid: int) -> Manifest | None:
         """Checkpoint ``cid``'s manifest if it verifies and names the identity its row has: the store may then
@@ -690,36 +748,37 @@ class Store:
             cid = int(highest) + 1
             db.execute("INSERT OR REPLACE INTO meta VALUES ('last_checkpoint', ?)", (str(cid),))
             parent_uid = db.execute("SELECT uid FROM uids WHERE checkpoint_id=?", (manifest["parent"],)).fetchone()
+            given = uid or manifest.get("uid")  # capture's: a writer's result committed once (``writer.adopt``)
+            if (
+                given is not None
+                and db.execute(
+                    "SELECT 1 FROM uids WHERE uid=? UNION SELECT 1 FROM tombstones WHERE uid=?", (given, given)
+                ).fetchone()
+            ):
+                raise IntegrityError(
+                    f"checkpoint {given} is in the store already, or was deleted from it; it is not committed again"
+                )
             identity = {
-                "uid": uid or new_uid(),
+                "uid": given or new_uid(),
                 "session": session,
                 "parent_uid": parent_uid[0] if parent_uid else None,
                 "history": self._mac_of(db, manifest["last_cell"]),
             }
-            text = json.dumps({**manifest, **identity}, sort_keys=True)
+            signed: Manifest = {**manifest, **identity}  # type: ignore[typeddict-item]
+            text = json.dumps(signed, sort_keys=True)
+            if len(text) > MANIFEST_MAX:  # it could not be read back (``_manifest_row``)
+                raise BadArgument(
+                    f"the checkpoint's manifest is {human_bytes(len(text))}, more than a checkpoint may hold "
+                    f"({human_bytes(MANIFEST_MAX)}); it was not committed: exclude variables (%checkpoint exclude)"
+                )
             if (tag := manifest.get("tag")) is not None:
                 self._check_tag_free(db, sid, tag, cid)
             db.execute(
-                "INSERT INTO checkpoints (id, session_id, parent, time, cell, last_cell, trigger, status, tag, "
-                "message, new_bytes, total_bytes, changed, manifest, mac) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    cid,
-                    sid,
-                    manifest["parent"],
-                    manifest["time"],
-                    manifest["cell"],
-                    manifest["last_cell"],
-                    manifest["trigger"],
-                    manifest["status"],
-                    manifest.get("tag"),
-                    manifest.get("message"),
-                    new_bytes,
-                    total_bytes,
-                    json.dumps(sorted(set(manifest["changed"]) | set(manifest.get("removed", [])))),
-                    text,
-                    self.sign(text),
-                ),
+                "INSERT INTO checkpoints (id, session_id, time, trigger, status, new_bytes, total_bytes, changed, "
+                "manifest, mac) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (cid, sid, 0, "", "", new_bytes, total_bytes, "[]", text, self.sign(text)),
             )
+            self._write_row(db, cid, signed)
             db.executemany("INSERT OR IGNORE INTO refs VALUES (?, ?)", [(cid, k) for k in blobs])
             db.executemany(
                 "INSERT OR IGNORE INTO blobs (key, size, stored) VALUES (?, ?, ?)",
@@ -738,11 +797,9 @@ class Store:
         reads it."""
         with self._lock:
             db = self._connect()
-            row = db.execute("SELECT manifest, mac FROM checkpoints WHERE id=?", (checkpoint_id,)).fetchone()
-            if row is None:
-                raise UnknownCheckpoint(f"no checkpoint {checkpoint_id}")
+            text, mac = self._manifest_row(db, checkpoint_id)
             identity = self._identity(db, checkpoint_id)
-        manifest = self.manifest_text(row[0], row[1], checkpoint_id)
+        manifest = self.manifest_text(text, mac, checkpoint_id)
         wrong = _differ(manifest, identity)
         if wrong:
             raise IntegrityError(
@@ -781,56 +838,111 @@ class Store:
         manifest: Manifest = json.loads(text)  # signed by this store's secret: written by capture
         return manifest
 
-    @staticmethod
-    def _damage(row: sqlite3.Row) -> str | None:
-        """What is damaged in a checkpoint's row, changed by hand (its columns beside the manifest are not signed):
-        the columns that hold no value of their kind; None for a sound row."""
+    def repair(self) -> list[str]:
+        """Mend what ``verify`` finds in the checkpoints' rows, which are not signed where the manifest is: a row
+        changed by hand is written again from its signed manifest (its columns, session, uid); a checkpoint whose
+        manifest fails its check, which no restore takes, is deleted. Returns what it did, a line for each."""
+        done: list[str] = []
+        doomed: list[int] = []
+        with self._transaction() as db:
+            for (cid,) in db.execute("SELECT id FROM checkpoints ORDER BY id").fetchall():
+                db.row_factory = sqlite3.Row
+                row = db.execute(self._select() + "WHERE c.id=?", (cid,)).fetchone()
+                if (manifest := self._verified(db, cid)) is None:
+                    doomed.append(cid)
+                elif self._row_signed(row) and not _differ(manifest, self._identity(db, cid)):
+                    continue
+                elif self._put_back(db, cid, manifest):
+                    done.append(f"checkpoint {cid}: its row, changed by hand, was written again from its manifest")
+                else:
+                    doomed.append(cid)
+        self.delete(doomed, missing_ok=True)
+        return done + [f"checkpoint {cid}: deleted, its manifest fails its check" for cid in doomed]
+
+    def _put_back(self, db: sqlite3.Connection, cid: int, manifest: Manifest) -> bool:
+        """Write what checkpoint ``cid``'s verified manifest says into its row, changed by hand; whether the row is
+        then the manifest's (not if another row has taken its session's tag or its uid since)."""
         try:
-            changed = json.loads(row["changed"])
-        except (TypeError, ValueError, RecursionError):
-            changed = None
-        wrong = [column for column, kind in _COLUMNS.items() if not isinstance(row[column], kind)]
-        if not (isinstance(changed, list) and all(isinstance(name, str) for name in changed)):
-            wrong.append("changed")
-        return f"checkpoint {row['id']}: its row in the catalog is damaged ({', '.join(wrong)})" if wrong else None
+            sid = self._session_id(db, manifest["session"], create=False)
+            db.execute("UPDATE checkpoints SET session_id=? WHERE id=?", (sid, cid))
+            if "uid" in manifest:
+                db.execute("UPDATE uids SET uid=? WHERE checkpoint_id=?", (manifest["uid"], cid))
+            self._write_row(db, cid, manifest)
+        except (sqlite3.IntegrityError, UnknownSession):
+            return False
+        return not _differ(manifest, self._identity(db, cid))
+
+    def _row_signed(self, row: sqlite3.Row) -> bool:
+        """Whether a checkpoint row's ``ROW_FIELDS`` are as the store wrote them (``_write_row``)."""
+        try:
+            return isinstance(mac := row["rmac"], str) and hmac.compare_digest(self._row_mac(row), mac)
+        except (TypeError, ValueError):  # a value of a kind SQLite holds and JSON does not (bytes) put there by hand
+            return False
 
     def _record(self, row: sqlite3.Row) -> CheckpointRecord:
-        """A sound row as a record; IntegrityError naming the checkpoint and the columns for a damaged one."""
-        if (damage := self._damage(row)) is not None:
-            raise IntegrityError(f"{damage}; it is left out of the timeline")
+        """A row as a record. Its columns are unsigned, and choose what is restored: they are used only if their
+        signature checks out; else a row changed by hand is read from its signed manifest (the column is
+        ignored), or, if that fails, or names another place in the timeline, refused with IntegrityError."""
+        values: dict[str, Any] = dict(row)
+        if not self._row_signed(row):
+            values.update(_row_values(self.manifest(row["id"])))
+            for count in ("new_bytes", "total_bytes"):  # not signed anywhere: they only count
+                values[count] = values[count] if type(values[count]) is int else 0
         return CheckpointRecord(
-            id=row["id"],
-            session=row["skey"],
-            parent=row["parent"],
-            time=row["time"],
-            cell=row["cell"],
-            trigger=row["trigger"],
-            status=row["status"],
-            tag=row["tag"],
-            message=row["message"],
-            new_bytes=row["new_bytes"],
-            total_bytes=row["total_bytes"],
-            changed=json.loads(row["changed"]),
-            kernel_start=row["parent"] is None or (row["message"] or "").startswith(NEW_KERNEL),
+            id=values["id"],
+            session=values["skey"],
+            parent=values["parent"],
+            time=values["time"],
+            cell=values["cell"],
+            trigger=values["trigger"],
+            status=values["status"],
+            tag=values["tag"],
+            message=values["message"],
+            new_bytes=values["new_bytes"],
+            total_bytes=values["total_bytes"],
+            changed=json.loads(values["changed"]),
+            kernel_start=values["parent"] is None or (values["message"] or "").startswith(NEW_KERNEL),
         )
 
-    _SELECT = (
-        "SELECT c.id, s.key AS skey, c.parent, c.time, c.cell, c.trigger, c.status, c.tag, c.message, "
-        "c.new_bytes, c.total_bytes, c.changed, c.last_cell FROM checkpoints c JOIN sessions s ON s.id = c.session_id "
-    )
+    def _select(self) -> str:
+        """The query of checkpoint rows with their signature; a catalog from before rows were signed, opened by the
+        command line, which changes nothing, has none (each row is then read from its manifest)."""
+        with self._lock:
+            db = self._connect()
+            signed = any(row[1] == "rmac" for row in db.execute("PRAGMA table_info(checkpoints)"))
+        return (
+            "SELECT c.id, s.key AS skey, c.parent, c.time, c.cell, c.last_cell, c.trigger, c.status, c.tag, "
+            f"c.message, c.changed, c.new_bytes, c.total_bytes, {'c.rmac' if signed else 'NULL AS rmac'} "
+            "FROM checkpoints c JOIN sessions s ON s.id = c.session_id "
+        )
+
+    def _records(self, where: str, args: tuple[Any, ...]) -> tuple[list[CheckpointRecord], list[str]]:
+        """The checkpoints ``where`` selects, oldest first, and what is wrong with each left out (IntegrityError)."""
+        records: list[CheckpointRecord] = []
+        problems: list[str] = []
+        for row in self._query(self._select() + where + " ORDER BY c.id", args):
+            try:
+                records.append(self._record(row))
+            except UnknownCheckpoint:  # deleted since it was listed
+                continue
+            except CheckpointError as e:
+                problems.append(f"{e}; it is left out of the timeline")
+        return records, problems
 
     def checkpoints(self, session: str) -> list[CheckpointRecord]:
         """A session's checkpoints, oldest first; a row damaged by hand is left out (``verify`` names it)."""
         if not self._query("SELECT 1 FROM sessions WHERE key=?", (session,)):
             raise UnknownSession(f"no session {session!r} in the store {self.root}")
-        rows = self._query(self._SELECT + "WHERE s.key=? ORDER BY c.id", (session,))
-        return [self._record(r) for r in rows if self._damage(r) is None]
+        return self._records("WHERE s.key=?", (session,))[0]
 
     def get(self, checkpoint_id: int) -> CheckpointRecord:
-        rows = self._query(self._SELECT + "WHERE c.id=?", (checkpoint_id,))
+        rows = self._query(self._select() + "WHERE c.id=?", (checkpoint_id,))
         if not rows:
             raise UnknownCheckpoint(f"no checkpoint {checkpoint_id}")
-        return self._record(rows[0])
+        try:
+            return self._record(rows[0])
+        except CheckpointError as e:
+            raise IntegrityError(f"{e}; it is left out of the timeline") from None
 
     def exists(self, checkpoint_id: int) -> bool:
         return bool(self._query("SELECT 1 FROM checkpoints WHERE id=?", (checkpoint_id,)))
@@ -848,7 +960,12 @@ class Store:
                 raise UnknownCheckpoint(f"no checkpoint {checkpoint_id}")
             if tag is not None:
                 self._check_tag_free(db, row[0], tag, checkpoint_id)
-            db.execute("UPDATE checkpoints SET tag=? WHERE id=?", (tag, checkpoint_id))
+            manifest = self._own_manifest(db, checkpoint_id)
+            if manifest is None:
+                raise IntegrityError(
+                    f"checkpoint {checkpoint_id}: its manifest fails its signature check; it cannot be tagged"
+                )
+            self._bind(db, checkpoint_id, {**manifest, "tag": tag})  # the tag chooses what a REF restores: signed
             if self._has_remote_tables():  # the remote record carries the tag: upload it again
                 db.execute("UPDATE uids SET uploaded=0 WHERE checkpoint_id=?", (checkpoint_id,))
 
@@ -969,7 +1086,14 @@ class Store:
                     f"session {cell['skey']}: cell [{cell['count']}] fails its signature check (changed, moved "
                     "or removed after it ran); replay will not run it"
                 )
-        problems += [damage for row in self._query(self._SELECT + "ORDER BY c.id") if (damage := self._damage(row))]
+        for row in self._query(self._select() + "ORDER BY c.id"):
+            if not self._row_signed(row):
+                with contextlib.suppress(CheckpointError):  # a manifest that fails its check is named below
+                    self.manifest(row["id"])
+                    problems.append(
+                        f"checkpoint {row['id']}: its row in the catalog was changed by hand; what its signed "
+                        "manifest says is used (jupyter ckpt verify --repair writes it back)"
+                    )
         for cid in listed:
             try:
                 manifest = self.manifest(cid)
@@ -989,12 +1113,6 @@ class Store:
                 if self._query("SELECT 1 FROM refs WHERE blob=? AND checkpoint_id=?", tuple(row)):  # not thinned since
                     problems.append(f"checkpoint {row['checkpoint_id']}: {e}")
         return problems
-
-
-def new_uid() -> str:
-    """A checkpoint's global id: milliseconds since the epoch (so ids sort by time) and 64 random bits,
-    so machines writing one remote prefix need no counter between them."""
-    return f"{int(time.time() * 1000):012x}-{secrets.token_hex(8)}"
 
 
 def _full(root: Path) -> bool:

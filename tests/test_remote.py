@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import threading
 import time
 import types
@@ -705,3 +706,36 @@ def test_a_record_planted_nested_or_huge_is_refused_unparsed_and_the_others_are_
     with pytest.raises(IntegrityError, match=r"0000000000aa-0000000000000000\.json is damaged; it was not pulled$"):
         down.pull("nb.ipynb")
     assert [r.tag for r in b.checkpoints("nb.ipynb")] == ["kept"]
+
+
+@pytest.mark.parametrize("planted", ["../../../../escaped", "another checkpoint's"])
+def test_a_uid_planted_in_the_catalog_never_names_what_a_push_writes(s3: S3, jupyter_dirs: Path, planted: str) -> None:
+    """A push names each record's object by the checkpoint's uid, and read it from the catalog's ``uids`` table,
+    which is not signed. A uid planted there (``../x``) made the push write outside the session's folder, or
+    (another checkpoint's uid) over that checkpoint's record. The uid the signed manifest names is used, and a
+    checkpoint whose row names another is not uploaded, said once; the others are."""
+    a, up = machine(jupyter_dirs / "a", s3)
+    said: list[str] = []
+    up = Replica(a, up.remote, said.append)
+    nb = notebook(a)  # pushed here, by hand: after the uid is planted
+    nb.save()
+    victim = notebook(a, session="other.ipynb").save()
+    up.push()
+    before = objects(s3)
+    nb.save()  # uploaded with the next push
+    planted_in = nb.save()
+    with contextlib.closing(sqlite3.connect(a.root / "catalog.sqlite", isolation_level=None)) as db:
+        (uid,) = db.execute("SELECT uid FROM uids WHERE checkpoint_id=?", (victim,)).fetchone()
+        if planted != "../../../../escaped":
+            db.execute("UPDATE uids SET uid='taken' WHERE checkpoint_id=?", (victim,))
+            planted = uid
+        db.execute("UPDATE uids SET uid=? WHERE checkpoint_id=?", (planted, planted_in))
+    assert up.push() == 1
+    after = objects(s3)
+    assert all(after[key] == data for key, data in before.items())  # nothing written over
+    new = [key for key in after if key not in before and "/blobs/" not in f"/{key}"]
+    assert len(new) == 1 and "/sessions/" in f"/{new[0]}" and new[0].endswith(".json") and ".." not in new[0], new
+    assert len(said) == 1 and f"checkpoint {planted_in} was not uploaded" in said[0], said
+    b, down = machine(jupyter_dirs / "b", s3)
+    down.pull()
+    assert len(b.checkpoints("nb.ipynb")) == 2 and len(b.checkpoints("other.ipynb")) == 1  # first, kept; victim

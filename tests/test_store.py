@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import stat
 import subprocess
@@ -16,7 +17,7 @@ import pytest
 
 from jupyter_ckpt.errors import BadArgument, IntegrityError, StoreFullError, StoreVersionError
 from jupyter_ckpt.remote_catalog import RemoteCatalog
-from jupyter_ckpt.store import Store, load_secret
+from jupyter_ckpt.store import MANIFEST_MAX, Store, load_secret
 
 
 def manifest(session: str = "nb.ipynb", parent: int | None = None, status: str = "ok") -> dict[str, object]:
@@ -110,6 +111,22 @@ def test_a_tampered_manifest_is_refused(store: Store) -> None:
     with pytest.raises(IntegrityError, match=f"checkpoint {cid}: its manifest fails its signature check"):
         store.manifest(cid)
     assert store.verify() == [f"checkpoint {cid}: its manifest fails its signature check; it will not be restored"]
+
+
+def test_a_manifest_grown_past_any_checkpoints_is_refused_unread(store: Store) -> None:
+    """A manifest is read whole, then its signature checked. One grown in the catalog by someone without the secret
+    (SQLite holds a value of up to a gigabyte) was read into memory by every restore, ``show`` and ``verify`` before
+    it was refused. Longer than any checkpoint writes, it is refused unread; the others stay usable."""
+    grown, kept = store.commit("nb.ipynb", manifest(), {}), store.commit("nb.ipynb", manifest(), {})
+    with sqlite3.connect(store.root / "catalog.sqlite", isolation_level=None) as db:
+        spaces = "replace(hex(zeroblob(?)), '0', ' ')"  # made by SQLite: no copy in this process
+        db.execute(f"UPDATE checkpoints SET manifest = {spaces} || manifest WHERE id=?", (MANIFEST_MAX // 2, grown))
+    refused = f"checkpoint {grown}: its manifest is longer than any checkpoint writes (64.0 MiB); it was not read"
+    with pytest.raises(IntegrityError, match=re.escape(refused)):
+        store.manifest(grown)
+    assert store.verify() == [refused + ", and will not be restored"]
+    assert store.manifest(kept)["status"] == "ok"
+    assert [r.id for r in store.checkpoints("nb.ipynb")] == [grown, kept]  # its row is signed: listed, not restored
 
 
 def test_another_secret_cannot_read_the_store(store: Store) -> None:

@@ -130,3 +130,35 @@ def test_parent_links_made_into_a_loop_by_hand_end_every_walk(store: Store) -> N
     thread.join(20)
     assert not thread.is_alive(), "a walk of the timeline went round the loop"
     assert len(outcome) == 4 and outcome[2] in (b, c), outcome
+
+
+def test_status_tag_and_changes_edited_in_the_catalog_do_not_steer_what_is_restored(store: Store) -> None:
+    """A checkpoint's row holds its status, tag and changed names beside its signed manifest, and they choose what
+    ``last-good``, ``previous``, a tag, ``-N``, crash recovery and thinning take. Edited by someone without the
+    secret (a cell's broken state marked ``ok``, the good one marked ``error``, a tag moved, a state said to change
+    nothing), they made a restore pick the state a cell had left broken. The signed values are used instead."""
+    good = store.commit("nb.ipynb", manifest(), {})
+    broken = store.commit("nb.ipynb", manifest(parent=good, status="error"), {})
+    store.tag(good, "baseline")
+    with sqlite3.connect(store.root / "catalog.sqlite", isolation_level=None) as db:
+        db.execute("UPDATE checkpoints SET status='error', tag=NULL, changed='[]' WHERE id=?", (good,))
+        db.execute("UPDATE checkpoints SET status='ok', tag='baseline' WHERE id=?", (broken,))
+    timeline = Timeline(store)
+    records = timeline.checkpoints("nb.ipynb")
+    assert [(r.id, r.status, r.tag, r.changed) for r in records] == [
+        (good, "ok", "baseline", ["x"]),
+        (broken, "error", None, ["x"]),
+    ]
+    assert good_states(records) == [good]
+    assert timeline.resolve("nb.ipynb", "last-good").id == good
+    assert timeline.resolve("nb.ipynb", "previous", mine=[]).id == good
+    assert timeline.resolve("nb.ipynb", "baseline").id == good
+    assert timeline.resolve("nb.ipynb", "-1", head=broken).id == good
+    assert good in never_thinned(records)
+    assert store.verify() == [
+        f"checkpoint {cid}: its row in the catalog was changed by hand; what its signed manifest says is used "
+        "(jupyter ckpt verify --repair writes it back)"
+        for cid in (good, broken)
+    ]
+    store.tag(broken, "after")  # a tag set again is signed with what the manifest says, not the edited columns
+    assert [(r.status, r.tag) for r in timeline.checkpoints("nb.ipynb")] == [("ok", "baseline"), ("error", "after")]
