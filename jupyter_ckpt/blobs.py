@@ -572,20 +572,21 @@ class LocalBlobs:
     def hold(self, since: float) -> None:
         """Tell every gc that this process has saves in progress, the oldest begun at ``since`` (seconds since
         the epoch): blobs written or used again since then stay until ``release`` (``Store.gc``)."""
-        lease = self.tmp / f"lease.{os.getpid()}"
-        with open(os.open(lease, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600), "w") as f:
-            f.write(self._lease_text(os.getpid(), started(os.getpid())))
+        lease = self._lease(os.getpid(), started(os.getpid()))
+        lease.touch(mode=0o600)
         os.utime(lease, (since, since))
 
-    def _lease_text(self, pid: int, start: int | None) -> str:
-        """What a lease holds: its process, by pid and start time, signed with the store's secret."""
-        text = f"{pid} {start}"
-        return f"{text} {hmac.new(self._secret, f'lease {text}'.encode(), hashlib.sha256).hexdigest()}"
+    def _lease(self, pid: int, start: int | None) -> Path:
+        """The lease of process ``pid`` started at ``start``: named after both, signed with the store's secret, so
+        that one left by a process whose pid another has now, or one put there by hand, holds nothing. In its name,
+        not in the file: a lease is taken on a disk too full for a byte more."""
+        mac = hmac.new(self._secret, f"lease {pid} {start}".encode(), hashlib.sha256).hexdigest()[:32]
+        return self.tmp / f"lease.{pid}.{start}.{mac}"
 
     def release(self) -> None:
         """This process's saves are all committed (or failed)."""
         with contextlib.suppress(OSError):  # missing, or a store gone read-only: a lease never taken
-            (self.tmp / f"lease.{os.getpid()}").unlink()
+            self._lease(os.getpid(), started(os.getpid())).unlink()
 
     def oldest_lease(self) -> float | None:
         """When the oldest save still in progress began, or None: of the leases that prove their process lives
@@ -596,14 +597,9 @@ class LocalBlobs:
             with contextlib.suppress(OSError, ValueError):  # released meanwhile; no number where a pid belongs
                 pid = int(lease.name.split(".")[1])
                 start = started(pid)
-                fd = os.open(lease, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)  # a pipe put there: never waited on
-                try:
-                    text = os.read(fd, 256)
-                finally:
-                    os.close(fd)
                 # Where /proc tells no start time (not Linux), a process with its pid is taken for it.
                 if (start is not None or writer_alive(lease.name)) and hmac.compare_digest(
-                    text, self._lease_text(pid, start).encode()
+                    lease.name, self._lease(pid, start).name
                 ):
                     times.append(lease.stat().st_mtime)
         for result in self.tmp.glob("result.*.json"):
