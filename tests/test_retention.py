@@ -230,7 +230,8 @@ def test_a_lease_that_no_living_writer_holds_keeps_nothing_from_gc(store: Store)
     left = next(store.blobs.tmp.glob("lease.*"))
     sleeper = subprocess.Popen(["sleep", "300"])  # an unrelated program, with the pid the kernel had, say
     try:
-        left.rename(store.blobs.tmp / f"lease.{sleeper.pid}")
+        _, _, *rest = left.name.split(".")  # its pid, start time and signature
+        left.rename(store.blobs.tmp / ".".join(["lease", str(sleeper.pid), *rest]))
         planted = store.blobs.tmp / f"lease.{os.getppid()}"  # put there: a live process, an old time
         planted.write_text(f"{os.getppid()}")
         os.utime(planted, (old, old))
