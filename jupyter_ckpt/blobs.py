@@ -676,8 +676,9 @@ class LocalBlobs:
             return None
         return self.path(key), header_size, length
 
-    def read(self, key: str, into: memoryview | None = None) -> memoryview:
-        """The verified content of a blob, read into ``into`` when given (raw blobs go straight there).
+    def read(self, key: str, into: memoryview | None = None, size: int | None = None) -> memoryview:
+        """The verified content of a blob, read into ``into`` when given (raw blobs go straight there), of ``size``
+        bytes when its checkpoint says so (a pickle stream): a file longer than that holds is refused unread.
 
         Raises IntegrityError, naming the blob, if it is missing, truncated, damaged
         or fails its signature check; nothing is returned before the check. A
@@ -686,21 +687,28 @@ class LocalBlobs:
         self._arrived(key)
         fetched = self._fetched.get(key)
         if fetched is not None:
-            return self._read_verified(key, _Held(fetched), into, len(fetched), checked=True)
+            return self._read_verified(key, _Held(fetched), into, len(fetched), size, checked=True)
         with self._open(key) as f:
-            return self._read_verified(key, f, into, os.fstat(f.fileno()).st_size)
+            return self._read_verified(key, f, into, os.fstat(f.fileno()).st_size, size)
 
     def _read_verified(
-        self, key: str, f: io.BufferedIOBase, into: memoryview | None, size: int, checked: bool = False
+        self,
+        key: str,
+        f: io.BufferedIOBase,
+        into: memoryview | None,
+        file_size: int,
+        size: int | None = None,
+        checked: bool = False,
     ) -> memoryview:
-        codec, _, length, mac = self._header(key, f, size)
+        codec, _, length, mac = self._header(key, f, file_size)
+        expected = into.nbytes if into is not None else size
         raw = codec == CODEC_RAW and into is not None
-        if raw and into is not None and into.nbytes != length:
-            raise IntegrityError(f"blob {key} holds {length} bytes where {into.nbytes} were expected")
-        # Compressed, a chunk is shorter than what it holds: a longer one is no blob of this buffer (a file grown
-        # sparse to any length), refused before it is read.
-        if into is not None and into.nbytes < length:
-            raise IntegrityError(f"blob {key} is {length} bytes compressed, more than the {into.nbytes} it should hold")
+        if codec == CODEC_RAW and expected is not None and expected != length:
+            raise IntegrityError(f"blob {key} holds {length} bytes where {expected} were expected")
+        # Compressed, a blob is shorter than what it holds: a longer one is no blob of this buffer or stream (a file
+        # grown sparse to any length), refused before it is read.
+        if expected is not None and expected < length:
+            raise IntegrityError(f"blob {key} is {length} bytes compressed, more than the {expected} it should hold")
         try:
             payload = into if raw and into is not None else memoryview(bytearray(length))
         except MemoryError:
@@ -710,9 +718,9 @@ class LocalBlobs:
             raise IntegrityError(f"blob {key} fails its signature check: it was modified after it was written")
         if codec == CODEC_RAW:
             return payload
-        content = memoryview(zstandard.ZstdDecompressor().decompress(payload, max_output_size=2**63 - 1))
-        if into is not None and into.nbytes != content.nbytes:
-            raise IntegrityError(f"blob {key} holds {content.nbytes} bytes where {into.nbytes} were expected")
+        content = memoryview(zstandard.ZstdDecompressor().decompress(payload, max_output_size=expected or 2**63 - 1))
+        if expected is not None and expected != content.nbytes:
+            raise IntegrityError(f"blob {key} holds {content.nbytes} bytes where {expected} were expected")
         if codec == CODEC_ZSTD:
             if into is None:
                 return content

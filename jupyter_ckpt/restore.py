@@ -186,7 +186,7 @@ def read_group(
             tally.add(buffer["size"])
         else:
             buffers.append(_read_buffer(blobs, buffer, tally))
-    payload = bytes(blobs.read(entry["key"]))
+    payload = bytes(blobs.read(entry["key"], size=entry.get("size")))
     tally.add(len(payload))
     return serialize.Packed(entry.get("serializer", "pickle"), payload, buffers)
 

@@ -13,10 +13,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from objectstore import notebook
 
 from jupyter_ckpt.blobs import _BATCH_OPEN, BLOB_VERSION, CODEC_SHUFFLED, CODEC_ZSTD, MAGIC, LocalBlobs, content_key
 from jupyter_ckpt.errors import IntegrityError, StoreVersionError
 from jupyter_ckpt.manifest import FORMAT_VERSION
+from jupyter_ckpt.restore import read_group
+from jupyter_ckpt.store import Store
 
 SECRET = b"a secret of the test, long enough to sign with"
 TEXT = b"the same words again " * 5_000  # compresses well
@@ -484,3 +487,22 @@ def test_a_file_planted_under_the_key_of_a_value_anyone_can_guess_is_written_ove
     later = LocalBlobs(blobs.root, SECRET, create=False)  # the next kernel: this one knows it wrote a sound one
     assert later.put(data).new and bytes(later.read(info.key)) == data
     assert not later.put(data).new  # a sound one is used again, as ever
+
+
+def test_a_groups_stream_grown_to_a_length_that_fits_the_memory_is_refused_before_it_is_read(store: Store) -> None:
+    """A group's pickle stream had no length in the signed manifest: its blob file grown (sparse, no room on the disk)
+    to a length the memory could hold, its header saying so, was read whole (256 MiB here) before it failed its
+    signature check. Its capture records the length, and a longer blob is refused unread."""
+    nb = notebook(store)
+    group = store.manifest(nb.save())["groups"][0]
+    path = store.blobs.path(group["key"])
+    grown = 256 << 20
+    with open(path, "r+b") as f:
+        (header_size,) = struct.unpack_from("<I", f.read(16), 12)
+        f.seek(16)  # the header's payload size
+        f.write(struct.pack("<Q", grown))
+        f.truncate(header_size + grown)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(IntegrityError, match=f"blob {group['key']} is {grown} bytes compressed, more than the "):
+        read_group(store.blobs, group)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 64 << 10  # KiB: nothing of it was read
