@@ -249,7 +249,7 @@ def test_a_pull_lists_only_its_session_and_asks_for_all_its_records_at_once(s3: 
     events.register("before-send.s3.GetObject", lambda **_: gets.append(time.perf_counter()))
     pulled = down.pull("nb.ipynb")
     assert len(pulled) == 40 and [s["key"] for s in c.sessions()] == ["nb.ipynb"]  # not the other notebook's
-    assert listed == [down.remote.record_path("nb.ipynb", "")[len(s3.bucket) + 1 : -len(".json")]]
+    assert listed == [f"{down.remote.root}/{down.remote.records_of('nb.ipynb')}/"[len(s3.bucket) + 1 :]]
     assert len(gets) == 40  # one request per record, sent together rather than in turns of a thread pool
     fresh = Checkpointer(c, "nb.ipynb", types.ModuleType("__main__"), replica=down)
     fresh.restore("latest")
