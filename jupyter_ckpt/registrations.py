@@ -1,7 +1,8 @@
 """What the cells registered with an imported library: a notebook class made a pandas accessor
 (``@pd.api.extensions.register_dataframe_accessor("geo")``) or a virtual subclass of a library's abstract
 class (``collections.abc.Sequence.register(Rows)``), a colormap a variable holds registered with matplotlib
-(``matplotlib.colormaps.register(cmap)``), and a function a variable holds registered for a class with ``copyreg``
+(``matplotlib.colormaps.register(cmap)``), a notebook class made a matplotlib projection
+(``register_projection(PolarLike)``), and a function a variable holds registered for a class with ``copyreg``
 (``copyreg.pickle(Point, reduce_point)``: how ``pickle``, ``multiprocessing`` and ``joblib`` then take a ``Point``)
 or with IPython's display (``get_ipython().display_formatter.formatters["text/plain"].for_type(Money, show)``:
 how a later cell's output shows a ``Money``).
@@ -37,7 +38,8 @@ from . import serialize
 # ["colormap", "matplotlib:colormaps", "mine", "cmap"] is ``matplotlib.colormaps.register(cmap)`` (named "mine");
 # ["copyreg", "copyreg:dispatch_table", "Point", "reduce_point"] is ``copyreg.pickle(Point, reduce_point)``, of the
 # class in the variable ``Point`` or, named ``module:qualname``, one an import finds; ["formatter",
-# "IPython:text/plain", "Money", "show"] is ``formatters["text/plain"].for_type(Money, show)``, of the shell's.
+# "IPython:text/plain", "Money", "show"] is ``formatters["text/plain"].for_type(Money, show)``, of the shell's;
+# ["projection", "matplotlib:projections", "polar_like", "PolarLike"] is ``register_projection(PolarLike)``.
 Registration = list[str]
 
 # The pandas classes that take accessors, and the call that registers one on each.
@@ -61,7 +63,7 @@ def read(variables: dict[str, Any], notebook: str) -> list[Registration]:
     try:
         found = [*_colormaps(variables), *_functions_for_classes(variables, classes)]
         if classes:
-            found += [*_accessors(classes), *_virtual_subclasses(classes, notebook)]
+            found += [*_accessors(classes), *_projections(classes), *_virtual_subclasses(classes, notebook)]
         return sorted(found)
     except Exception:
         return []
@@ -85,6 +87,16 @@ def _colormaps(variables: dict[str, Any]) -> Iterator[Registration]:
         # kernel that writes its checkpoints itself listed it, and its group, as changed after its first one).
         if key in registry and key not in builtin and registry[key] == copy.copy(variables[name]):
             yield ["colormap", "matplotlib:colormaps", key, name]
+
+
+def _projections(classes: dict[int, str]) -> Iterator[Registration]:
+    """The notebook's classes registered as matplotlib projections (``register_projection(PolarLike)``, then
+    ``fig.add_subplot(projection="polar_like")``): a fresh kernel has only matplotlib's own."""
+    projections = sys.modules.get("matplotlib.projections")
+    registry = getattr(getattr(projections, "projection_registry", None), "_all_projection_types", {})
+    for key, klass in sorted(registry.items()):
+        if id(klass) in classes:
+            yield ["projection", "matplotlib:projections", key, classes[id(klass)]]
 
 
 def _functions_for_classes(variables: dict[str, Any], classes: dict[int, str]) -> Iterator[Registration]:
@@ -188,6 +200,11 @@ def apply(registrations: list[Registration], namespace: dict[str, Any]) -> dict[
                 continue
             if not isinstance(held, type):
                 raise TypeError(f"{variable} is not a class in this kernel")
+            if kind == "projection" and target == "matplotlib:projections":
+                projections = importlib.import_module("matplotlib.projections")
+                if projections.projection_registry._all_projection_types.get(key) is not held:
+                    projections.register_projection(held)  # under its ``name``, the key it was read under
+                continue
             owner, pandas_class = serialize.find(target), target.removeprefix("pandas:")
             if kind == "accessor" and pandas_class != target and pandas_class in _PANDAS:
                 if getattr(vars(owner).get(key), "_accessor", None) is not held:

@@ -1654,6 +1654,15 @@ def _spooled_text(max_size: int, arguments: dict[str, Any], data: bytes, positio
     return made
 
 
+def _reduce_context_manager(manager: Any) -> Any:
+    """What ``@contextlib.contextmanager`` made of a call and a ``with`` has not entered yet (``tag = timed("fit")``,
+    a decorator made of one) as that call again: its generator, not started, is the only part pickle refuses. One
+    entered is refused by pickle, with its generator."""
+    if inspect.getgeneratorstate(manager.gen) != inspect.GEN_CREATED:
+        return NotImplemented
+    return type(manager), (manager.func, manager.args, manager.kwds)
+
+
 def _rlock(count: int) -> Any:
     lock = threading.RLock()
     for _ in range(count):
@@ -2292,6 +2301,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_file
     if t is tempfile.SpooledTemporaryFile:
         return _reduce_spooled
+    if t is contextlib._GeneratorContextManager:
+        return _reduce_context_manager
     if t is _RLOCK:
         return _reduce_rlock
     if t in WEAK_TYPES:
