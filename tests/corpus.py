@@ -388,6 +388,40 @@ PATTERNS = [
         " and vsa_m.currency == 'EUR' and vsa_m == decimal.Decimal('2.5') and type(vsa_m) is VsaMoney"
         " and vsa_r.label == 'third' and vsa_r == fractions.Fraction(1, 3) and type(vsa_d) is VsaLists",
     ),
+    _p(
+        "property_setter_later",
+        "plain",
+        "class PslTemp:\n    def __init__(self):\n        self._c = 0\n    @property\n    def c(self):\n"
+        "        return self._c\ndef _psl_set(self, v):\n    self._c = v * 2\n"
+        "PslTemp.c = PslTemp.c.setter(_psl_set)\npsl_t = PslTemp()\npsl_t.c = 3\n",
+        "psl_t.c == 6 and (setattr(psl_t, 'c', 1) or psl_t.c == 2) and PslTemp.c.fset.__name__ == '_psl_set'",
+    ),
+    _p(
+        "type_dispatch_table",
+        "plain",
+        "dtk_table = {}\ndef dtk_register(t):\n    def deco(f):\n        dtk_table[t] = f\n        return f\n"
+        "    return deco\nclass DtkCircle:\n    pass\n@dtk_register(DtkCircle)\ndef dtk_circle(x):\n"
+        "    return 'circle'\n@dtk_register(int)\ndef dtk_int(x):\n    return 'int'\ndef dtk_dispatch(x):\n"
+        "    return dtk_table[type(x)](x)\n",
+        "dtk_dispatch(DtkCircle()) == 'circle' and dtk_table[DtkCircle] is dtk_circle and dtk_dispatch(1) == 'int'",
+    ),
+    _p(
+        "metaclass_singleton",
+        "plain",
+        "class MsSingleton(type):\n    _instances = {}\n    def __call__(cls, *a, **k):\n"
+        "        if cls not in cls._instances:\n            cls._instances[cls] = super().__call__(*a, **k)\n"
+        "        return cls._instances[cls]\nclass MsConfig(metaclass=MsSingleton):\n"
+        "    def __init__(self):\n        self.values = {}\nms_c = MsConfig()\nms_c.values['k'] = 1\n",
+        "MsConfig() is ms_c and ms_c.values == {'k': 1} and MsSingleton._instances[MsConfig] is ms_c",
+    ),
+    _p(
+        "init_subclass_kwargs",
+        "plain",
+        "class IskPlugin:\n    by_name = {}\n    def __init_subclass__(cls, /, name, **kw):\n"
+        "        super().__init_subclass__(**kw)\n        cls.plugin_name = name\n"
+        "        IskPlugin.by_name[name] = cls\nclass IskCsv(IskPlugin, name='csv'):\n    pass\n",
+        "IskPlugin.by_name == {'csv': IskCsv} and IskCsv.plugin_name == 'csv' and type('IskJson', (IskPlugin,), {}, name='json').plugin_name == 'json' and IskPlugin.by_name['json'].__name__ == 'IskJson'",
+    ),
     # -- standard library --------------------------------------------------------------------------
     _p(
         "lru_cache",
@@ -947,6 +981,47 @@ PATTERNS = [
         "sv_u.hex == '12345678123456781234567812345678' and sv_ip in sv_net and sv_t.utcoffset() == datetime.timedelta(hours=2)"
         " and sv_t.astimezone(datetime.timezone.utc).hour == 10",
     ),
+    _p(
+        "cache_method",
+        "stdlib",
+        "import functools\nclass FcmGrid:\n    def __init__(self, n):\n        self.n = n\n"
+        "    @functools.cache\n    def total(self):\n        return sum(range(self.n))\n"
+        "    def __hash__(self):\n        return hash(self.n)\nfcm_g = FcmGrid(10)\nfcm_g.total()\n",
+        "fcm_g.total() == 45 and FcmGrid(4).total() == 6 and hasattr(FcmGrid.total, 'cache_info')",
+    ),
+    _p(
+        "contextmanager",
+        "stdlib",
+        "import contextlib\nccm_log = []\n@contextlib.contextmanager\ndef ccm_tag(name):\n"
+        "    ccm_log.append('in ' + name)\n    yield name.upper()\n    ccm_log.append('out ' + name)\n"
+        "ccm_held = ccm_tag('held')\n",
+        "(lambda cm: (cm.__enter__(), cm.__exit__(None, None, None)))(ccm_tag('a')) == ('A', False) and ccm_log[-2:] == ['in a', 'out a'] and ccm_held.__enter__() == 'HELD'",
+    ),
+    _p(
+        "zoneinfo_local",
+        "stdlib",
+        "import datetime, zoneinfo\nzil_tz = zoneinfo.ZoneInfo('Europe/Paris')\n"
+        "zil_t = datetime.datetime(2024, 3, 31, 3, 30, tzinfo=zil_tz)\n"
+        "zil_fold = datetime.datetime(2024, 10, 27, 2, 30, fold=1, tzinfo=zil_tz)\n",
+        "zil_t.tzinfo is zil_tz is zoneinfo.ZoneInfo('Europe/Paris') and zil_t.utcoffset() == datetime.timedelta(hours=2) and zil_fold.fold == 1 and zil_fold.utcoffset() == datetime.timedelta(hours=1)",
+    ),
+    _p(
+        "path_subclass",
+        "stdlib",
+        "import pathlib\nclass PthData(type(pathlib.Path())):\n    def rows(self):\n"
+        "        return self.stem.upper()\npth_p = PthData('/tmp/pth/data.csv')\n"
+        "pth_q = pth_p.with_suffix('.parquet')\n",
+        "type(pth_p) is PthData and pth_p.rows() == 'DATA' and type(pth_q) is PthData and str(pth_q) == '/tmp/pth/data.parquet'",
+    ),
+    _p(
+        "decimal_contexts",
+        "stdlib",
+        "import decimal\n"
+        "dcx_ctx = decimal.Context(prec=4, rounding=decimal.ROUND_DOWN, traps=[decimal.Inexact])\n"
+        "with decimal.localcontext() as _dcx_local:\n    _dcx_local.prec = 5\n"
+        "    dcx_x = decimal.Decimal(1) / 7\n",
+        "dcx_ctx.prec == 4 and dcx_ctx.rounding == decimal.ROUND_DOWN and dcx_ctx.traps[decimal.Inexact] and str(dcx_x) == '0.14286' and dcx_ctx.divide(decimal.Decimal(1), decimal.Decimal(8)) == decimal.Decimal('0.125')",
+    ),
     # -- numpy ---------------------------------------------------------------------------------------
     _p(
         "array",
@@ -1241,6 +1316,16 @@ PATTERNS = [
         "fat_w = pd.Series([1.5], name='w')\nfat_w.unit = 'kg'",
         "fat_train.name == 'train' and fat_w.unit == 'kg' and fat_w.name == 'w' and fat_train['a'].sum() == 3",
     ),
+    _p(
+        "pandas_lazy_objects",
+        "pandas",
+        "import pandas as pd, numpy as np\n"
+        "plo_df = pd.DataFrame({'k': ['a', 'b', 'a'], 'v': [1.0, 2.0, 3.0]}, index=pd.date_range('2024-01-01', periods=3, freq='h'))\n"
+        "plo_gb = plo_df.groupby('k')\nplo_roll = plo_df['v'].rolling(2)\n"
+        "plo_res = plo_df['v'].resample('2h')\n"
+        "plo_sty = plo_df.style.format({'v': '{:.1f}'}).highlight_max('v')\n",
+        "plo_gb['v'].sum().to_dict() == {'a': 4.0, 'b': 2.0} and plo_roll.sum().tolist()[1:] == [3.0, 5.0] and plo_res.sum().tolist() == [3.0, 3.0] and '3.0' in plo_sty.to_html()",
+    ),
     # -- scipy ---------------------------------------------------------------------------------------
     _p(
         "from_import_scipy",
@@ -1257,6 +1342,17 @@ PATTERNS = [
         "sps_arr = sps.csr_array(np.eye(3))",
         "np.shares_memory(sps_m.data, sps_data) and np.shares_memory(sps_c.data, sps_data) and sps_m.toarray()[0, 2] == 2.0"
         " and sps_c.toarray()[1, 2] == 3.0 and type(sps_arr) is sps.csr_array and sps_arr.sum() == 3.0",
+    ),
+    _p(
+        "scipy_objects",
+        "scipy",
+        "import numpy as np, scipy.stats, scipy.interpolate, scipy.optimize\n"
+        "sco_d = scipy.stats.norm(loc=2, scale=3)\n"
+        "sco_i = scipy.interpolate.interp1d([0, 1, 2], [0, 10, 40])\n"
+        "sco_s = scipy.interpolate.CubicSpline([0, 1, 2, 3], [0, 1, 8, 27])\ndef sco_f(v):\n"
+        "    return (v[0] - 1) ** 2 + (v[1] + 2) ** 2\nsco_r = scipy.optimize.minimize(sco_f, [0.0, 0.0])\n"
+        "sco_k = scipy.stats.gaussian_kde([1.0, 2.0, 2.5, 4.0])\n",
+        "sco_d.cdf(2) == 0.5 and sco_d.std() == 3 and float(sco_i(1.5)) == 25.0 and abs(float(sco_s(2)) - 8) < 1e-9 and np.allclose(sco_r.x, [1, -2], atol=1e-4) and sco_r.success and sco_k(2.0)[0] > 0",
     ),
     # -- sympy ---------------------------------------------------------------------------------------
     _p(  # shapes of numbers JSON cannot hold, in the preview the background writer sends back as JSON
@@ -1275,6 +1371,13 @@ PATTERNS = [
         "from typing import Generic, TypeVar\nfrom pydantic import BaseModel\nPgT = TypeVar('PgT')\n"
         "class PgBox(BaseModel, Generic[PgT]):\n    item: PgT\npg_box = PgBox[int](item=1)",
         "isinstance(pg_box, PgBox[int]) and type(pg_box) is PgBox[int] and pg_box.item == 1",
+    ),
+    _p(
+        "sympy_function",
+        "sympy",
+        "import sympy as sp\nsyf_x = sp.Symbol('syf_x')\nsyf_f = sp.Function('syf_f')\n"
+        "syf_e = syf_f(syf_x) ** 2 + 1\nsyf_l = sp.lambdify(syf_x, sp.sin(syf_x) ** 2 + 1)\n",
+        "syf_f(syf_x).func is syf_f and syf_e.atoms(syf_f) == {syf_f(syf_x)} and abs(syf_l(0.5) - 1.2298488470659578) < 1e-12 and syf_e.diff(syf_x) == 2 * syf_f(syf_x) * syf_f(syf_x).diff(syf_x)",
     ),
     # -- attrs -----------------------------------------------------------------------------------------
     _p(
@@ -1358,6 +1461,17 @@ PATTERNS = [
         "skp_p = skp_m.predict_proba(skp_X)",
         "np.array_equal(skp_m.predict_proba(skp_X), skp_p) and skp_m.named_steps['sc'] is skp_m.steps[0][1]",
     ),
+    _p(
+        "grid_search",
+        "sklearn",
+        "import numpy as np\nfrom sklearn.model_selection import GridSearchCV\n"
+        "from sklearn.linear_model import Ridge\nfrom sklearn.metrics import make_scorer\n"
+        "def gsc_neg(y, p):\n    return -((y - p) ** 2).mean()\ngsc_X = np.arange(40.0).reshape(20, 2)\n"
+        "gsc_y = gsc_X.sum(1)\n"
+        "gsc_s = GridSearchCV(Ridge(), {'alpha': [0.1, 1.0]}, scoring=make_scorer(gsc_neg), cv=2).fit(gsc_X, gsc_y)\n"
+        "gsc_pred = gsc_s.predict(gsc_X[:2])\n",
+        "np.allclose(gsc_s.predict(gsc_X[:2]), gsc_pred) and gsc_s.best_params_ == {'alpha': 0.1} and gsc_s.scorer_._score_func is gsc_neg",
+    ),
     # -- matplotlib ------------------------------------------------------------------------------------
     _p(
         "figure_axes",
@@ -1374,6 +1488,23 @@ PATTERNS = [
         "cmr_ramp = mcolors.LinearSegmentedColormap.from_list('cmr_ramp', ['red', 'blue'])\n"
         "matplotlib.colormaps.register(cmr_ramp)",
         "matplotlib.colormaps['cmr_ramp'] == cmr_ramp and matplotlib.colormaps['cmr_ramp'](0.0)[:3] == (1.0, 0.0, 0.0)",
+    ),
+    _p(
+        "projection_registered",
+        "matplotlib",
+        "from matplotlib.projections import register_projection, get_projection_class\n"
+        "from matplotlib.axes import Axes\nclass RpAxes(Axes):\n    name = 'rp_custom'\n"
+        "register_projection(RpAxes)\n",
+        "get_projection_class('rp_custom') is RpAxes",
+    ),
+    # -- networkx ------------------------------------------------------------------------------------
+    _p(
+        "networkx_nodes",
+        "networkx",
+        "import networkx as nx\nclass NxCity:\n    def __init__(self, name):\n        self.name = name\n"
+        "nxc_a, nxc_b = NxCity('a'), NxCity('b')\nnxc_g = nx.DiGraph()\n"
+        "nxc_g.add_edge(nxc_a, nxc_b, weight=3)\nnxc_g.graph['title'] = 'routes'\n",
+        "nxc_g[nxc_a][nxc_b]['weight'] == 3 and nxc_a in nxc_g and list(nxc_g.successors(nxc_a)) == [nxc_b] and nxc_g.graph['title'] == 'routes' and nx.shortest_path(nxc_g, nxc_a, nxc_b) == [nxc_a, nxc_b]",
     ),
     # -- torch -----------------------------------------------------------------------------------------
     _p(
