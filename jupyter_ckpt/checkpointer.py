@@ -602,7 +602,8 @@ class Checkpointer:
                 self._owe(meta.trigger, meta.status, meta.cell)
             return None
         except Exception as e:
-            self.store.revive()  # removed under the writer (``rm -rf``, its disk unmounted): made again, and said
+            with contextlib.suppress(CheckpointError, OSError):  # one that cannot be made again: said by the next save
+                self.store.revive()  # removed under the writer (``rm -rf``, its disk unmounted): made again, and said
             if self._revivals != revivals:  # the state goes to the new store: nothing else to say
                 if raise_errors:
                     raise CheckpointFailed(
