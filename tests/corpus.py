@@ -422,6 +422,65 @@ PATTERNS = [
         "        IskPlugin.by_name[name] = cls\nclass IskCsv(IskPlugin, name='csv'):\n    pass\n",
         "IskPlugin.by_name == {'csv': IskCsv} and IskCsv.plugin_name == 'csv' and type('IskJson', (IskPlugin,), {}, name='json').plugin_name == 'json' and IskPlugin.by_name['json'].__name__ == 'IskJson'",
     ),
+    _p(
+        "nested_class",
+        "plain",
+        "class CncOuter:\n    class Inner:\n        def __init__(self, v):\n            self.v = v\n"
+        "    def make(self):\n        return CncOuter.Inner(3)\ncnc_i = CncOuter().make()\n",
+        "type(cnc_i) is CncOuter.Inner and cnc_i.v == 3 and CncOuter.Inner.__qualname__ == 'CncOuter.Inner'",
+    ),
+    _p(
+        "local_class",
+        "plain",
+        "def clc_make(v):\n    class Local:\n        def __init__(self):\n            self.v = v\n"
+        "        def twice(self):\n            return 2 * self.v\n    return Local()\nclc_a = clc_make(2)\n"
+        "clc_b = clc_make(5)\n",
+        "clc_a.twice() == 4 and clc_b.twice() == 10 and type(clc_a).__qualname__ == 'clc_make.<locals>.Local'",
+    ),
+    _p(
+        "deleted_class",
+        "plain",
+        "class CdcTemp:\n    def __init__(self):\n        self.k = 1\n    def get(self):\n"
+        "        return self.k\ncdc_o = CdcTemp()\ndel CdcTemp\n",
+        "cdc_o.get() == 1 and type(cdc_o).__name__ == 'CdcTemp' and 'CdcTemp' not in globals()",
+    ),
+    _p(
+        "exception_notes_group",
+        "plain",
+        "try:\n    raise ValueError('bad')\nexcept ValueError as e:\n    e.add_note('row 5')\n    cen_e = e\n"
+        "cen_g = ExceptionGroup('many', [KeyError('k'), cen_e])\n",
+        "cen_e.__notes__ == ['row 5'] and cen_g.exceptions[1] is cen_e and isinstance(cen_g.exceptions[0], KeyError) and str(cen_g) == 'many (2 sub-exceptions)'",
+    ),
+    _p(
+        "recursive_closure",
+        "plain",
+        "def crc_make():\n    def fact(n):\n        return 1 if n < 2 else n * fact(n - 1)\n    return fact\n"
+        "crc_f = crc_make()\n",
+        "crc_f(5) == 120",
+    ),
+    _p(
+        "slots_and_dict",
+        "plain",
+        "class CsdMixed:\n    __slots__ = ('a', '__dict__')\n    def __init__(self):\n        self.a = 1\n"
+        "        self.b = 2\ncsd_m = CsdMixed()\n",
+        "csd_m.a == 1 and csd_m.b == 2 and vars(csd_m) == {'b': 2}",
+    ),
+    _p(
+        "class_lambda_attribute",
+        "plain",
+        "class CclUnits:\n    convert = staticmethod(lambda x: x * CclUnits.factor)\n    factor = 10\n"
+        "    key = lambda self: self.factor\nccl_u = CclUnits()\n",
+        "CclUnits.convert(2) == 20 and ccl_u.key() == 10",
+    ),
+    _p(
+        "abstract_property_setter",
+        "plain",
+        "import abc\nclass CapBase(abc.ABC):\n    @property\n    @abc.abstractmethod\n"
+        "    def size(self): ...\nclass CapImpl(CapBase):\n    def __init__(self):\n        self._s = 1\n"
+        "    @property\n    def size(self):\n        return self._s\n    @size.setter\n"
+        "    def size(self, v):\n        self._s = v\ncap_i = CapImpl()\ncap_i.size = 4\n",
+        "cap_i.size == 4 and CapBase.__abstractmethods__ == frozenset({'size'}) and isinstance(cap_i, CapBase)",
+    ),
     # -- standard library --------------------------------------------------------------------------
     _p(
         "lru_cache",
@@ -1022,6 +1081,93 @@ PATTERNS = [
         "    dcx_x = decimal.Decimal(1) / 7\n",
         "dcx_ctx.prec == 4 and dcx_ctx.rounding == decimal.ROUND_DOWN and dcx_ctx.traps[decimal.Inexact] and str(dcx_x) == '0.14286' and dcx_ctx.divide(decimal.Decimal(1), decimal.Decimal(8)) == decimal.Decimal('0.125')",
     ),
+    _p(
+        "dataclass_factory",
+        "stdlib",
+        "import dataclasses\ndef bdf_default():\n    return ['seed']\n@dataclasses.dataclass\nclass BdfRun:\n"
+        "    tags: list = dataclasses.field(default_factory=bdf_default)\nbdf_r = BdfRun()\n",
+        "BdfRun().tags == ['seed'] and bdf_r.tags == ['seed'] and BdfRun.__dataclass_fields__['tags'].default_factory is bdf_default",
+    ),
+    _p(
+        "enum_auto",
+        "stdlib",
+        "import enum\nclass BeaColor(enum.Enum):\n"
+        "    def _generate_next_value_(name, start, count, last_values):\n        return name.lower()\n"
+        "    RED = enum.auto()\n    BLUE = enum.auto()\nbea_c = BeaColor.BLUE\n",
+        "bea_c.value == 'blue' and bea_c is BeaColor('blue')",
+    ),
+    _p(
+        "queue_event",
+        "stdlib",
+        "import queue, threading\nbqe_q = queue.Queue()\nbqe_q.put(1)\nbqe_q.put({'k': 2})\n"
+        "bqe_e = threading.Event()\nbqe_e.set()\nbqe_pq = queue.PriorityQueue()\nbqe_pq.put((2, 'b'))\n"
+        "bqe_pq.put((1, 'a'))\n",
+        "bqe_q.qsize() == 2 and bqe_q.get_nowait() == 1 and bqe_e.is_set() and bqe_pq.get_nowait() == (1, 'a')",
+    ),
+    _p(
+        "partialmethod_classmethod_cache",
+        "stdlib",
+        "import functools\nclass BpmCell:\n    def __init__(self):\n        self.alive = False\n"
+        "    def set_state(self, state):\n        self.alive = state\n"
+        "    set_alive = functools.partialmethod(set_state, True)\n    @classmethod\n    @functools.cache\n"
+        "    def table(cls, n):\n        return list(range(n))\nbpm_c = BpmCell()\n",
+        "(bpm_c.set_alive(), bpm_c.alive)[1] is True and BpmCell.table(3) == [0, 1, 2]",
+    ),
+    _p(
+        "simple_namespace_encoder",
+        "stdlib",
+        "import json, types\nbsn_cfg = types.SimpleNamespace(lr=0.1, inner=types.SimpleNamespace(k=[1]))\n"
+        "class BsnEnc(json.JSONEncoder):\n    def default(self, o):\n        return vars(o)\n"
+        "bsn_enc = BsnEnc(indent=None)\n",
+        'bsn_cfg.inner.k == [1] and bsn_enc.encode(bsn_cfg) == \'{"lr": 0.1, "inner": {"k": [1]}}\'',
+    ),
+    _p(
+        "logger_adapter",
+        "stdlib",
+        "import logging\nbla_log = logging.getLogger('bla_app')\nbla_ad = logging.LoggerAdapter(bla_log, {'run': 7})\n",
+        "bla_ad.logger is bla_log and bla_ad.extra == {'run': 7} and bla_log is logging.getLogger('bla_app')",
+    ),
+    _p(
+        "frozen_post_init",
+        "stdlib",
+        "import dataclasses\n@dataclasses.dataclass(frozen=True)\nclass CfpBox:\n    w: float\n    h: float\n"
+        "    area: float = dataclasses.field(init=False)\n    def __post_init__(self):\n"
+        "        object.__setattr__(self, 'area', self.w * self.h)\ncfp_b = CfpBox(2, 3)\n",
+        "cfp_b.area == 6 and CfpBox(1, 4).area == 4 and hash(cfp_b) == hash(CfpBox(2, 3))",
+    ),
+    _p(
+        "recursive_dataclass",
+        "stdlib",
+        "import dataclasses\n@dataclasses.dataclass(eq=False)\nclass CrdNode:\n    name: str\n"
+        "    parent: 'CrdNode | None' = None\n    children: list = dataclasses.field(default_factory=list)\n"
+        "crd_root = CrdNode('root')\ncrd_kid = CrdNode('kid', crd_root)\ncrd_root.children.append(crd_kid)\n",
+        "crd_root.children[0] is crd_kid and crd_kid.parent is crd_root",
+    ),
+    _p(
+        "singledispatchmethod_classmethod",
+        "stdlib",
+        "import functools\nclass CsmParse:\n    @functools.singledispatchmethod\n    @classmethod\n"
+        "    def parse(cls, x):\n        return 'any'\n    @parse.register\n    @classmethod\n"
+        "    def _(cls, x: int):\n        return 'int'\n",
+        "CsmParse.parse(1) == 'int' and CsmParse.parse('s') == 'any'",
+    ),
+    _p(
+        "wraps_method_stack",
+        "stdlib",
+        "import functools\ndef cwm_trace(f):\n    @functools.wraps(f)\n    def inner(*a, **k):\n"
+        "        return ('traced', f(*a, **k))\n    return inner\nclass CwmApi:\n    @staticmethod\n"
+        "    @cwm_trace\n    def ping():\n        return 'pong'\n    @classmethod\n    @cwm_trace\n"
+        "    def make(cls):\n        return cls.__name__\n    @property\n    @cwm_trace\n    def me(self):\n"
+        "        return 1\n",
+        "CwmApi.ping() == ('traced', 'pong') and CwmApi.make() == ('traced', 'CwmApi') and CwmApi().me == ('traced', 1)",
+    ),
+    _p(
+        "lru_cache_typed_method",
+        "stdlib",
+        "import functools\nclass CltMath:\n    @functools.lru_cache(maxsize=8, typed=True)\n"
+        "    def sq(self, x):\n        return x * x\nclt_m = CltMath()\nclt_m.sq(3)\n",
+        "clt_m.sq(4) == 16 and CltMath.sq.cache_parameters() == {'maxsize': 8, 'typed': True}",
+    ),
     # -- numpy ---------------------------------------------------------------------------------------
     _p(
         "array",
@@ -1326,6 +1472,13 @@ PATTERNS = [
         "plo_sty = plo_df.style.format({'v': '{:.1f}'}).highlight_max('v')\n",
         "plo_gb['v'].sum().to_dict() == {'a': 4.0, 'b': 2.0} and plo_roll.sum().tolist()[1:] == [3.0, 5.0] and plo_res.sum().tolist() == [3.0, 3.0] and '3.0' in plo_sty.to_html()",
     ),
+    _p(
+        "frame_attrs_flags",
+        "pandas",
+        "import pandas as pd\nbfa_df = pd.DataFrame({'a': [1, 2]})\nbfa_df.attrs['source'] = 'x.csv'\n"
+        "bfa_ds = pd.DataFrame({'a': [1]}).set_flags(allows_duplicate_labels=False)\n",
+        "bfa_df.attrs == {'source': 'x.csv'} and bfa_ds.flags.allows_duplicate_labels is False",
+    ),
     # -- scipy ---------------------------------------------------------------------------------------
     _p(
         "from_import_scipy",
@@ -1354,6 +1507,14 @@ PATTERNS = [
         "sco_k = scipy.stats.gaussian_kde([1.0, 2.0, 2.5, 4.0])\n",
         "sco_d.cdf(2) == 0.5 and sco_d.std() == 3 and float(sco_i(1.5)) == 25.0 and abs(float(sco_s(2)) - 8) < 1e-9 and np.allclose(sco_r.x, [1, -2], atol=1e-4) and sco_r.success and sco_k(2.0)[0] > 0",
     ),
+    _p(
+        "scipy_tree_operator",
+        "scipy",
+        "import numpy as np, scipy.spatial, scipy.sparse.linalg\n"
+        "bst_t = scipy.spatial.KDTree(np.arange(10.0).reshape(5, 2))\ndef bst_mv(v):\n    return 2 * v\n"
+        "bst_op = scipy.sparse.linalg.LinearOperator((3, 3), matvec=bst_mv)\n",
+        "bst_t.query([2.1, 3.1])[1] == 1 and (bst_op @ np.ones(3)).tolist() == [2.0, 2.0, 2.0]",
+    ),
     # -- sympy ---------------------------------------------------------------------------------------
     _p(  # shapes of numbers JSON cannot hold, in the preview the background writer sends back as JSON
         "symbolic_shape",
@@ -1378,6 +1539,14 @@ PATTERNS = [
         "import sympy as sp\nsyf_x = sp.Symbol('syf_x')\nsyf_f = sp.Function('syf_f')\n"
         "syf_e = syf_f(syf_x) ** 2 + 1\nsyf_l = sp.lambdify(syf_x, sp.sin(syf_x) ** 2 + 1)\n",
         "syf_f(syf_x).func is syf_f and syf_e.atoms(syf_f) == {syf_f(syf_x)} and abs(syf_l(0.5) - 1.2298488470659578) < 1e-12 and syf_e.diff(syf_x) == 2 * syf_f(syf_x) * syf_f(syf_x).diff(syf_x)",
+    ),
+    _p(
+        "sympy_objects",
+        "sympy",
+        "import sympy as sp\nbsy_x, bsy_y = sp.symbols('bsy_x bsy_y', positive=True)\n"
+        "bsy_m = sp.Matrix([[bsy_x, 1], [0, bsy_y]])\nbsy_sol = sp.solve(sp.Eq(bsy_x ** 2, 4), bsy_x)\n"
+        "bsy_p = sp.Poly(bsy_x ** 2 + 3 * bsy_x, bsy_x)\n",
+        "bsy_m.det() == bsy_x * bsy_y and bsy_sol == [2] and bsy_p.degree() == 2 and bsy_x.is_positive and sp.sqrt(bsy_x ** 2) == bsy_x",
     ),
     # -- attrs -----------------------------------------------------------------------------------------
     _p(
@@ -1471,6 +1640,19 @@ PATTERNS = [
         "gsc_s = GridSearchCV(Ridge(), {'alpha': [0.1, 1.0]}, scoring=make_scorer(gsc_neg), cv=2).fit(gsc_X, gsc_y)\n"
         "gsc_pred = gsc_s.predict(gsc_X[:2])\n",
         "np.allclose(gsc_s.predict(gsc_X[:2]), gsc_pred) and gsc_s.best_params_ == {'alpha': 0.1} and gsc_s.scorer_._score_func is gsc_neg",
+    ),
+    _p(
+        "sklearn_custom_estimator",
+        "sklearn",
+        "import numpy as np\nfrom sklearn.base import BaseEstimator, TransformerMixin\n"
+        "from sklearn.pipeline import make_pipeline\nfrom sklearn.cluster import KMeans\n"
+        "class BskScale(BaseEstimator, TransformerMixin):\n    def __init__(self, k=2.0):\n"
+        "        self.k = k\n    def fit(self, X, y=None):\n        self.mean_ = X.mean(0)\n"
+        "        return self\n    def transform(self, X):\n        return (X - self.mean_) * self.k\n"
+        "bsk_X = np.random.default_rng(1).normal(size=(30, 2))\n"
+        "bsk_m = make_pipeline(BskScale(3.0), KMeans(2, n_init=2, random_state=0)).fit(bsk_X)\n"
+        "bsk_l = bsk_m.predict(bsk_X)\n",
+        "(bsk_m.predict(bsk_X) == bsk_l).all() and bsk_m.get_params()['bskscale__k'] == 3.0 and type(bsk_m.steps[0][1]) is BskScale",
     ),
     # -- matplotlib ------------------------------------------------------------------------------------
     _p(
