@@ -856,19 +856,23 @@ class Checkpointer:
             self._offer_replay(report, manifest, mode)
             if report.unverified:
                 self._verifier = threading.Thread(
-                    target=self._verify_mapped, args=(report,), name="jupyter-ckpt-verify", daemon=True
+                    target=self._verify_mapped,
+                    args=(report, capture.blob_sizes(manifest)),
+                    name="jupyter-ckpt-verify",
+                    daemon=True,
                 )
                 self._verifier.start()
             return report
 
-    def _verify_mapped(self, report: RestoreReport) -> None:
-        """Check the signatures of the chunks a lazy restore mapped; report the variables of any that fail."""
+    def _verify_mapped(self, report: RestoreReport, sizes: dict[str, int]) -> None:
+        """Check the signatures of the chunks a lazy restore mapped (of the ``sizes`` their manifest gives: a file
+        grown since is refused unread); report the variables of any that fail."""
         with contextlib.suppress(OSError):  # the user's cells first
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
         failed: dict[str, str] = {}
         for key in report.unverified:
             try:
-                self.store.blobs.read(key)
+                self.store.blobs.read(key, size=sizes.get(key))
             except CheckpointError as e:
                 failed[key] = str(e)
         if failed:
