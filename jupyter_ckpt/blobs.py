@@ -55,6 +55,7 @@ MAGIC = b"JCKPBLOB"
 _HEADER = struct.Struct("<8sBBHIQ32s")  # 56 bytes
 _SMALL_HEADER = 64
 _PAGE = mmap.PAGESIZE
+HEADER_MAX = _PAGE  # the most bytes a blob file's header takes
 CODEC_RAW = 0
 CODEC_ZSTD = 1
 # zstd over an array's bytes regrouped by their place in the item (the byte shuffle of HDF5 and Blosc): the
@@ -127,8 +128,8 @@ class BlobStorage(Protocol):
 
     def has(self, key: str) -> bool: ...
 
-    def read_file(self, key: str) -> bytes:
-        """The whole blob file (header and payload), unverified."""
+    def read_file(self, key: str, most: int | None = None) -> bytes:
+        """The whole blob file (header and payload), unverified; IntegrityError, unread, if longer than ``most``."""
         ...
 
     def write_file(self, key: str, source: bytes | Path) -> None:
@@ -169,6 +170,11 @@ def _unshuffle(shuffled: memoryview, itemsize: int, into: memoryview) -> None:
 
     target = numpy.frombuffer(into, numpy.uint8).reshape(-1, itemsize)
     target[...] = numpy.frombuffer(shuffled, numpy.uint8).reshape(itemsize, -1).T
+
+
+def longer_than(key: str, most: int) -> IntegrityError:
+    """The refusal of a blob file longer than its checkpoint says it can be."""
+    return IntegrityError(f"blob {key} is longer than its checkpoint says it can be ({most} bytes); it was not read")
 
 
 def check_key(key: str) -> str:
@@ -388,8 +394,10 @@ class LocalBlobs:
     def has(self, key: str) -> bool:
         return key in self._fetched or key in self._fetching or self.path(key).exists()
 
-    def read_file(self, key: str) -> bytes:
+    def read_file(self, key: str, most: int | None = None) -> bytes:
         with self._open(key) as f:
+            if most is not None and os.fstat(f.fileno()).st_size > most:
+                raise longer_than(key, most)
             return f.read()
 
     def write_file(self, key: str, source: bytes | Path) -> None:

@@ -702,6 +702,18 @@ def blob_keys(manifest: Manifest) -> list[str]:
     return [k for e in entries for k in [e["key"], *(c for b in e["buffers"] for c in b["chunks"])]]
 
 
+def blob_sizes(manifest: Manifest) -> dict[str, int]:
+    """The bytes each blob of a manifest holds, for those whose length it records: every chunk of a buffer, and a
+    stream whose length capture recorded (``Group.size``). A blob file longer than it holds is refused unread."""
+    sizes: dict[str, int] = {}
+    for entry in [*manifest["groups"], manifest["random"]]:
+        if "size" in entry:
+            sizes[entry["key"]] = entry["size"]
+        for buffer in entry["buffers"]:
+            sizes.update((key, min(CHUNK, buffer["size"] - i * CHUNK)) for i, key in enumerate(buffer["chunks"]))
+    return sizes
+
+
 def pack(
     module: types.ModuleType,
     capture: Capture,

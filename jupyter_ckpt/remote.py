@@ -48,9 +48,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from .blobs import BlobStat, BlobStorage, check_key
+from .blobs import HEADER_MAX, BlobStat, BlobStorage, check_key, longer_than
+from .capture import blob_sizes
 from .errors import IntegrityError, RemoteError
-from .manifest import FORMAT_VERSION, check_uid
+from .manifest import FORMAT_VERSION, Manifest, check_uid
 from .memory import headroom
 from .notice import Notice
 from .remote_catalog import RemoteCatalog
@@ -162,8 +163,10 @@ class Remote:
     def put_bytes(self, path: str, data: bytes) -> None:
         self._call("upload", self.fs.pipe_file, path, data)
 
-    def get_bytes(self, path: str) -> bytes:
-        data: bytes = self._call("download", self._whole, path)
+    def get_bytes(self, path: str, most: int | None = None) -> bytes:
+        """An object's bytes; with ``most``, only its first ``most`` + 1 (an object grown past what it should hold
+        is never downloaded whole)."""
+        data: bytes = self._call("download", self._whole, path, None if most is None else most + 1)
         return data
 
     def get_records(self, paths: list[str]) -> dict[str, bytes]:
@@ -184,12 +187,12 @@ class Remote:
             out[path] = bytes(data)
         return out
 
-    def _whole(self, path: str) -> bytes:
-        """An object's bytes in one request: asked for as the range from byte 0, since without a range s3fs asks
-        for the size first (one more round trip per object, to decide on a split download). An empty object
-        has no such range; it is asked for whole."""
+    def _whole(self, path: str, end: int | None = None) -> bytes:
+        """An object's bytes in one request (up to ``end``): asked for as the range from byte 0, since without a
+        range s3fs asks for the size first (one more round trip per object, to decide on a split download). An
+        empty object has no such range; it is asked for whole."""
         try:
-            return bytes(self.fs.cat_file(path, start=0))
+            return bytes(self.fs.cat_file(path, start=0, end=end))
         except OSError as e:
             if e.errno != errno.EINVAL:
                 raise
@@ -218,8 +221,11 @@ class RemoteBlobs:
     def has(self, key: str) -> bool:
         return self._remote.exists(self._path(key))
 
-    def read_file(self, key: str) -> bytes:
-        return self._remote.get_bytes(self._path(key))
+    def read_file(self, key: str, most: int | None = None) -> bytes:
+        data = self._remote.get_bytes(self._path(key), most)
+        if most is not None and len(data) > most:  # a byte more than it can hold was asked for: it is longer
+            raise longer_than(key, most)
+        return data
 
     def write_file(self, key: str, source: bytes | Path) -> None:
         if isinstance(source, Path):
@@ -425,7 +431,8 @@ class Replica:
             return
         room = headroom()
         write = room is not None and sum(missing.values()) > room.free // 4
-        self._fetches = [self._pool.submit(self._fetch_blob, key, write) for key in missing]
+        most = _most(self.store.manifest(checkpoint_id))  # signed: no download is longer than it says
+        self._fetches = [self._pool.submit(self._fetch_blob, key, write, most.get(key)) for key in missing]
         self.store.blobs.fetching(dict(zip(missing, self._fetches, strict=True)))
         try:
             yield
@@ -443,8 +450,8 @@ class Replica:
         futures.wait(self._fetches)
         self.store.blobs.drop_fetched()
 
-    def _fetch_blob(self, key: str, write: bool) -> None:
-        self.store.blobs.hold_fetched(key, self.remote.blobs.read_file(key))
+    def _fetch_blob(self, key: str, write: bool, most: int | None) -> None:
+        self.store.blobs.hold_fetched(key, self.remote.blobs.read_file(key, most))
         if write:
             self.catalog.add_fetched_blobs([key])
 
@@ -470,13 +477,18 @@ class Replica:
         """Download the blobs of checkpoints only the remote store holds and check each (its header and its
         signature), keeping none: a problem for each that fails, naming its checkpoint."""
         owners: dict[str, list[int]] = {}
+        most: dict[str, int] = {}
         for checkpoint_id in sorted(checkpoint_ids):
+            try:
+                most.update(_most(self.store.manifest(checkpoint_id)))
+            except IntegrityError:  # named by the store's own verify: its blobs are not downloaded
+                continue
             for key in self.catalog.missing_blobs(checkpoint_id):
                 owners.setdefault(key, []).append(checkpoint_id)
 
         def check(key: str) -> str | None:
             try:
-                self.store.blobs.check_file(key, self.remote.blobs.read_file(key))
+                self.store.blobs.check_file(key, self.remote.blobs.read_file(key, most.get(key)))
             except (IntegrityError, RemoteError) as e:
                 return f"checkpoint(s) {', '.join(map(str, owners[key]))}: {e}"
             return None
@@ -618,6 +630,11 @@ def _modified(info: dict[str, Any], default: float) -> float:
 def _size(info: dict[str, Any]) -> int:
     """An object's size as its listing gives it."""
     return int(info.get("size") or 0)
+
+
+def _most(manifest: Manifest) -> dict[str, int]:
+    """The most bytes each blob file of a checkpoint can take, for those whose length its manifest records."""
+    return {key: HEADER_MAX + size for key, size in blob_sizes(manifest).items()}
 
 
 def _uid(path: str) -> str:

@@ -241,7 +241,7 @@ def _patches(
         if changed and flat.readonly:
             return None  # a text column's buffer, or a read-only array: rebuild the group
         memory.ensure_room(len(changed) * CHUNK, f"reading the parts of {_listed(names)} that changed")
-        plan += [(flat, i * CHUNK, blobs.read(t)) for i, t in changed]
+        plan += [(flat, i * CHUNK, blobs.read(t, size=min(CHUNK, flat.nbytes - i * CHUNK))) for i, t in changed]
     return plan
 
 

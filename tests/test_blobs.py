@@ -506,3 +506,26 @@ def test_a_groups_stream_grown_to_a_length_that_fits_the_memory_is_refused_befor
     with pytest.raises(IntegrityError, match=f"blob {group['key']} is {grown} bytes compressed, more than the "):
         read_group(store.blobs, group)
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 64 << 10  # KiB: nothing of it was read
+
+
+def test_an_undos_chunk_grown_on_disk_is_refused_before_it_is_read(store: Store) -> None:
+    """An undo copies into a live array only the chunks that differ from the checkpoint's, read (and verified) one by
+    one with no expected length: one grown sparse on disk, its header saying so, was read whole (256 MiB here)
+    before it failed its check. A chunk's length is known from its buffer's: a longer file is refused unread."""
+    nb = notebook(store)
+    nb.module.a = np.arange(2_000_000, dtype=np.float64)  # four chunks
+    before = nb.save()
+    nb.module.a[0] = -1.0  # in place: the undo patches the live array
+    nb.save()
+    (buffer,) = next(g for g in store.manifest(before)["groups"] if g["names"] == ["a"])["buffers"]
+    path = store.blobs.path(buffer["chunks"][0])
+    grown = 256 << 20
+    with open(path, "r+b") as f:
+        (header_size,) = struct.unpack_from("<I", f.read(16), 12)
+        f.seek(16)
+        f.write(struct.pack("<Q", grown))
+        f.truncate(header_size + grown)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(IntegrityError, match=f"blob {buffer['chunks'][0]} is {grown} bytes compressed, more than"):
+        nb.restore(str(before))
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak < 64 << 10  # KiB: nothing of it was read

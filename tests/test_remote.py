@@ -739,3 +739,26 @@ def test_a_uid_planted_in_the_catalog_never_names_what_a_push_writes(s3: S3, jup
     b, down = machine(jupyter_dirs / "b", s3)
     down.pull()
     assert len(b.checkpoints("nb.ipynb")) == 2 and len(b.checkpoints("other.ipynb")) == 1  # first, kept; victim
+
+
+def test_a_blob_object_grown_in_the_bucket_is_not_downloaded_past_what_its_checkpoint_holds(
+    s3: S3, jupyter_dirs: Path
+) -> None:
+    """A fetch downloaded each blob object whole before checking it: one replaced in the bucket by an object of any
+    length was read into the kernel's memory (a restore on another machine, ``jupyter ckpt --store s3://… verify``).
+    The signed manifest says how long each blob can be; a longer object is refused after that many bytes."""
+    a, up = machine(jupyter_dirs / "a", s3)
+    cid = notebook(a, up).save(tag="good")
+    up.push()
+    stream = a.manifest(cid)["groups"][0]["key"]
+    path = f"users/alice/blobs/{stream[:2]}/{stream}"
+    grown = 32 << 20
+    s3.client().put_object(Bucket=s3.bucket, Key=path, Body=b"\0" * grown)
+    b, down = machine(jupyter_dirs / "b", s3)
+    (cid,) = down.pull()
+    with pytest.raises(IntegrityError, match=f"blob {stream} is longer than its checkpoint says it can be"):
+        down.fetch(cid)
+    assert not b.blobs.has(stream)
+    assert len(down.remote.get_bytes(f"{down.remote.root}/blobs/{stream[:2]}/{stream}", 100)) == 101  # a range
+    verified = cli("--store", s3.url, "verify", env=dict(os.environ, JUPYTER_CKPT_DIR=str(jupyter_dirs / "c")))
+    assert verified.returncode == 3 and f"blob {stream} is longer than its checkpoint says" in verified.stdout
