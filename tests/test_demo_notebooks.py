@@ -15,7 +15,7 @@ EXPECTED = {
     # the status after the long loop: every cell checkpointed, nothing left to write
     "analysis_session": ["policy: after every cell", "writing: no", "boot_means"],
     # after the (skipped) crash, the expensive result and the summary table are there
-    "crash_and_recover": ["calibrate, calibrated, expensive_result", "(3, 2))"],
+    "crash_and_recover": ["calibrate, calibrated, db, expensive_result", "(3, 2))"],
     # undo, restore of the savepoint, a one-variable restore on the new branch, and the timeline widget
     "rollback_and_branching": [
         "40.0",
