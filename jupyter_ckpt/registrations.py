@@ -1,11 +1,12 @@
 """What the cells registered with an imported library: a notebook class made a pandas accessor
 (``@pd.api.extensions.register_dataframe_accessor("geo")``) or a virtual subclass of a library's abstract
 class (``collections.abc.Sequence.register(Rows)``), a colormap a variable holds registered with matplotlib
-(``matplotlib.colormaps.register(cmap)``), a notebook class made a matplotlib projection
-(``register_projection(PolarLike)``), and a function a variable holds registered for a class with ``copyreg``
-(``copyreg.pickle(Point, reduce_point)``: how ``pickle``, ``multiprocessing`` and ``joblib`` then take a ``Point``)
-or with IPython's display (``get_ipython().display_formatter.formatters["text/plain"].for_type(Money, show)``:
-how a later cell's output shows a ``Money``).
+(``matplotlib.colormaps.register(cmap)``), a notebook class made a matplotlib projection or scale
+(``register_projection(PolarLike)``) or a pandas extension dtype, and a function a variable holds registered
+for a class with ``copyreg`` (``copyreg.pickle(Point, reduce_point)``: how ``pickle``, ``multiprocessing`` and
+``joblib`` then take a ``Point``) or with IPython's display
+(``get_ipython().display_formatter.formatters["text/plain"].for_type(Money, show)``: how a later cell's output
+shows a ``Money``).
 
 Such a registration lives in the library, not in a variable, and a fresh kernel's imports do not make it
 again: a restore into one would bring the class back without ``df.geo`` or ``isinstance(rows, Sequence)``.
@@ -28,7 +29,7 @@ import copyreg
 import importlib
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from . import serialize
@@ -39,7 +40,8 @@ from . import serialize
 # ["copyreg", "copyreg:dispatch_table", "Point", "reduce_point"] is ``copyreg.pickle(Point, reduce_point)``, of the
 # class in the variable ``Point`` or, named ``module:qualname``, one an import finds; ["formatter",
 # "IPython:text/plain", "Money", "show"] is ``formatters["text/plain"].for_type(Money, show)``, of the shell's;
-# ["projection", "matplotlib:projections", "polar_like", "PolarLike"] is ``register_projection(PolarLike)``.
+# ["projection", "matplotlib:projections", "polar_like", "PolarLike"] is ``register_projection(PolarLike)``, and
+# likewise a matplotlib scale and a pandas extension dtype (``_NAMED``).
 Registration = list[str]
 
 # The pandas classes that take accessors, and the call that registers one on each.
@@ -63,7 +65,7 @@ def read(variables: dict[str, Any], notebook: str) -> list[Registration]:
     try:
         found = [*_colormaps(variables), *_functions_for_classes(variables, classes)]
         if classes:
-            found += [*_accessors(classes), *_projections(classes), *_virtual_subclasses(classes, notebook)]
+            found += [*_accessors(classes), *_library_names(classes), *_virtual_subclasses(classes, notebook)]
         return sorted(found)
     except Exception:
         return []
@@ -89,14 +91,44 @@ def _colormaps(variables: dict[str, Any]) -> Iterator[Registration]:
             yield ["colormap", "matplotlib:colormaps", key, name]
 
 
-def _projections(classes: dict[int, str]) -> Iterator[Registration]:
-    """The notebook's classes registered as matplotlib projections (``register_projection(PolarLike)``, then
-    ``fig.add_subplot(projection="polar_like")``): a fresh kernel has only matplotlib's own."""
-    projections = sys.modules.get("matplotlib.projections")
-    registry = getattr(getattr(projections, "projection_registry", None), "_all_projection_types", {})
-    for key, klass in sorted(registry.items()):
-        if id(klass) in classes:
-            yield ["projection", "matplotlib:projections", key, classes[id(klass)]]
+# The registries of classes by name that a library keeps: each kind's target, and the module that holds it.
+_NAMED = {
+    "projection": ("matplotlib:projections", "matplotlib.projections"),
+    "scale": ("matplotlib:scale", "matplotlib.scale"),
+    "extension dtype": ("pandas:api.extensions", "pandas.core.dtypes.base"),
+}
+
+
+def _named_classes(kind: str, module: Any) -> tuple[dict[str, type], Callable[[type], None]]:
+    """A library's registry of classes by name, as ``{name: class}``, and how a class is put in it in the place of
+    the one of its name (the class a restore replaced): a matplotlib projection (``register_projection``, then
+    ``add_subplot(projection="polar_like")``) or scale (``register_scale``, then ``set_xscale("square")``), a
+    pandas extension dtype (``@register_extension_dtype``, then ``astype("unit")``)."""
+    if kind == "projection":
+        return dict(module.projection_registry._all_projection_types), module.register_projection
+    if kind == "scale":
+        return dict(module._scale_mapping), module.register_scale
+    dtypes = module._registry.dtypes
+
+    def put(klass: type) -> None:
+        named = [i for i, c in enumerate(dtypes) if vars(c).get("name") == vars(klass).get("name")]
+        if named:
+            dtypes[named[0]] = klass
+        else:
+            dtypes.append(klass)  # as ``register_extension_dtype`` does
+
+    return {c.__dict__["name"]: c for c in dtypes if isinstance(vars(c).get("name"), str)}, put
+
+
+def _library_names(classes: dict[int, str]) -> Iterator[Registration]:
+    """The notebook's classes a library's registry of classes by name holds (``_NAMED``): a fresh kernel has only
+    the library's own."""
+    for kind, (target, module) in _NAMED.items():
+        if module in sys.modules:
+            registry, _ = _named_classes(kind, sys.modules[module])
+            for key, klass in sorted(registry.items()):
+                if id(klass) in classes:
+                    yield [kind, target, key, classes[id(klass)]]
 
 
 def _functions_for_classes(variables: dict[str, Any], classes: dict[int, str]) -> Iterator[Registration]:
@@ -200,10 +232,10 @@ def apply(registrations: list[Registration], namespace: dict[str, Any]) -> dict[
                 continue
             if not isinstance(held, type):
                 raise TypeError(f"{variable} is not a class in this kernel")
-            if kind == "projection" and target == "matplotlib:projections":
-                projections = importlib.import_module("matplotlib.projections")
-                if projections.projection_registry._all_projection_types.get(key) is not held:
-                    projections.register_projection(held)  # under its ``name``, the key it was read under
+            if kind in _NAMED and target == _NAMED[kind][0]:
+                registry, put = _named_classes(kind, importlib.import_module(_NAMED[kind][1]))
+                if registry.get(key) is not held:
+                    put(held)  # under its ``name``, the key it was read under
                 continue
             owner, pandas_class = serialize.find(target), target.removeprefix("pandas:")
             if kind == "accessor" and pandas_class != target and pandas_class in _PANDAS:

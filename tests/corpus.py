@@ -1479,6 +1479,14 @@ PATTERNS = [
         "bfa_ds = pd.DataFrame({'a': [1]}).set_flags(allows_duplicate_labels=False)\n",
         "bfa_df.attrs == {'source': 'x.csv'} and bfa_ds.flags.allows_duplicate_labels is False",
     ),
+    _p(
+        "extension_dtype_registered",
+        "pandas",
+        "import pandas as pd\nfrom pandas.api.extensions import register_extension_dtype, ExtensionDtype\n"
+        "@register_extension_dtype\nclass RedUnit(ExtensionDtype):\n    name = 'red_unit'\n    type = float\n"
+        "    @classmethod\n    def construct_array_type(cls):\n        return pd.arrays.FloatingArray\n",
+        "pd.api.types.pandas_dtype('red_unit').__class__ is RedUnit",
+    ),
     # -- scipy ---------------------------------------------------------------------------------------
     _p(
         "from_import_scipy",
@@ -1687,6 +1695,15 @@ PATTERNS = [
         "nxc_a, nxc_b = NxCity('a'), NxCity('b')\nnxc_g = nx.DiGraph()\n"
         "nxc_g.add_edge(nxc_a, nxc_b, weight=3)\nnxc_g.graph['title'] = 'routes'\n",
         "nxc_g[nxc_a][nxc_b]['weight'] == 3 and nxc_a in nxc_g and list(nxc_g.successors(nxc_a)) == [nxc_b] and nxc_g.graph['title'] == 'routes' and nx.shortest_path(nxc_g, nxc_a, nxc_b) == [nxc_a, nxc_b]",
+    ),
+    _p(
+        "scale_registered",
+        "matplotlib",
+        "import matplotlib.scale as msc\nclass RsSquare(msc.FuncScale):\n    name = 'rs_square'\n"
+        "    def __init__(self, axis):\n"
+        "        super().__init__(axis, (lambda x: x ** 2, lambda x: x ** 0.5))\n"
+        "msc.register_scale(RsSquare)\n",
+        "'rs_square' in msc.get_scale_names() and msc.scale_factory('rs_square', None).__class__ is RsSquare",
     ),
     # -- torch -----------------------------------------------------------------------------------------
     _p(
