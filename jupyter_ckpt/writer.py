@@ -687,8 +687,11 @@ def adopt(
             except UnknownSession:
                 newest = []
             parent = newest[0].id if newest else None
-            linked = capture.link(manifest, parent, store.manifest(parent) if parent is not None else None)
-            adopted.append(store.commit(session, linked, blobs))
+            try:
+                before = store.manifest(parent) if parent is not None else None
+            except CheckpointError:  # the newest is damaged: the state is kept all the same, every variable changed
+                before = None
+            adopted.append(store.commit(session, capture.link(manifest, parent, before), blobs))
         except CheckpointError:
             pass  # its blobs are gone or damaged: nothing to adopt
         path.unlink(missing_ok=True)

@@ -5,10 +5,13 @@ from __future__ import annotations
 import gc
 import importlib
 import io
+import json
 import logging
 import os
 import random
 import re
+import sqlite3
+import subprocess
 import sys
 import textwrap
 import threading
@@ -27,8 +30,10 @@ from jupyter_ckpt import checkpointer
 from jupyter_ckpt.capture import group
 from jupyter_ckpt.checkpointer import Checkpointer
 from jupyter_ckpt.errors import BadArgument, IntegrityError, UnknownCheckpoint
+from jupyter_ckpt.restore import restore_namespace
 from jupyter_ckpt.schedule import Scheduler
 from jupyter_ckpt.store import Store, load_secret
+from jupyter_ckpt.timeline import Timeline
 from jupyter_ckpt.units import parse_size
 
 NOTEBOOK = """
@@ -1053,3 +1058,31 @@ def test_an_error_put_in_the_place_of_a_writer_s_result_is_not_acted_on(store: S
     assert any("fails its signature check" in message for message in said), said
     ckpt.save()  # and the next checkpoint holds the state
     assert [r.changed for r in ckpt.checkpoints()] == [["big"]]
+
+
+def test_a_dead_kernel_s_finished_state_is_adopted_after_a_newest_checkpoint_that_is_damaged(store: Store) -> None:
+    """A gc adopts the result a dead kernel's writer finished, after the newest checkpoint of its notebook. With that
+    newest checkpoint's manifest damaged (changed by hand), the state was dropped as if its blobs were gone."""
+    module = types.ModuleType("__main__")
+    module.x = 1  # type: ignore[attr-defined]
+    ckpt = Checkpointer(store, "damaged.ipynb", module, background=True)
+    ckpt.save()
+    module.x = 2  # type: ignore[attr-defined]
+    ckpt.record_cell(2, "x = 2", True, 0.1)
+    ckpt.save(trigger="cell", cell=2)
+    deadline = time.monotonic() + 30
+    while not (results := list(store.blobs.tmp.glob("result.*.json"))):
+        assert time.monotonic() < deadline, "the writer left no result"
+        time.sleep(0.01)
+    time.sleep(0.2)  # its writer exits
+    dead = subprocess.Popen(["true"])  # a pid no process has any more
+    dead.wait()
+    result = store.unseal(json.loads(results[0].read_text()), "a result")
+    results[0].write_text(json.dumps(store.seal({**result, "kernel": [dead.pid, 1]})))  # its kernel was killed
+    with sqlite3.connect(store.root / "catalog.sqlite") as db:
+        db.execute("UPDATE checkpoints SET mac='0' WHERE id=?", (ckpt.head,))
+    Timeline(store).gc(None, 20, None)
+    (adopted,) = [r for r in store.checkpoints("damaged.ipynb") if r.cell == 2]
+    fresh = types.ModuleType("__main__")
+    restore_namespace(store.blobs, fresh, adopted.id, store.manifest(adopted.id))
+    assert fresh.x == 2  # type: ignore[attr-defined]
