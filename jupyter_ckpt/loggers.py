@@ -4,8 +4,8 @@
 Loggers live in the ``logging`` module, not in variables, and a fresh kernel starts without the set-up
 the session made: a restore into one printed none of the messages the notebook logged. A checkpoint
 keeps, as plain data in the manifest, each logger the session changed since jupyter-ckpt was loaded
-(``Start``: its level, whether it propagates, whether it is disabled, its handlers), and
-``logging.disable``'s level:
+(``Start``: its level, whether it propagates, whether it is disabled, its handlers), the names the
+cells gave levels (``logging.addLevelName(25, "NOTICE")``), and ``logging.disable``'s level:
 
 - a handler writing to the notebook's output (``sys.stdout``, ``sys.stderr``, as ``basicConfig`` makes)
   or to a file, with no formatter or a ``logging.Formatter``, is kept as plain data: its level and its
@@ -52,11 +52,12 @@ class Start:
 
     loggers: dict[str, Config]
     disable: int
+    levels: dict[int, str]  # the names of the levels (``logging.addLevelName``)
 
     @classmethod
     def now(cls) -> Start:
         loggers = {name: _config(logger, {}) for name, logger in _loggers().items()}
-        return cls(loggers, logging.root.manager.disable)
+        return cls(loggers, logging.root.manager.disable, _level_names())
 
 
 def holders(notebook: dict[str, Any]) -> dict[int, str]:
@@ -78,13 +79,20 @@ def read(start: Start, notebook: dict[str, Any]) -> dict[str, Any]:
             if _config(logger, held) != start.loggers.get(name, _UNSET)
         }
         disable = logging.root.manager.disable
+        levels = [[level, name] for level, name in sorted(_level_names().items()) if start.levels.get(level) != name]
     except Exception:
         return found
     if changed:
         found["loggers"] = dict(sorted(changed.items()))
     if disable != start.disable:
         found["disable"] = disable
+    if levels:
+        found["levels"] = levels
     return found
+
+
+def _level_names() -> dict[int, str]:
+    return dict(logging._levelToName)
 
 
 def apply(
@@ -116,6 +124,9 @@ def apply(
                 failed[f"logging handler {_where(kept_handler)} of logger {name!r}"] = f"not made again: {e}"
         _set(logger, (plain["level"], plain["propagate"], plain["disabled"], tuple(handlers)), ours)
     logging.disable(kept.get("disable", start.disable))
+    for level, name in kept.get("levels", []):  # a name given since is kept: logging cannot take one away
+        if logging.getLevelName(level) != name:
+            logging.addLevelName(level, name)
     return failed
 
 

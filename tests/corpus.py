@@ -1168,6 +1168,12 @@ PATTERNS = [
         "    def sq(self, x):\n        return x * x\nclt_m = CltMath()\nclt_m.sq(3)\n",
         "clt_m.sq(4) == 16 and CltMath.sq.cache_parameters() == {'maxsize': 8, 'typed': True}",
     ),
+    _p(
+        "logging_level_name",
+        "stdlib",
+        "import logging\nlogging.addLevelName(25, 'NOTICE')\nlln_log = logging.getLogger('lln')\n",
+        "logging.getLevelName(25) == 'NOTICE' and logging.getLevelName('NOTICE') == 25",
+    ),
     # -- numpy ---------------------------------------------------------------------------------------
     _p(
         "array",
