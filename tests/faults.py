@@ -22,7 +22,8 @@ Counted over the run: torn states, committed checkpoints lost, restores that
 fail, forced saves that name no checkpoint, verify failures; all five must be
 zero. A kernel that something other than the harness kills (the out-of-memory
 killer, when other programs run memory short) ends its cycle early and is
-counted as ``interrupted``; the store is verified all the same. ``make faults``
+counted as ``interrupted``, and so is a restore refused for want of memory (``OutOfMemory``); the store is
+verified all the same. ``make faults``
 runs 200 cycles and writes ``benchmarks/results/faults.json``;
 ``test_faults.py`` runs a few.
 """
@@ -134,8 +135,12 @@ def cycle(store: Store, pick: random.Random, tally: Tally, forced: dict[int, str
         k.ok("%load_ext jupyter_ckpt")
         if forced:
             r = k.run("%checkpoint restore last-good")
-            if r.error:
-                tally.note("failed_restores", r.error)
+            refused = r.error or next((line for line in r.stderr.splitlines() if line.startswith("UsageError")), None)
+            if refused and "memory" in refused:  # refused for the memory other programs hold: as an OOM kill
+                tally.note("interrupted", refused)
+                k.ok(SETUP)
+            elif refused:  # a magic's error is a UsageError on stderr, with no error reply
+                tally.note("failed_restores", refused)
                 k.ok(SETUP)
             elif not sealed(k):
                 tally.note("torn", f"last-good restored a mixed namespace: {r.stdout.strip()}")
