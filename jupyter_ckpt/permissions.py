@@ -45,3 +45,14 @@ def check_not_link(path: Path, what: str) -> None:
             f"the {what} {path} is a symbolic link (to {os.readlink(path)}), where the store keeps one of its own; "
             "it is not used until the link is removed"
         )
+
+
+def read_own_file(path: Path, most: int) -> bytes:
+    """The bytes of a file one of the store's processes left for another (a writer's result), never followed
+    through a link nor waited on (a named pipe put in its place), and OSError unread if it is no regular file or
+    longer than ``most``: it is read before its signature is checked."""
+    with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > most:
+            raise OSError(f"{path} is no file a writer leaves ({stat.filemode(info.st_mode)}, {info.st_size} bytes)")
+        return f.read(most + 1)

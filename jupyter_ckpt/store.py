@@ -205,6 +205,8 @@ ROW_FIELDS = (
 )
 # Bytes of a manifest's text read at most: more than any capture writes (remote.RECORD_MAX holds one whole).
 MANIFEST_MAX = 64 << 20
+# Bytes of a writer's result read at most (``permissions.read_own_file``): a manifest and the list of its blobs.
+RESULT_MAX = 2 * MANIFEST_MAX
 _ID = re.compile(r"[0-9]{1,18}")
 TAG_MAX = 100
 SECRET_MIN = 32  # bytes of key: HMAC-SHA256's own size

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import sqlite3
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -448,3 +449,21 @@ def test_a_writer_result_copied_and_put_back_is_adopted_once(store: Store) -> No
     result.write_text(text)  # put back once that checkpoint is deleted
     assert adopt(store) == [] and not result.exists()
     assert [r.id for r in store.checkpoints("nb.ipynb")] == [record.id]
+
+
+def test_a_pipe_a_link_or_an_endless_file_planted_as_a_writer_result_is_removed_unread(store: Store) -> None:
+    """Every kernel's start and every gc look at the writers' results in ``blobs/tmp`` to commit those of killed
+    kernels. A result was read whole, following links, before its signature was checked: a named pipe planted there
+    made ``%load_ext`` (and ``jupyter ckpt gc``) wait forever, a link was read through (to ``/dev/zero``: forever),
+    and a sparse file of a terabyte ended them in a MemoryError. Each is now removed unread."""
+    tmp = store.blobs.tmp
+    os.mkfifo(tmp / "result.999999999.1.json")
+    (tmp / "result.999999999.2.json").symlink_to(tmp.parent.parent / "catalog.sqlite")
+    with open(tmp / "result.999999999.3.json", "wb") as f:
+        f.truncate(1 << 40)
+    outcome: list[Any] = []
+    thread = threading.Thread(target=lambda: outcome.append(adopt(store)), daemon=True)
+    thread.start()
+    thread.join(30)
+    assert not thread.is_alive(), "adopting a planted result never ended"
+    assert outcome == [[]] and not list(tmp.glob("result.*")), (outcome, list(tmp.iterdir()))
