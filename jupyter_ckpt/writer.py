@@ -62,8 +62,9 @@ from typing import Any
 from . import capture, memory
 from .blobs import BlobInfo, started, writer_alive
 from .errors import CheckpointError, IntegrityError, UnknownSession
+from .permissions import read_own_file
 from .progress import Progress
-from .store import Store
+from .store import RESULT_MAX, Store
 
 # A write: told where to report its progress (bytes done, in all), or None when nobody waits for it.
 Job = Callable[[Progress | None], Any]
@@ -604,7 +605,7 @@ class ForkWriter:
             _follow(child)  # what it told before the wait began, if it ended first
             os.close(child.report[0])
         try:
-            text = child.result.read_text()
+            text = read_own_file(child.result, RESULT_MAX).decode()
             payload = json.loads(text)
         except (OSError, ValueError, RecursionError, MemoryError):  # not a whole result: one put in its place too
             error = _failure(child)
@@ -656,7 +657,7 @@ def adopt(
         if ADOPTING in path.name.split(".") and writer_alive(path.name):  # another process adopts it now
             continue
         try:
-            result = store.unseal(json.loads(path.read_text()), RESULT)
+            result = store.unseal(json.loads(read_own_file(path, RESULT_MAX)), RESULT)
             pid, start = result["kernel"]
             if start is not None and started(pid) == start:  # its kernel lives, and commits it
                 continue
