@@ -662,25 +662,28 @@ def adopt(
             if start is not None and started(pid) == start:  # its kernel lives, and commits it
                 continue
             if "ok" not in result:  # the writer failed: nothing to adopt
-                path.unlink(missing_ok=True)
+                _discard(path)
                 continue
             manifest, blobs = result["ok"][0], result_blobs(result["ok"])
-            if sessions is not None and manifest["session"] not in sessions:
-                continue
-            claimed = path.with_name(f"result.{os.getpid()}.{ADOPTING}.{secrets.token_hex(8)}.json")
-            path.rename(claimed)
         except FileNotFoundError:  # committed by its kernel, or adopted by another process, meanwhile
             continue
         except IntegrityError as e:  # planted by someone who can write the store, not by a writer
             notify(f"jupyter-ckpt: {path} was removed: {e}")
-            path.unlink(missing_ok=True)
+            _discard(path)
             continue
         except (OSError, ValueError, KeyError, TypeError, IndexError, RecursionError, MemoryError):
-            path.unlink(missing_ok=True)  # no result: nothing to adopt
+            _discard(path)  # no result: nothing to adopt
             continue
-        found.append((float(manifest["time"]), manifest, blobs, claimed))
+        if sessions is not None and manifest["session"] not in sessions:
+            continue
+        claimed = path.with_name(f"result.{os.getpid()}.{ADOPTING}.{secrets.token_hex(8)}.json")
+        try:
+            path.rename(claimed)
+        except OSError:  # adopted or committed meanwhile, or a store that cannot be written (read-only): kept
+            continue
+        found.append((float(manifest["time"]), manifest, blobs, path, claimed))
     adopted = []
-    for _, manifest, blobs, path in sorted(found, key=lambda item: item[0]):  # in the order they were taken
+    for _, manifest, blobs, path, claimed in sorted(found, key=lambda item: item[0]):  # in the order taken
         session = manifest["session"]
         try:
             try:
@@ -693,7 +696,17 @@ def adopt(
             except CheckpointError:  # the newest is damaged: the state is kept all the same, every variable changed
                 before = None
             adopted.append(store.commit(session, capture.link(manifest, parent, before), blobs))
-        except CheckpointError:
-            pass  # its blobs are gone or damaged: nothing to adopt
-        path.unlink(missing_ok=True)
+        except IntegrityError:  # its blobs are gone or damaged, or it is in the store already: nothing to adopt
+            _discard(claimed)
+        except CheckpointError:  # the store is busy, full or cannot be written: kept for the next adopter
+            with contextlib.suppress(OSError):
+                claimed.rename(path)
+        else:
+            _discard(claimed)
     return adopted
+
+
+def _discard(path: Path) -> None:
+    """Delete what a writer left, on a store that may not let it (read-only): left there then."""
+    with contextlib.suppress(OSError):
+        path.unlink(missing_ok=True)

@@ -394,6 +394,41 @@ def test_gc_on_a_read_only_disk_says_it_is_the_store_that_cannot_be_written(
     assert {p: p.read_bytes() for p in (small_disk / "store").rglob("*") if p.is_file()} == before
 
 
+def test_gc_on_a_read_only_disk_where_a_killed_kernel_s_writer_finished_says_the_store_cannot_be_written(
+    jupyter_dirs: Path, small_disk: Path
+) -> None:
+    """A gc adopts what the writers of killed kernels finished. On a store whose disk is read-only, that is the store
+    that cannot be written, said in one line, as for any gc there, and the state stays for when it can be."""
+    kernel = """if True:
+        import os, time, types
+        from jupyter_ckpt.checkpointer import Checkpointer
+        from jupyter_ckpt.config import open_store
+        module = types.ModuleType("nb")
+        module.n = 1
+        ckpt = Checkpointer(open_store(), "archived.ipynb", module, background=True)
+        ckpt.record_cell(1, "n = 1", True, 0.1)
+        ckpt.save(trigger="cell", cell=1)
+        while not list(ckpt.store.blobs.tmp.glob("result.*.json")):
+            time.sleep(0.01)
+        os._exit(0)  # killed before it committed what its writer finished
+    """
+    subprocess.run([sys.executable, "-c", kernel], check=True)
+    before = {p: p.read_bytes() for p in (small_disk / "store").rglob("*") if p.is_file()}
+    subprocess.run(["mount", "--bind", str(small_disk), str(small_disk)], check=True)
+    subprocess.run(["mount", "-o", "remount,ro,bind", str(small_disk)], check=True)
+    try:
+        thinned = cli("gc")
+    finally:
+        subprocess.run(["umount", str(small_disk)], check=True)
+    assert thinned.returncode == 3, thinned
+    assert thinned.stderr.startswith("jupyter ckpt: error: the checkpoint store cannot be written (a read-only disk")
+    assert thinned.stderr.count("\n") == 1
+    assert {p: p.read_bytes() for p in (small_disk / "store").rglob("*") if p.is_file()} == before
+    assert cli("gc").returncode == 0  # writable again: adopted
+    secret = load_secret(jupyter_dirs / "data" / "ckpt" / "secret")
+    assert [r.cell for r in Store(small_disk / "store", secret).checkpoints("archived.ipynb")] == [1]
+
+
 def _resumed(kernels: Any, store: Store, session: str) -> Any:
     """After a kernel on ``session`` was killed: ``jupyter ckpt verify`` finds the store whole, and a new kernel
     goes back to the newest good checkpoint in it (what killed writers finished included), whose ``x`` is the
