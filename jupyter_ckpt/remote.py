@@ -172,18 +172,19 @@ class Remote:
     def get_records(self, paths: list[str]) -> dict[str, bytes]:
         """Small objects (records), asked for all at once: the filesystem sends the requests together (s3fs from
         its event loop, on up to 64 connections) instead of in turns of the pool's 8 threads. Each is asked for as
-        a range from byte 0, as ``_whole`` says why. One deleted since it was listed (another
-        machine's ``delete``) is left out; any other failure is raised."""
+        a range from byte 0, as ``_whole`` says why, of at most a byte more than any record holds (``RECORD_MAX``:
+        one replaced by a larger object since it was listed is not downloaded whole). One deleted since it was
+        listed (another machine's ``delete``) is left out; any other failure is raised."""
         if not paths:
             return {}
-        found = self._call("download", lambda: self.fs.cat(paths, on_error="return", start=0))
+        found = self._call("download", lambda: self.fs.cat(paths, on_error="return", start=0, end=RECORD_MAX + 1))
         out = {}
         for path in paths:
             data = found.get(path)
             if isinstance(data, FileNotFoundError):
                 continue
             if isinstance(data, BaseException):
-                data = self.get_bytes(path)  # the same request alone, whose failure says what it is
+                data = self.get_bytes(path, RECORD_MAX)  # the same request alone, whose failure says what it is
             out[path] = bytes(data)
         return out
 
@@ -286,6 +287,11 @@ class Replica:
         return json.dumps({"record": text, "mac": self.store.sign(text)}).encode()
 
     def _verified(self, path: str, data: bytes) -> dict[str, Any]:
+        if len(data) > RECORD_MAX:  # grown since it was listed: only its first bytes were downloaded
+            raise IntegrityError(
+                f"the remote record {path} holds more than a record ever does ({human_bytes(RECORD_MAX)}); it was not "
+                "pulled"
+            )
         try:
             outer = json.loads(data)
             text, mac = outer["record"], outer["mac"]

@@ -762,3 +762,20 @@ def test_a_blob_object_grown_in_the_bucket_is_not_downloaded_past_what_its_check
     assert len(down.remote.get_bytes(f"{down.remote.root}/blobs/{stream[:2]}/{stream}", 100)) == 101  # a range
     verified = cli("--store", s3.url, "verify", env=dict(os.environ, JUPYTER_CKPT_DIR=str(jupyter_dirs / "c")))
     assert verified.returncode == 3 and f"blob {stream} is longer than its checkpoint says" in verified.stdout
+
+
+def test_a_record_grown_after_it_was_listed_is_not_downloaded_whole(s3: S3, jupyter_dirs: Path) -> None:
+    """A record listed larger than any record is not downloaded; one replaced by a larger object after the listing
+    was downloaded whole into memory. Its download stops a byte past the most a record holds, and it is refused."""
+    a, up = machine(jupyter_dirs / "a", s3)
+    notebook(a, up).save()
+    up.push()
+    _, down = machine(jupyter_dirs / "b", s3)
+    listed = down.remote.listing(down.remote.records_of("nb.ipynb"))
+    (path,) = listed
+    s3.client().put_object(Bucket=s3.bucket, Key=path.split("/", 1)[1], Body=b" " * (remote_module.RECORD_MAX + 4096))
+    assert len(down.remote.get_records([path])[path]) == remote_module.RECORD_MAX + 1
+    records, refused, _ = down._read_records(listed, lambda uid: True)
+    assert records == [] and refused == [
+        f"the remote record {path} holds more than a record ever does (64.0 MiB); it was not pulled"
+    ]
