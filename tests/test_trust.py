@@ -467,3 +467,23 @@ def test_a_pipe_a_link_or_an_endless_file_planted_as_a_writer_result_is_removed_
     thread.join(30)
     assert not thread.is_alive(), "adopting a planted result never ended"
     assert outcome == [[]] and not list(tmp.glob("result.*")), (outcome, list(tmp.iterdir()))
+
+
+async def test_a_crash_restore_takes_the_signed_status_not_one_edited_in_the_catalog(
+    notebook: Any, ckpt_app: Any
+) -> None:
+    """Crash recovery restores the newest state a cell left without error. It read each checkpoint's status from
+    the catalog's unsigned column: the failing cell's state marked ``ok`` there, and the good one ``error``, by
+    someone without the secret, was what a killed kernel came back with."""
+    nb = await notebook("analysis.ipynb")
+    await nb.ok("x = 1")
+    failed = await nb.run("x = 'broken'\nraise ValueError('bad data')")
+    assert failed.error == "ValueError: bad data"
+    good, bad = await nb.wait_for_checkpoints(2)
+    with _catalog(ckpt_app.store.root) as db:
+        db.execute("UPDATE checkpoints SET status='ok' WHERE id=?", (bad["id"],))
+        db.execute("UPDATE checkpoints SET status='error' WHERE id=?", (good["id"],))
+    nb.kill()
+    _, event = await nb.next_crash_event(0)
+    assert (event["type"], event["checkpoint"]) == ("crash-restore", good["id"])
+    assert await nb.value("x") == 1
