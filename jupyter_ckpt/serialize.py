@@ -515,7 +515,7 @@ def _reduce_callbacks(registry: Any) -> Any:
             cid: function
             for cid, proxy in proxies.items()
             if (function := proxy()) is not None
-            and (cid in registry._pickled_cids or _in_notebook(getattr(function, "__func__", function)))
+            and (cid in registry._pickled_cids or _notebook_callback(function))
         }
         for signal, proxies in registry.callbacks.items()
     }
@@ -524,6 +524,18 @@ def _reduce_callbacks(registry: Any) -> Any:
 
 # What a PIL drawing context takes from its image as it is made.
 _DRAW_MADE = ("im", "draw", "_image", "palette")
+
+
+def _notebook_callback(function: Any) -> bool:
+    """Whether a callback is the notebook's (a function or method of its own) and can be pickled: one that cannot
+    (its closure holds a generator) is left out, as matplotlib leaves it, rather than keep the figure out."""
+    if not _in_notebook(getattr(function, "__func__", function)):
+        return False
+    try:
+        _dill_pickler(io.BytesIO(), sys.modules["__main__"]).dump(function)
+    except Exception:  # anything a __reduce__ raises; dill's warnings are errors here (``dumps``)
+        return False
+    return True
 
 
 def _reduce_draw(draw: Any) -> Any:
