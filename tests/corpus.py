@@ -481,6 +481,29 @@ PATTERNS = [
         "    def size(self, v):\n        self._s = v\ncap_i = CapImpl()\ncap_i.size = 4\n",
         "cap_i.size == 4 and CapBase.__abstractmethods__ == frozenset({'size'}) and isinstance(cap_i, CapBase)",
     ),
+    _p(
+        "classmethod_property",
+        "plain",
+        "class CmpCfg:\n    _name = 'cfg'\n    @classmethod\n    @property\n    def label(cls):\n"
+        "        return cls._name.upper()\ncmp_c = CmpCfg()\n",
+        "CmpCfg.label == 'CFG' and cmp_c.label == 'CFG'",
+    ),
+    _p(
+        "abstract_classmethod",
+        "plain",
+        "import abc\nclass AcmBase(abc.ABC):\n    @classmethod\n    @abc.abstractmethod\n"
+        "    def make(cls): ...\nclass AcmImpl(AcmBase):\n    @classmethod\n    def make(cls):\n"
+        "        return cls()\nacm_i = AcmImpl.make()\n",
+        "isinstance(acm_i, AcmBase) and AcmBase.__abstractmethods__ == frozenset({'make'}) and type(AcmImpl.make()) is AcmImpl",
+    ),
+    _p(
+        "registry_decorator_class",
+        "plain",
+        "rdc_handlers = {}\ndef rdc_handles(*kinds):\n    def deco(cls):\n        for k in kinds:\n"
+        "            rdc_handlers[k] = cls\n        cls.kinds = kinds\n        return cls\n    return deco\n"
+        "@rdc_handles('csv', 'tsv')\nclass RdcTable:\n    pass\nrdc_made = rdc_handlers['tsv']()\n",
+        "rdc_handlers['csv'] is RdcTable and type(rdc_made) is RdcTable and RdcTable.kinds == ('csv', 'tsv')",
+    ),
     # -- standard library --------------------------------------------------------------------------
     _p(
         "lru_cache",
@@ -1173,6 +1196,14 @@ PATTERNS = [
         "stdlib",
         "import logging\nlogging.addLevelName(25, 'NOTICE')\nlln_log = logging.getLogger('lln')\n",
         "logging.getLevelName(25) == 'NOTICE' and logging.getLevelName('NOTICE') == 25",
+    ),
+    _p(
+        "dataclass_kw_only_match",
+        "stdlib",
+        "import dataclasses\n@dataclasses.dataclass\nclass DkmPt:\n    x: int\n    _: dataclasses.KW_ONLY\n"
+        "    tag: str = 'p'\ndkm_p = DkmPt(1, tag='q')\ndef dkm_kind(o):\n    match o:\n"
+        "        case DkmPt(x=1, tag=t):\n            return t\n    return None\n",
+        "dkm_kind(dkm_p) == 'q' and DkmPt.__match_args__ == ('x',) and DkmPt(2).tag == 'p'",
     ),
     # -- numpy ---------------------------------------------------------------------------------------
     _p(
