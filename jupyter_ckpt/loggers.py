@@ -5,7 +5,8 @@ Loggers live in the ``logging`` module, not in variables, and a fresh kernel sta
 the session made: a restore into one printed none of the messages the notebook logged. A checkpoint
 keeps, as plain data in the manifest, each logger the session changed since jupyter-ckpt was loaded
 (``Start``: its level, whether it propagates, whether it is disabled, its handlers), the names the
-cells gave levels (``logging.addLevelName(25, "NOTICE")``), and ``logging.disable``'s level:
+cells gave levels (``logging.addLevelName(25, "NOTICE")``), the loggers made of a notebook class
+(``logging.setLoggerClass(AppLogger)``) and that class, and ``logging.disable``'s level:
 
 - a handler writing to the notebook's output (``sys.stdout``, ``sys.stderr``, as ``basicConfig`` makes)
   or to a file, with no formatter or a ``logging.Formatter``, is kept as plain data: its level and its
@@ -80,6 +81,9 @@ def read(start: Start, notebook: dict[str, Any]) -> dict[str, Any]:
         }
         disable = logging.root.manager.disable
         levels = [[level, name] for level, name in sorted(_level_names().items()) if start.levels.get(level) != name]
+        classes = _notebook_classes(notebook)
+        made = {name: classes[id(type(logger))] for name, logger in _loggers().items() if id(type(logger)) in classes}
+        default = classes.get(id(logging.getLoggerClass()))
     except Exception:
         return found
     if changed:
@@ -88,7 +92,21 @@ def read(start: Start, notebook: dict[str, Any]) -> dict[str, Any]:
         found["disable"] = disable
     if levels:
         found["levels"] = levels
+    if made:
+        found["classes"] = dict(sorted(made.items()))
+    if default is not None:
+        found["logger_class"] = default
     return found
+
+
+def _notebook_classes(notebook: dict[str, Any]) -> dict[int, str]:
+    """The ``Logger`` subclasses the notebook's variables hold (``logging.setLoggerClass(AppLogger)``): the name of
+    one of the variables holding each, by id."""
+    return {
+        id(value): name
+        for name, value in sorted(notebook.items(), reverse=True)  # under the first name
+        if isinstance(value, type) and issubclass(value, logging.Logger) and value is not logging.Logger
+    }
 
 
 def _level_names() -> dict[int, str]:
@@ -127,6 +145,16 @@ def apply(
     for level, name in kept.get("levels", []):  # a name given since is kept: logging cannot take one away
         if logging.getLevelName(level) != name:
             logging.addLevelName(level, name)
+    # A logger made of a class of the notebook's (``setLoggerClass``) is made again by ``getLogger`` as the variables
+    # load, of the class logging had then: it is given the restored class, and logging makes new ones of it again.
+    for name, variable in kept.get("classes", {}).items():
+        klass = notebook.get(variable)
+        logger = logging.getLogger(None if name == "root" else name)
+        if isinstance(klass, type) and issubclass(klass, logging.Logger) and type(logger) is not klass:
+            logger.__class__ = klass
+    default = notebook.get(kept.get("logger_class", ""))
+    if isinstance(default, type) and issubclass(default, logging.Logger):
+        logging.setLoggerClass(default)
     return failed
 
 

@@ -1205,6 +1205,14 @@ PATTERNS = [
         "        case DkmPt(x=1, tag=t):\n            return t\n    return None\n",
         "dkm_kind(dkm_p) == 'q' and DkmPt.__match_args__ == ('x',) and DkmPt(2).tag == 'p'",
     ),
+    _p(
+        "logging_logger_class",
+        "stdlib",
+        "import logging\nclass LlcLogger(logging.Logger):\n    def notice(self, msg):\n"
+        "        self.log(25, msg)\nlogging.setLoggerClass(LlcLogger)\n"
+        "llc_log = logging.getLogger('llc_app')\n",
+        "type(llc_log) is LlcLogger and logging.getLoggerClass() is LlcLogger",
+    ),
     # -- numpy ---------------------------------------------------------------------------------------
     _p(
         "array",
