@@ -671,7 +671,12 @@ def adopt(
             notify(f"jupyter-ckpt: {path} was removed: {e}")
             _discard(path)
             continue
-        except (OSError, ValueError, KeyError, TypeError, IndexError, RecursionError, MemoryError):
+        except OSError as e:  # no file a writer leaves (a directory, a pipe, a link) or one the system will not read
+            why = f"{path}: {e.strerror}" if e.strerror else str(e)  # the latter names it
+            notify(f"jupyter-ckpt: a file in the checkpoint store was passed over: {why}")
+            _discard(path)
+            continue
+        except (ValueError, KeyError, TypeError, IndexError, RecursionError, MemoryError):
             _discard(path)  # no result: nothing to adopt
             continue
         if sessions is not None and manifest["session"] not in sessions:

@@ -835,24 +835,26 @@ def test_the_default_policy_checkpoints_idle_cells_and_bounds_the_lag_of_back_to
     assert f"cells not checkpointed: {8 - len(batch)} (back to back, over the overhead budget)" in status
 
 
-def test_a_store_file_the_kernel_cannot_read_is_one_line_at_load_and_in_the_server_s_requests(
-    kernels: Any, store: Store
-) -> None:
+def test_a_store_file_the_kernel_cannot_read_is_one_line_and_checkpoints_go_on(kernels: Any, store: Store) -> None:
     """A result a killed kernel's writer left, made a directory: ``%load_ext`` showed an IsADirectoryError traceback,
-    and the server's requests to a kernel that meets it (a notebook renamed) failed as "the kernel raised" it."""
+    then failed whole (no checkpoint at all), and the server's requests to a kernel that meets it (a notebook
+    renamed) failed as "the kernel raised" it. The file is passed over, said in one line, and the notebook is
+    checkpointed and renamed as any other."""
     record = store.blobs.tmp / "result.999999999.0.json"  # of a writer whose kernel is gone
     record.mkdir()
-    k = kernels()
-    unreadable = f"StoreUnreadable: cannot read {record} in the checkpoint store: Is a directory"
+    k = kernels("unread.ipynb")
     result = k.run("%load_ext jupyter_ckpt")
-    assert result.error == unreadable and len(result.traceback) == 1, result
-    record.rmdir()
-    k.ok("%load_ext jupyter_ckpt")
-    record.mkdir()
+    said = [line for line in result.stderr.splitlines() if "passed over" in line]
+    assert result.error is None and said == [
+        f"jupyter-ckpt: a file in the checkpoint store was passed over: {record}: Is a directory"
+    ], result
+    k.ok("x = 1\n%checkpoint save -t kept")
+    assert [r.tag for r in store.checkpoints("unread.ipynb")] == ["kept"]
     old = k.value("__import__('jupyter_ckpt').extension.active().session")
     rename = json.dumps({"verb": "rename", "args": {"old": old, "new": old + ".renamed"}, "resume": True})
     request = f"from jupyter_ckpt.kernel_api import dispatch\ndispatch(get_ipython(), {rename!r})"
-    assert k.run(request).error == unreadable  # the server's request, as kernelclient sends it
+    assert k.run(request).error is None  # the server's request, as kernelclient sends it
+    assert [r.tag for r in store.checkpoints("unread.ipynb.renamed")] == ["kept"] and record.is_dir()
 
 
 def test_a_tag_is_taken_away_by_the_magic_and_the_python_api_as_the_sidebar_can(kernels: Any, store: Store) -> None:
