@@ -514,8 +514,7 @@ def _reduce_callbacks(registry: Any) -> Any:
         signal: {
             cid: function
             for cid, proxy in proxies.items()
-            if (function := proxy()) is not None
-            and (cid in registry._pickled_cids or _notebook_callback(function))
+            if (function := proxy()) is not None and (cid in registry._pickled_cids or _notebook_callback(function))
         }
         for signal, proxies in registry.callbacks.items()
     }
