@@ -1038,6 +1038,15 @@ def test_a_message_the_catalog_cannot_store_is_refused_before_anything_is_writte
     assert [r.message for r in ckpt.checkpoints()] == ["whole ✓"]
 
 
+def writer_results(store: Store) -> list[Path]:
+    """The result files the store's writers left, once there is one (within 30 s)."""
+    deadline = time.monotonic() + 30
+    while not (results := list(store.blobs.tmp.glob("result.*.json"))):
+        assert time.monotonic() < deadline, "the writer left no result"
+        time.sleep(0.01)
+    return results
+
+
 def test_an_error_put_in_the_place_of_a_writer_s_result_is_not_acted_on(store: Store) -> None:
     """A writer that fails leaves its error in its result file, and one that ran out of room makes the kernel thin
     the store and leave out of its checkpoints what is larger than the budget. The error was not signed: anyone who
@@ -1048,10 +1057,7 @@ def test_an_error_put_in_the_place_of_a_writer_s_result_is_not_acted_on(store: S
     ckpt = Checkpointer(store, "planted.ipynb", module, background=True, notify=said.append)
     ckpt.record_cell(1, "big = ...", True, 1.0)
     ckpt.save(trigger="cell", cell=1)
-    deadline = time.monotonic() + 30
-    while not (results := list(store.blobs.tmp.glob("result.*.json"))):
-        assert time.monotonic() < deadline, "the writer left no result"
-        time.sleep(0.01)
+    results = writer_results(store)
     results[0].write_text('{"error": "StoreFullError: the disk under the store is full"}')
     ckpt.commit_finished()
     ckpt.wait()
@@ -1070,10 +1076,7 @@ def test_a_dead_kernel_s_finished_state_is_adopted_after_a_newest_checkpoint_tha
     module.x = 2  # type: ignore[attr-defined]
     ckpt.record_cell(2, "x = 2", True, 0.1)
     ckpt.save(trigger="cell", cell=2)
-    deadline = time.monotonic() + 30
-    while not (results := list(store.blobs.tmp.glob("result.*.json"))):
-        assert time.monotonic() < deadline, "the writer left no result"
-        time.sleep(0.01)
+    results = writer_results(store)
     time.sleep(0.2)  # its writer exits
     dead = subprocess.Popen(["true"])  # a pid no process has any more
     dead.wait()

@@ -381,17 +381,22 @@ def test_gc_on_a_read_only_disk_says_it_is_the_store_that_cannot_be_written(
     checkpoint: it is the store's condition (``StoreReadOnly``), exit 3 as for a store file the system will not
     read (and HTTP 500 over REST, where it was 400, which blames the request)."""
     _three_checkpoints_by_another_process("archived.ipynb")
-    before = {p: p.read_bytes() for p in (small_disk / "store").rglob("*") if p.is_file()}
-    subprocess.run(["mount", "--bind", str(small_disk), str(small_disk)], check=True)
-    subprocess.run(["mount", "-o", "remount,ro,bind", str(small_disk)], check=True)
+    _gc_refused_on_a_read_only_disk(small_disk, "--keep-last", "0")
+
+
+def _gc_refused_on_a_read_only_disk(disk: Path, *options: str) -> None:
+    """``jupyter ckpt gc`` with the store's disk mounted read-only: one line, exit 3, no byte of the store changed."""
+    before = {p: p.read_bytes() for p in (disk / "store").rglob("*") if p.is_file()}
+    subprocess.run(["mount", "--bind", str(disk), str(disk)], check=True)
+    subprocess.run(["mount", "-o", "remount,ro,bind", str(disk)], check=True)
     try:
-        thinned = cli("gc", "--keep-last", "0")
+        thinned = cli("gc", *options)
     finally:
-        subprocess.run(["umount", str(small_disk)], check=True)
+        subprocess.run(["umount", str(disk)], check=True)
     assert thinned.returncode == 3, thinned
     assert thinned.stderr.startswith("jupyter ckpt: error: the checkpoint store cannot be written (a read-only disk")
     assert thinned.stderr.count("\n") == 1
-    assert {p: p.read_bytes() for p in (small_disk / "store").rglob("*") if p.is_file()} == before
+    assert {p: p.read_bytes() for p in (disk / "store").rglob("*") if p.is_file()} == before
 
 
 def test_gc_on_a_read_only_disk_where_a_killed_kernel_s_writer_finished_says_the_store_cannot_be_written(
@@ -413,17 +418,7 @@ def test_gc_on_a_read_only_disk_where_a_killed_kernel_s_writer_finished_says_the
         os._exit(0)  # killed before it committed what its writer finished
     """
     subprocess.run([sys.executable, "-c", kernel], check=True)
-    before = {p: p.read_bytes() for p in (small_disk / "store").rglob("*") if p.is_file()}
-    subprocess.run(["mount", "--bind", str(small_disk), str(small_disk)], check=True)
-    subprocess.run(["mount", "-o", "remount,ro,bind", str(small_disk)], check=True)
-    try:
-        thinned = cli("gc")
-    finally:
-        subprocess.run(["umount", str(small_disk)], check=True)
-    assert thinned.returncode == 3, thinned
-    assert thinned.stderr.startswith("jupyter ckpt: error: the checkpoint store cannot be written (a read-only disk")
-    assert thinned.stderr.count("\n") == 1
-    assert {p: p.read_bytes() for p in (small_disk / "store").rglob("*") if p.is_file()} == before
+    _gc_refused_on_a_read_only_disk(small_disk)
     assert cli("gc").returncode == 0  # writable again: adopted
     secret = load_secret(jupyter_dirs / "data" / "ckpt" / "secret")
     assert [r.cell for r in Store(small_disk / "store", secret).checkpoints("archived.ipynb")] == [1]
