@@ -96,6 +96,8 @@ def ensure_room(nbytes: int, what: str, proc: Path = PROC, cgroups: Path = CGROU
     takes: a restore of a few small variables on a busy host is not refused for a
     reserve meant for writers. Where the headroom cannot be read, nothing is refused.
     """
+    if nbytes <= 0:  # nothing to read (an undo's unchanged buffers): the headroom is not read (0.13 ms)
+        return
     room = headroom(proc, cgroups, swap=True)
     margin = min(reserve(room), nbytes) if room is not None else 0
     if room is None or nbytes + margin <= room.free:
