@@ -74,10 +74,12 @@ class CkptHandler(APIHandler):
         """The request's JSON object: every ``required`` field a string, each ``optional`` one a string or null
         when given, and no other field (a misspelt one was ignored: ``{"tags": "x"}`` changed nothing, and said
         200)."""
-        body = self.get_json_body()  # malformed JSON is a 400 already
+        try:  # once, refusing a field given twice (get_json_body read the last; a byte not UTF-8 was a 500)
+            body = json.loads(self.request.body, object_pairs_hook=_given_once) if self.request.body.strip() else None
+        except ValueError as e:  # a JSONDecodeError, or a UnicodeDecodeError for bytes that are not text
+            raise BadArgument(f"the request body is not valid JSON: {e}") from None
         if not isinstance(body, dict):
             raise BadArgument("the request body must be a JSON object")
-        json.loads(self.request.body, object_pairs_hook=_given_once)  # {"tag": "a", "tag": null} read the last
         unknown = [name for name in body if name not in required + optional]
         if unknown:
             fields = ", ".join(repr(name) for name in required + optional)

@@ -220,6 +220,15 @@ async def test_malformed_requests_get_clear_errors_and_change_nothing(
         assert response.code == 400, (query, response.body)
         assert f"'{name}' is given" in json.loads(response.body)["message"], (query, response.body)
 
+    # A body that is no JSON, or no text at all (a byte that is not UTF-8 was a 500 with a traceback in the log).
+    for raw in (b"{", b'{"tag": "\xff"}', b"\xff\xfe"):
+        url = f"{jp_base_url}api/ckpt/checkpoints/{first}"
+        response = await http_server_client.fetch(
+            url, method="PATCH", body=raw, headers=jp_auth_header, raise_error=False
+        )
+        assert response.code == 400, (raw, response.code, response.body)
+        assert "not valid JSON" in json.loads(response.body)["message"], (raw, response.body)
+
     # An id that tries to climb out of the URL, encoded as a browser's encodeURIComponent does.
     url = f"{jp_base_url}api/ckpt/checkpoints/..%2F{first}"
     for method in ("GET", "DELETE"):
