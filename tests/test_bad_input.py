@@ -180,7 +180,7 @@ ROWS = [
     Bad(
         "an unknown command or option",
         cli=(("list", "--frobnicate"), 2, "unrecognized arguments: --frobnicate"),
-        rest=("PATCH", "checkpoints/{a}", {"body": "{not json"}, 400, "Invalid JSON"),
+        rest=("PATCH", "checkpoints/{a}", {"body": "{not json"}, 400, "not valid JSON"),
         magic=("%checkpoint frobnicate", "unknown %checkpoint command 'frobnicate'"),
     ),
     Bad(
