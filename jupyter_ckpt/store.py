@@ -184,6 +184,12 @@ class CheckpointRecord:
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
+    def __getitem__(self, name: str) -> Any:
+        """``record["id"]`` as ``record.id``: a record reads as the REST API's JSON object of it does."""
+        if name not in self.__dataclass_fields__:
+            raise KeyError(name)
+        return getattr(self, name)
+
 
 # The columns of a checkpoint's row that choose what is restored (``last-good``, ``previous``, ``-N``, a tag, crash
 # recovery, thinning), signed with the row's id in ``rmac``: each is written from the signed manifest (``_bind``),
