@@ -27,13 +27,13 @@ from IPython.core.getipython import get_ipython
 from IPython.core.interactiveshell import InteractiveShell
 
 from . import shellconfig, shellhooks
-from .blobs import writer_alive
 from .cellcode import only_checkpoint_magics
 from .checkpointer import Checkpointer, Policy
 from .config import CRASH_RESTART, Checkpoints, open_replica
 from .errors import CheckpointError, reading_store
 from .format import previous_session_line
 from .notice import Notice
+from .processes import owner, owner_alive
 from .progress import PROGRESS_MIME
 from .schedule import Scheduler
 from .session import OWN, SERVER, TYPED, KernelRecord, SessionKey, keep_record, kept_record, session_key, session_name
@@ -285,8 +285,9 @@ class CellHooks:
             # Loaded by the server, the extension prints nowhere a user looks: the line waits for the first cell.
             self.greet = True
 
-    def _marker(self, pid: int | str) -> Path:
-        """The file that says kernel ``pid`` is restoring its notebook's last good state as it starts."""
+    def _marker(self, pid: str) -> Path:
+        """The file that says kernel ``pid`` (its ``processes.owner``) is restoring its notebook's last good state as it
+        starts."""
         digest = hashlib.sha256(self.ckpt.session.encode()).hexdigest()[:16]
         return self.ckpt.store.blobs.tmp / f"start-restore.{pid}.{digest}"
 
@@ -295,7 +296,7 @@ class CellHooks:
         """While a restore at start-up runs, its marker says which checkpoint it restores: a kernel the state kills
         as it loads leaves the marker behind for the next one (``_died_restoring``). A store that will not take it
         takes nothing from the restore."""
-        marker = self._marker(os.getpid())
+        marker = self._marker(owner())
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW  # made anew: a link planted there is not followed
         with contextlib.suppress(OSError):
             marker.unlink(missing_ok=True)
@@ -315,7 +316,7 @@ class CellHooks:
         died = None
         for marker in self._marker("*").parent.glob(self._marker("*").name):
             pid = marker.name.split(".")[1]
-            if pid != str(os.getpid()) and writer_alive(marker.name):  # a kernel restoring now
+            if pid != owner() and owner_alive(marker.name):  # a kernel restoring now
                 continue
             # Read as _restoring writes it, never through a link: a file planted there (a link to a key) is not shown.
             with contextlib.suppress(OSError, UnicodeDecodeError):
