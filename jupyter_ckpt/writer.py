@@ -60,9 +60,10 @@ from pathlib import Path
 from typing import Any
 
 from . import capture, memory
-from .blobs import BlobInfo, started, writer_alive
+from .blobs import BlobInfo
 from .errors import CheckpointError, IntegrityError, UnknownSession
 from .permissions import read_own_file
+from .processes import owner_alive, started
 from .progress import Progress
 from .store import RESULT_MAX, Store
 
@@ -654,7 +655,7 @@ def adopt(
     """
     found = []
     for path in store.blobs.tmp.glob("result.*.json"):
-        if ADOPTING in path.name.split(".") and writer_alive(path.name):  # another process adopts it now
+        if ADOPTING in path.name.split(".") and owner_alive(path.name):  # another process adopts it now
             continue
         try:
             result = store.unseal(json.loads(read_own_file(path, RESULT_MAX)), RESULT)
