@@ -49,6 +49,7 @@ import zstandard
 from .errors import BadArgument, CheckpointError, IntegrityError, StoreFullError, StoreVersionError
 from .manifest import FORMAT_VERSION
 from .permissions import check_not_link, check_private
+from .processes import alive, owner, owner_alive, started
 from .units import human_bytes
 
 MAGIC = b"JCKPBLOB"
@@ -211,28 +212,6 @@ def _start_writeback(fd: int) -> None:
         _sync_file_range(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)
 
 
-def started(pid: int) -> int | None:
-    """When process ``pid`` started (clock ticks after boot, /proc): with its pid, what tells it from a later
-    process given the same pid. None if it is gone, or has exited and waits to be reaped."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    except OSError:
-        return None
-    return None if fields[0] in ("Z", "X") else int(fields[19])
-
-
-def writer_alive(tmp_name: str) -> bool:
-    """Whether the process that owns a temp file (``<name>.<pid>.<more>``) still runs."""
-    try:
-        pid = int(tmp_name.split(".")[1])
-        os.kill(pid, 0)
-    except (IndexError, ValueError, ProcessLookupError):
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class Batch:
     """Blob files written together and made durable together: ``LocalBlobs.batch()``, whose ``put`` is a
     ``capture.Put`` that any number of threads may call.
@@ -257,7 +236,7 @@ class Batch:
 
     def write(self, key: str, parts: list[bytes | memoryview]) -> None:
         path = self._blobs.path(key)
-        tmp = self._blobs.tmp / f"{key}.{os.getpid()}.{threading.get_ident()}"
+        tmp = self._blobs.tmp / f"{key}.{owner()}.{threading.get_ident()}"
         try:
             path.parent.mkdir(mode=0o700, exist_ok=True)
             fd = self._create(tmp)
@@ -458,7 +437,7 @@ class LocalBlobs:
         there, so that a touch before it keeps it.
         """
         path = self.path(key)
-        aside = self.tmp / f"gc.{os.getpid()}.{key}"
+        aside = self.tmp / f"gc.{owner()}.{key}"
         try:
             os.rename(path, aside)
         except FileNotFoundError:
@@ -606,9 +585,7 @@ class LocalBlobs:
                 pid = int(lease.name.split(".")[1])
                 start = started(pid)
                 # Where /proc tells no start time (not Linux), a process with its pid is taken for it.
-                if (start is not None or writer_alive(lease.name)) and hmac.compare_digest(
-                    lease.name, self._lease(pid, start).name
-                ):
+                if (start is not None or alive(pid)) and hmac.compare_digest(lease.name, self._lease(pid, start).name):
                     times.append(lease.stat().st_mtime)
         for result in self.tmp.glob("result.*.json"):
             with contextlib.suppress(FileNotFoundError):  # committed meanwhile
@@ -627,7 +604,7 @@ class LocalBlobs:
                 with contextlib.suppress(FileNotFoundError):  # a writer's, renamed into place meanwhile
                     st = os.stat(name, dir_fd=fd, follow_symlinks=False)
                     # A writer's result is committed by its kernel or, if that died, adopted (``writer.adopt``).
-                    if not writer_alive(name) and not S_ISDIR(st.st_mode) and not RESULT.fullmatch(name):
+                    if not owner_alive(name) and not S_ISDIR(st.st_mode) and not RESULT.fullmatch(name):
                         os.unlink(name, dir_fd=fd)
                         freed += st.st_size
                         count += 1
