@@ -92,7 +92,7 @@ def test_what_a_writer_killed_mid_write_left_is_collected(store: Store) -> None:
     ckpt.save(trigger="cell", cell=1)
     child = ckpt._fork._children[0].pid
     deadline = time.monotonic() + 30
-    while sum(f.stat().st_size for f in store.blobs.tmp.glob(f"*.{child}.*")) < 50 << 20:  # well under way
+    while sum(f.stat().st_size for f in store.blobs.tmp.glob(f"*.{child}-*")) < 50 << 20:  # well under way
         assert time.monotonic() < deadline, "the writer wrote nothing"
         time.sleep(0.01)
     os.kill(child, 9)
@@ -103,7 +103,7 @@ def test_what_a_writer_killed_mid_write_left_is_collected(store: Store) -> None:
     assert len(ckpt.checkpoints()) == 1  # the state, written from the kernel
     on_disk = sum(f.stat().st_size for f in store.root.rglob("*") if f.is_file())
     assert on_disk <= store.size() + (1 << 20), (on_disk, store.size())  # 1 MiB: directories, the secret
-    assert list(store.blobs.tmp.glob(f"*.{child}.*")) == []
+    assert list(store.blobs.tmp.glob(f"*.{child}-*")) == []
 
 
 def test_a_write_past_the_budget_or_the_floor_is_refused_and_writes_nothing(store: Store) -> None:
