@@ -718,10 +718,11 @@ class Checkpointer:
         if self.replica is not None:
             self.replica.poke()
 
-    def here(self, every: float = 60.0) -> bool:
-        """A milestone inside a long loop, at most one per ``every`` seconds (or the policy's interval): whether
-        this call took one (written in the background: ``wait()`` makes it durable)."""
-        limit = self.policy.interval or every
+    def here(self, every: float | None = None) -> bool:
+        """A milestone inside a long loop, at most one per ``every`` seconds (default: the policy's interval, else
+        ``max_lag``, which bounds the distance between checkpoints): whether this call took one (written in the
+        background: ``wait()`` makes it durable)."""
+        limit = every if every is not None else self.policy.interval or self.schedule.max_lag
         if time.time() - self._last_time < limit:
             return False
         self.save(trigger="loop")
