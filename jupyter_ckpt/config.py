@@ -173,7 +173,8 @@ class Checkpoints(StoreOptions):
     max_lag = Float(
         60.0,
         help="Under the default policy, the newest checkpoint is never more than this many seconds of execution "
-        "behind: a cell boundary past it is checkpointed whatever the budget says.",
+        "behind: a cell boundary past it is checkpointed whatever the budget says. Inside a longer cell, "
+        "jupyter_ckpt.here() takes a milestone at most this often (the policy's interval when one is set).",
     ).tag(config=True)
     interval = Float(0.0, help="In new sessions, also checkpoint once this many seconds have passed (0: off).").tag(
         config=True
