@@ -1,0 +1,61 @@
+"""SPEC.md's promises to a notebook user, each checked in a real kernel as a test written from the spec alone would."""
+
+from __future__ import annotations
+
+from typing import Any
+
+LOOP = """
+import time
+taken = []
+for step in range(10):
+    done = step
+    taken.append(jupyter_ckpt.here())
+    time.sleep(0.4)
+print(sum(taken))
+"""
+
+
+def test_list_returns_the_session_s_checkpoints_oldest_first_as_records_with_the_named_fields(kernels: Any) -> None:
+    k = kernels("records.ipynb")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto off\nimport jupyter_ckpt")
+    k.ok("x = 1")
+    first = k.value("jupyter_ckpt.save(message='one')")
+    k.ok("x = 2")
+    k.ok("%ckpt save -t two")  # the alias
+    assert k.run("1 / 0").error == "ZeroDivisionError: division by zero"
+    k.ok("%checkpoint")
+    fields = ("id", "time", "cell", "trigger", "status", "tag", "parent")
+    records = k.value(f"[{{f: getattr(r, f) for f in {fields!r}}} for r in jupyter_ckpt.list()]")
+    assert [r["id"] for r in records] == sorted(r["id"] for r in records) and records[0]["id"] == first
+    assert [(r["cell"], r["trigger"], r["status"], r["tag"]) for r in records] == [
+        (2, "manual", "ok", None),  # each holds the state the cell before it left
+        (4, "manual", "ok", "two"),
+        # After a failed cell, a checkpoint the user asks for is a state they chose: ok, one last-good and crash
+        # recovery go back to (the automatic one after that cell is an error).
+        (6, "manual", "ok", None),
+    ]
+    assert [r["parent"] for r in records] == [None, records[0]["id"], records[1]["id"]]
+    assert all(isinstance(r["time"], float) for r in records)
+    # A record reads as a mapping too, with the same fields as the REST API's checkpoints.
+    assert k.value("[jupyter_ckpt.list()[-1][f] for f in ('id', 'cell', 'trigger', 'status', 'tag')]") == [
+        records[-1]["id"],
+        6,
+        "manual",
+        "ok",
+        None,
+    ]
+
+
+def test_here_takes_milestones_inside_a_running_cell_at_the_policy_s_rate(kernels: Any) -> None:
+    k = kernels("loop.ipynb")
+    k.ok("%load_ext jupyter_ckpt\nimport jupyter_ckpt")
+    # Under the default policy, checkpoints are never more than max_lag apart: nor are a loop's milestones.
+    k.ok("%config Checkpoints.max_lag = 1.0")
+    taken = int(k.ok(LOOP))
+    k.ok("jupyter_ckpt.wait()")
+    loops = k.value("[r.cell for r in jupyter_ckpt.list() if r.trigger == 'loop']")
+    assert 2 <= taken <= 6 and len(loops) == taken, (taken, loops)  # about 4 s of loop, one a second at most
+    # With --interval, one per interval.
+    k.ok("%checkpoint auto on --interval 1")
+    taken = int(k.ok(LOOP))
+    assert 2 <= taken <= 6, taken
