@@ -48,7 +48,7 @@ def http_errors(method: Verb) -> Verb:
 
 
 def checkpoint_id(text: str) -> int:
-    cid = parse_id(text)
+    cid = parse_id(text.strip())  # spaces around a REF are not part of it, on every surface
     if cid is None:
         raise BadArgument(f"{text!r} is not a checkpoint id: ids are whole numbers of at most 18 digits")
     return cid

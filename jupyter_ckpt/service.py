@@ -24,6 +24,7 @@ from .kernelclient import KernelConnection, KernelDied
 from .recipes import check_mode
 from .remote import Replica
 from .retention import Limits, usage
+from .session import NAME_MAX, check_label
 from .store import Store
 from .timeline import Timeline, tree_rows
 
@@ -82,8 +83,10 @@ class CheckpointService:
         Clients name a session by its key or by its notebook's path relative to the
         server root. The second key is what jupyter_server puts in ``JPY_SESSION_NAME``
         for a kernel on that notebook (``SessionManager.get_kernel_env``): a string to
-        look up in the catalog, never a file to open.
+        look up in the catalog, never a file to open; one no notebook could have (empty, spaces at an end, a
+        control character) is refused, as on every surface.
         """
+        check_label(name, "a session name", NAME_MAX)
         cwd = self.kernels.cwd_for_path(name)  # type: ignore[no-untyped-call]
         return name, os.path.join(cwd, os.path.basename(name))
 
@@ -169,9 +172,10 @@ class CheckpointService:
 
     async def save(self, name: str, kernel_id: str, message: str | None, tag: str | None) -> dict[str, Any]:
         """Checkpoint a kernel now, which must be the one of session ``name``; the new checkpoint's record."""
+        keys = self.session_keys(name)  # a name no notebook could have is refused before the kernel is asked
         async with self.kernel(kernel_id) as kernel:
             session = await kernel.call("session")
-            if session not in self.session_keys(name):
+            if session not in keys:
                 raise BadArgument(f"kernel {kernel_id} checkpoints {session!r}, not {name!r}")
             cid = await kernel.call("save", message=message, tag=tag)
         return await self.record(cid)

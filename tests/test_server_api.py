@@ -160,6 +160,14 @@ async def test_malformed_requests_get_clear_errors_and_change_nothing(
         (("GET", *CKPT, "no-such-endpoint"), {}, 404, "no endpoint /api/ckpt/no-such-endpoint"),
         (("POST", *CKPT, "checkpoints", str(first), "undo"), {"body": {}}, 404, "no endpoint"),
         (("GET", *CKPT, "checkpoints"), {"params": {"session": "/etc/passwd"}}, 404, "no session"),
+        # A session name no notebook has was looked up anyway, and said 404 "no session ''".
+        (("GET", *CKPT, "checkpoints"), {"params": {"session": ""}}, 400, "a session name needs at least one"),
+        (
+            ("POST", *CKPT, "checkpoints"),
+            {"body": {"session": "a\x1bb.ipynb", "kernel_id": "x"}},
+            400,
+            "holds a control character",
+        ),
         (("GET", *CKPT, "checkpoints", "abc"), {}, 400, "not a checkpoint id"),
         (("GET", *CKPT, "checkpoints", "-1"), {}, 400, "not a checkpoint id"),
         (("GET", *CKPT, "checkpoints", "1.5"), {}, 400, "not a checkpoint id"),
@@ -228,6 +236,10 @@ async def test_malformed_requests_get_clear_errors_and_change_nothing(
         )
         assert response.code == 400, (raw, response.code, response.body)
         assert "not valid JSON" in json.loads(response.body)["message"], (raw, response.body)
+
+    # Spaces around an id are not part of it, as around any REF.
+    padded = await http_server_client.fetch(f"{jp_base_url}api/ckpt/checkpoints/%20{first}%20", headers=jp_auth_header)
+    assert json.loads(padded.body)["id"] == first
 
     # An id that tries to climb out of the URL, encoded as a browser's encodeURIComponent does.
     url = f"{jp_base_url}api/ckpt/checkpoints/..%2F{first}"
