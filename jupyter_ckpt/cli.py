@@ -151,6 +151,8 @@ def _cmd_show(store: Store, args: argparse.Namespace) -> None:
         print(json.dumps(manifest, indent=2, sort_keys=True))
         return
     print(format_table([record], None, numbers(store.checkpoints(record.session))))
+    versions = sorted(manifest["versions"].items(), key=lambda item: item[0] != "python")  # Python first
+    print("written by " + ", ".join(f"{name} {version}" for name, version in versions))
     for name, info in sorted(manifest["variables"].items()):
         print(f"  {name}: {info['type']} {human_bytes(info['size'])}  {info['repr'][:80]}")
     for alias, mod in sorted(manifest["modules"].items()):

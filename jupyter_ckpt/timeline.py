@@ -320,6 +320,7 @@ class Timeline:
             "modules": manifest["modules"],
             "skipped": manifest["skipped"],
             "cells": self.cells_between(parent, manifest),
+            "versions": manifest["versions"],
             "diff": {
                 "added": {n: _preview(v) for n, v in diff.added.items()},
                 "removed": {n: _preview(v) for n, v in diff.removed.items()},

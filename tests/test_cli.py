@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import re
 import resource
 import sqlite3
@@ -43,6 +44,7 @@ def test_list_show_diff(written: tuple[Store, list[int]]) -> None:
     assert cli("show", "#2", "--session", "work/analysis.ipynb").stdout == cli("show", str(second)).stdout
     shown = cli("show", str(second)).stdout
     assert "rows: list" in shown and "[1, 2, 3, 4]" in shown and "math: module math" in shown
+    assert f"\nwritten by python {platform.python_version()}" in shown  # the versions it was taken under
     manifest = json.loads(cli("show", "start", "--session", "work/analysis.ipynb", "--json").stdout)
     assert manifest["variables"]["rows"]["repr"] == "[1, 2, 3]"
     diff = cli("diff", str(first), str(second)).stdout

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import platform
 import re
 import shutil
 import sqlite3
@@ -131,6 +132,7 @@ async def test_browse_a_timeline_from_the_store(api: Any, timeline: dict[str, An
     assert details["diff"]["changed"]["n"]["before"]["repr"] == "1"
     assert details["diff"]["changed"]["n"]["after"]["repr"] == "2"
     assert details["diff"]["removed"] == {}
+    assert details["versions"]["python"] == platform.python_version()  # the Python it was taken under
     oldest = await api("GET", *CKPT, "checkpoints", str(first))
     assert list(oldest["diff"]["added"]) == ["n"] and [c["source"] for c in oldest["cells"]] == ["n = 1"]
 
