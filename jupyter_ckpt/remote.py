@@ -568,6 +568,9 @@ class Replica:
             try:
                 if session is not None:
                     self._pull_round(session)
+                    # The timeline is in: a look at it, or the restore a kernel makes as it starts, does not wait
+                    # for the uploads of a backlog (the checkpoints a crashed kernel left) that come next.
+                    self._pulled(session)
                 self.push()
             except Exception as e:
                 self._failed(e)
@@ -577,13 +580,18 @@ class Replica:
                 delay = 0.0
             finally:
                 with self._done:
-                    if self._pulling == session:  # no other session to pull came meanwhile
-                        self._pulling = None
-                        self.pulled.set()
+                    self._pulled(session)  # a failed pull is as full as the timeline gets until the next round
                     self._finished += 1
                     self._done.notify_all()
             self._wake.wait(delay or None)
             self._wake.clear()
+
+    def _pulled(self, session: str | None) -> None:
+        """The round's pull of ``session`` is over: ``pulled``, unless another session to pull came meanwhile."""
+        with self._done:
+            if self._pulling == session:
+                self._pulling = None
+                self.pulled.set()
 
     def _pull_round(self, session: str) -> None:
         """Pull a session; a record that fails its signature is said once and left out: the store is reachable,

@@ -413,6 +413,46 @@ def test_another_machine_takes_the_checkpoints_in_the_order_they_were_made(s3: S
     assert fresh.module.x == 100
 
 
+def test_a_kernel_starting_beside_a_backlog_restores_the_newest_state_without_waiting_for_the_backlog_to_upload(
+    s3: S3, jupyter_dirs: Path
+) -> None:
+    """A kernel that died before its checkpoints were uploaded leaves a backlog. The kernel started in its place
+    pulls the timeline (here with a newer checkpoint another machine uploaded meanwhile) and restores its newest
+    state at once; the backlog uploads behind it (its uploads held up here for 20 s)."""
+    import asyncio
+
+    a, up = machine(jupyter_dirs / "a", s3)
+    notebook(a).save()  # not uploaded: its kernel died first
+    time.sleep(0.002)  # uids hold milliseconds
+    elsewhere, other = machine(jupyter_dirs / "b", s3)
+    newer = notebook(elsewhere, other)
+    newer.module.box.v.append(4)
+    newer.save()
+    other.push()
+    release = threading.Event()
+
+    async def hold(**_: Any) -> None:
+        held = time.monotonic()
+        while not release.is_set() and time.monotonic() - held < 20:
+            await asyncio.sleep(0.01)
+
+    up.remote.fs.s3.meta.events.register("before-send.s3.PutObject", hold)
+    started = time.monotonic()
+    restarted = Checkpointer(a, "nb.ipynb", types.ModuleType("__main__"), replica=up)
+    try:
+        restarted.restore("last-good")
+        took = time.monotonic() - started
+        assert restarted.module.box.v == [1, 2, 3, 4]  # the other machine's newer state
+        assert took < 15, f"the restore waited {took:.1f} s for the backlog's upload"
+        assert up.status()["behind"] == 2  # the backlog and the restore's own checkpoint, uploading behind
+    finally:
+        release.set()
+    up.flush(timeout=60)
+    assert up.status()["behind"] == 0
+    up.stop()
+    assert len(objects(s3, "users/alice/sessions/")) == 3  # every record reached the bucket
+
+
 def test_gc_keeps_the_blobs_of_a_writer_still_uploading_and_collects_a_dead_ones(s3: S3, jupyter_dirs: Path) -> None:
     a, up = machine(jupyter_dirs / "a", s3)
     nb = notebook(a)  # pushed by hand below, not by a replica's thread
