@@ -2622,12 +2622,34 @@ def _fill(f: types.FunctionType, state: tuple[dict[str, Any], dict[str, Any]]) -
         setattr(f, name, value)
 
 
+def _save_picklebuffer(pickler: Any, obj: pickle.PickleBuffer) -> None:
+    """An empty buffer (an array of no elements) in band as its own new object. pickle's Python pickler writes
+    an in-band buffer's bytes as ``bytes`` it memoizes without asking the memo first: an empty one's are ``b""``,
+    one object, and the second empty array of a group failed its memo's assertion (``AssertionError:``, a figure
+    with an image and a colorbar)."""
+    with obj.raw() as view:
+        empty, readonly = view.nbytes == 0, view.readonly
+    if not empty:
+        pickle._Pickler.save_picklebuffer(pickler, obj)  # type: ignore[attr-defined]
+    elif readonly:
+        pickler.save(b"")  # through the memo
+    else:
+        pickler.save_bytearray(bytearray())  # a new object, which the memo keeps alive
+
+
+# How dill's pickler saves these types instead of dill's own way.
+_DILL_SAVERS: dict[type, Callable[[Any, Any], None]] = {
+    types.FunctionType: _save_function,
+    pickle.PickleBuffer: _save_picklebuffer,
+}
+
+
 class _Dispatch(dict):  # type: ignore[type-arg]
     """dill's table of how to save each type, as it is at each lookup (dill adds to it as it meets types), but
-    functions are saved by ``_save_function``. A pickler only ever asks it ``get``."""
+    for ``_DILL_SAVERS``. A pickler only ever asks it ``get``."""
 
     def get(self, key: type, default: Any = None) -> Any:
-        return _save_function if key is types.FunctionType else dill.Pickler.dispatch.get(key, default)
+        return _DILL_SAVERS.get(key) or dill.Pickler.dispatch.get(key, default)
 
 
 class _DillPickler(dill.Pickler):  # type: ignore[misc]

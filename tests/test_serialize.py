@@ -1149,3 +1149,27 @@ def test_callbacks_the_notebook_connected_to_a_figure_come_back_connected(tmp_pa
     import matplotlib.pyplot as plt
 
     plt.close(module.fig)
+
+
+def test_empty_arrays_in_a_group_that_dill_writes_come_back(tmp_path: Path) -> None:
+    """pickle's Python pickler (dill's) writes an empty buffer's bytes as ``b""``, one object it memoizes each time:
+    the second empty array of a group failed on 'AssertionError:' and nothing else said why. A figure with an image
+    and a colorbar holds such arrays: with a notebook function in its group, the figure, the function and every
+    variable sharing their group were written one by one, and came back no longer sharing what they shared."""
+    module = notebook(
+        """
+        import numpy as np
+        def scale(x):
+            return 2 * x
+        tools = {'np': np}  # a module in the group: dill writes it
+        empty = np.zeros(0)
+        rows = np.zeros((0, 3), dtype='f4')
+        frozen = np.zeros(0)
+        frozen.flags.writeable = False
+        """
+    )
+    names = ("scale", "tools", "empty", "rows", "frozen")
+    packed = serialize.dumps({n: module.__dict__[n] for n in names}, module)
+    assert packed.serializer == "dill"
+    expression = "scale(2), empty.shape, rows.shape, str(rows.dtype), frozen.shape, frozen.flags.writeable"
+    assert read_back(tmp_path, packed, expression) == "(4, (0,), (0, 3), 'float32', (0,), False)"
