@@ -411,6 +411,14 @@ def hooks(shell: InteractiveShell | None = None) -> CellHooks | None:
 
 
 def active(shell: InteractiveShell | None = None) -> Checkpointer:
+    """The Checkpointer of ``shell`` (default: the running one) for the Python API, loading the extension first if
+    it is not, as ``%load_ext`` and the server's requests do: ``import jupyter_ckpt; jupyter_ckpt.save()`` works in
+    any kernel."""
+    shell = shell or get_ipython()
+    if shell is None:
+        raise CheckpointError("jupyter-ckpt checkpoints an IPython kernel, and none is running here")
+    if hooks(shell) is None and shell.extension_manager is not None:
+        shell.extension_manager.load_extension("jupyter_ckpt")  # a store it cannot use raises its one-line error
     found = hooks(shell)
     if found is None:
         raise CheckpointError("jupyter-ckpt is not loaded in this kernel: run %load_ext jupyter_ckpt first")

@@ -59,3 +59,16 @@ def test_here_takes_milestones_inside_a_running_cell_at_the_policy_s_rate(kernel
     k.ok("%checkpoint auto on --interval 1")
     taken = int(k.ok(LOOP))
     assert 2 <= taken <= 6, taken
+
+
+def test_the_python_api_works_in_a_kernel_that_has_not_loaded_the_extension(kernels: Any) -> None:
+    """VS Code, a terminal or a kernel nothing configured: ``import jupyter_ckpt`` and its verbs, as the REST API's
+    requests load the extension first."""
+    k = kernels("plain.ipynb")
+    k.ok("import jupyter_ckpt\nx = 1")
+    cid = k.value("jupyter_ckpt.save(tag='start')")
+    assert k.value("[(r.id, r.tag) for r in jupyter_ckpt.list()]") == [(cid, "start")]
+    k.ok("x = 2")
+    k.ok("jupyter_ckpt.restore('start')")
+    assert k.value("x") == 1
+    assert "start" in k.ok("%checkpoint list")  # the magic is there too from then on
