@@ -65,6 +65,7 @@ _ATOM, _DATA, _NAMED = 0, 1, 2  # an atom is falsy: most objects met are, and th
 _UNSAVED = (types.TracebackType, types.FrameType, types.CodeType, types.GeneratorType, types.CoroutineType)
 _KINDS: dict[type, int] = dict.fromkeys((*_ATOMIC, *_UNSAVED), _ATOM)
 _CONTAINERS: tuple[type, ...] = (list, tuple, set, frozenset, collections.deque)
+_EMPTY_TUPLE = ()
 _BUILTIN_CONTAINERS = frozenset({list, tuple, set, frozenset, dict})
 # What a class holds under a dunder name that is its own code: the walk follows these.
 _METHODS = (types.FunctionType, classmethod, staticmethod)
@@ -233,6 +234,8 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int, spans: _Span
         if kind is None:
             kind = _kind(t)
         if not kind or (kind == named and serialize.by_reference(o)):  # an atom, or saved by name
+            continue
+        if o is _EMPTY_TUPLE:  # one object, written as itself: held by much of the namespace, it shares nothing
             continue
         i = id(o)
         if i in owner:  # met before, in this walk or another variable's

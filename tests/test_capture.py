@@ -155,6 +155,20 @@ def test_equal_but_independent_variables_are_apart() -> None:
     ]
 
 
+def test_variables_that_hold_the_empty_tuple_are_apart() -> None:
+    """Python has one empty tuple, and pickle writes it as itself: a partial with no arguments, a figure, a random
+    generator and a generic class all hold it, and were one group, that was written one variable at a time where it
+    could not be written whole, so that the variables in it sharing an object (two generators on one bit generator)
+    came back each with a copy of it."""
+    shared = [1]
+    assert group({"a": {"args": ()}, "b": [(), shared], "c": Box(args=(), held=shared), "d": ((), [2]), "e": [()]}) == [
+        ["a"],
+        ["b", "c"],
+        ["d"],
+        ["e"],
+    ]
+
+
 def test_closures_sharing_a_cell_are_one_group() -> None:
     module = notebook(
         """
