@@ -63,7 +63,7 @@ from . import capture, memory
 from .blobs import BlobInfo
 from .errors import CheckpointError, IntegrityError, UnknownSession
 from .permissions import read_own_file
-from .processes import owner_alive, started
+from .processes import alive, owner, owner_of, started
 from .progress import Progress
 from .store import RESULT_MAX, Store
 
@@ -449,7 +449,7 @@ class ForkWriter:
         if len(living) >= self._alive:  # fewer than ``alive`` may write, so one of them waits
             self._drop(next(c for c in living if c.gate is not None))
         self._started += 1
-        result = self._tmp / f"result.{os.getpid()}.{self._started}.json"
+        result = self._tmp / f"result.{owner()}.{self._started}.json"  # a gc passes it over while the kernel lives
         wait_on, gate = os.pipe()
         listen, tell = os.pipe() if progress is not None else (-1, -1)
         self._hold_full_collections()
@@ -475,7 +475,8 @@ class ForkWriter:
                 text = json.dumps(self._encode({"kernel": self._kernel, **error}))
             finally:
                 try:
-                    tmp = result.with_suffix(".part")
+                    # Named after this child, which lives until the rename: a gc never takes it for a dead kernel's.
+                    tmp = self._tmp / f"part.{owner()}.{self._started}"
                     tmp.unlink(missing_ok=True)  # a link planted under its name is replaced, never written through
                     with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600), "w") as f:
                         f.write(text)
@@ -484,7 +485,7 @@ class ForkWriter:
                 except OSError as e:  # the disk filled up or went read-only: said as such by its exit code
                     code = _EXIT_FOR.get(e.errno or 0, 1)
                     with contextlib.suppress(OSError):
-                        tmp.unlink()  # named after the kernel, which lives: no gc would collect it
+                        tmp.unlink()  # a gc would collect it once this child is gone, if the disk lets it
                 finally:
                     os._exit(code)
         os.close(wait_on)
@@ -655,7 +656,8 @@ def adopt(
     """
     found = []
     for path in store.blobs.tmp.glob("result.*.json"):
-        if ADOPTING in path.name.split(".") and owner_alive(path.name):  # another process adopts it now
+        named = owner_of(path.name)
+        if named is not None and named[1] is not None and alive(*named):  # its kernel, or its adopter, lives: unread
             continue
         try:
             result = store.unseal(json.loads(read_own_file(path, RESULT_MAX)), RESULT)
@@ -682,7 +684,7 @@ def adopt(
             continue
         if sessions is not None and manifest["session"] not in sessions:
             continue
-        claimed = path.with_name(f"result.{os.getpid()}.{ADOPTING}.{secrets.token_hex(8)}.json")
+        claimed = path.with_name(f"result.{owner()}.{ADOPTING}.{secrets.token_hex(8)}.json")
         try:
             path.rename(claimed)
         except OSError:  # adopted or committed meanwhile, or a store that cannot be written (read-only): kept

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
+import select
 import signal
+import struct
 import time
 import types
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -114,3 +118,95 @@ def test_a_gc_after_the_kernel_was_killed_adopts_what_its_writer_finished(kernel
     k.ok("%load_ext jupyter_ckpt\n%checkpoint restore latest")
     assert k.value("round_") == 1
     assert k.value("bool((big == __import__('numpy').random.default_rng(7).random(8_000_000)).all())") is True
+
+
+@contextlib.contextmanager
+def _creations(folder: Path) -> Iterator[Callable[[Callable[[str], bool]], str]]:
+    """Within the block, ``first(wanted)`` waits for the first file made in ``folder`` whose name is ``wanted`` and
+    returns its name, as the OS kernel tells it (inotify): at once, where polling the folder misses a file that
+    lives for a few milliseconds."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.inotify_init1(os.O_CLOEXEC)
+    assert fd >= 0 and libc.inotify_add_watch(fd, str(folder).encode(), 0x100) >= 0  # IN_CREATE
+
+    def first(wanted: Callable[[str], bool]) -> str:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if not select.select([fd], [], [], 1)[0]:
+                continue
+            data = os.read(fd, 1 << 16)
+            while data:
+                _, _, _, length = struct.unpack_from("iIII", data)
+                name = data[16 : 16 + length].rstrip(b"\0").decode()
+                if wanted(name):
+                    return name
+                data = data[16 + length :]
+        raise AssertionError(f"no file as wanted was made in {folder} within 60 s")
+
+    try:
+        yield first
+    finally:
+        os.close(fd)
+
+
+def test_a_gc_as_the_kernel_dies_leaves_its_writer_s_result_that_is_being_written(kernels: Any, store: Store) -> None:
+    """The kernel dies while its writer writes its result (the manifest, left for the kernel to commit) to a temp
+    file, and a gc from another process runs right then. The temp file was named after the kernel, which was dead:
+    the gc deleted it under the writer, whose rename then failed, and the state, fully written, was lost. It is
+    named after the writer, which lives, so the gc passes it over, and adopts the result once it is there."""
+    tmp = store.root / "blobs" / "tmp"
+    k = kernels("dying.ipynb")
+    k.ok("%load_ext jupyter_ckpt\nround_ = 0")
+    k.ok("%checkpoint wait")
+    with _creations(tmp) as first:
+        # Variables of long names: a manifest of 18 MB, which takes its writer milliseconds to write.
+        k.kc.execute("for i in range(300):\n    globals()['v' * 30_000 + str(i)] = i\nround_ = 1")
+        part = first(lambda name: name.endswith(".part") or name.startswith("part."))
+        writers = descendants(k.pid)
+        for pid in writers:
+            os.kill(pid, signal.SIGSTOP)
+    assert (tmp / part).exists(), "the writer renamed its result before it was stopped: the test proved nothing"
+    os.kill(k.pid, signal.SIGKILL)
+    while k.km.is_alive():  # reaped, as the server's restarter reaps it
+        time.sleep(0.01)
+    assert cli("gc").returncode == 0  # as the kernel dies, while its writer is between writing and renaming
+    for pid in writers:
+        os.kill(pid, signal.SIGCONT)
+    deadline = time.monotonic() + 60
+    while not all(_gone(pid) for pid in writers):
+        assert time.monotonic() < deadline, "the writer never finished"
+        time.sleep(0.02)
+    assert cli("gc").returncode == 0  # it adopts the result
+    assert len(store.checkpoints("dying.ipynb")) == 2
+    k.close()
+    k = kernels("dying.ipynb")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint restore latest")
+    assert k.value("(round_, globals()['v' * 30_000 + '299'])") == (1, 299)
+
+
+def test_a_gc_passes_over_a_live_kernel_s_writer_result_without_reading_it(kernels: Any, store: Store) -> None:
+    """A writer's result waits in the store until its kernel commits it: a kernel busy in a cell, or stopped (a
+    debugger, ``kill -STOP``), leaves it there a while. Every gc read each such result whole (up to 128 MiB) and
+    checked its signature, only to find its kernel alive and leave it. The owner is in the name: it is not read."""
+    tmp = store.root / "blobs" / "tmp"
+    k = kernels("live.ipynb")
+    k.ok("%load_ext jupyter_ckpt\nimport numpy as np\nround_ = 0")
+    k.ok("%checkpoint wait")
+    before = set(tmp.iterdir())
+    k.kc.execute("big = np.random.default_rng(3).random(4_000_000)\nround_ = 1")
+    writers = _writer_of(k, tmp, before)
+    os.kill(k.pid, signal.SIGSTOP)
+    try:
+        deadline = time.monotonic() + 60
+        while not all(_gone(pid) for pid in writers):
+            assert time.monotonic() < deadline, "the writer never finished"
+            time.sleep(0.02)
+        (result,) = tmp.glob("result.*.json")
+        seen = result.stat().st_atime_ns
+        assert cli("gc").returncode == 0
+        assert result.stat().st_atime_ns == seen  # its content was not read
+    finally:
+        os.kill(k.pid, signal.SIGCONT)
+    k.ok("%checkpoint wait")
+    assert k.value("[r.cell for r in __import__('jupyter_ckpt').list()]") == [1, 3]
+    assert k.value("round_") == 1
