@@ -1082,6 +1082,7 @@ def test_a_dead_kernel_s_finished_state_is_adopted_after_a_newest_checkpoint_tha
     dead.wait()
     result = store.unseal(json.loads(results[0].read_text()), "a result")
     results[0].write_text(json.dumps(store.seal({**result, "kernel": [dead.pid, 1]})))  # its kernel was killed
+    results[0].rename(results[0].with_name(f"result.{dead.pid}-1.2.json"))  # the name says whose it is too
     with sqlite3.connect(store.root / "catalog.sqlite") as db:
         db.execute("UPDATE checkpoints SET mac='0' WHERE id=?", (ckpt.head,))
     Timeline(store).gc(None, 20, None)
