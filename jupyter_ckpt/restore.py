@@ -30,6 +30,7 @@ from .errors import BadArgument
 from .manifest import Buffer, Group, Manifest, RandomState
 from .progress import Progress, Tally, untold
 from .recipes import rebuilt_by
+from .units import human_bytes
 
 Patch = tuple[memoryview, int, memoryview]
 
@@ -74,6 +75,10 @@ class RestoreReport:
 
     def __str__(self) -> str:
         return self.summary()
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """How IPython shows ``jupyter_ckpt.undo()`` at the end of a cell: its summary."""
+        printer.text(self.summary())
 
     def summary(self) -> str:
         """What the restore did, as ``%checkpoint restore`` prints it (and ``print(jupyter_ckpt.undo())``)."""
@@ -496,6 +501,21 @@ class Diff:
             "removed": self.removed,
             "changed": {n: {"before": a, "after": b} for n, (a, b) in self.changed.items()},
         }
+
+    def __str__(self) -> str:
+        """One line a variable, as ``%checkpoint diff`` prints it (and ``print(jupyter_ckpt.diff())``)."""
+
+        def kind(info: dict[str, Any]) -> str:
+            return f"{info.get('type')} ({human_bytes(info.get('size'))})"
+
+        lines = [f"+ {name}: {kind(info)}" for name, info in self.added.items()]
+        lines += [f"- {name}: {kind(info)}" for name, info in self.removed.items()]
+        lines += [f"~ {name}: {kind(a)} -> {kind(b)}" for name, (a, b) in self.changed.items()]
+        return "\n".join(lines) or "no differences"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """How IPython shows ``jupyter_ckpt.diff()`` at the end of a cell: as ``%checkpoint diff`` prints it."""
+        printer.text(str(self))
 
 
 def diff_manifests(before: Manifest, after: Manifest) -> Diff:
