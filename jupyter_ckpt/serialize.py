@@ -1780,6 +1780,14 @@ def _made_by_base(base: type, cls: type, *args: Any) -> Any:
     return base.__new__(cls, *args)
 
 
+def _binds(signature: inspect.Signature, args: tuple[Any, ...]) -> bool:
+    try:
+        signature.bind(*args)
+    except TypeError:
+        return False
+    return True
+
+
 def _scalar(value: Any) -> bool:
     """A value with no object in it that could lead back to its holder: a string, a number, a tuple of those."""
     t = type(value)
@@ -1837,7 +1845,10 @@ def _instance_reducer(t: type) -> Callable[[Any], Any] | None:
     __new__(cls, symbol)`` or ``def __new__(cls, amount, currency)`` that raised on loading, and the variable and
     its group were not restored. Such an instance is made by its builtin base's ``__new__`` (``object``'s,
     ``float``'s) with those arguments and given its state, as pickle's protocols 0 and 1 did: what ``__new__``
-    set is in that state. A ``__new__`` that takes pickle's arguments is called as pickle calls it.
+    set is in that state. A ``__new__`` that takes pickle's arguments is called as pickle calls it, but where
+    they are the base's value (``tuple``, ``str``, ``float``: ``__getnewargs__``), which a ``__new__`` of the
+    notebook's takes as something else: ``def __new__(cls, *xs)`` made ``Vector(1, 2)`` again as
+    ``Vector(((1, 2),))``. Such an instance is always made by its base.
 
     A ``__hash__`` of Python's (``def __hash__``, a frozen dataclass's). pickle makes an instance, then its state;
     where that state leads back to a dict or set holding the instance as a key (a node whose graph maps nodes
@@ -1856,11 +1867,12 @@ def _instance_reducer(t: type) -> Callable[[Any], Any] | None:
     )
     new = getattr(t, "__new__", None)
     signature = None
+    by_value = hasattr(base, "__getnewargs__")  # pickle's arguments are the base's value
     if isinstance(new, types.FunctionType):
         with contextlib.suppress(ValueError):  # no signature to read
             signature = inspect.signature(new)
             try:
-                if not hasattr(base, "__getnewargs__"):
+                if not by_value:
                     signature.bind(t)  # pickle's call, t.__new__(t), works for every instance
                     signature = None
             except TypeError:
@@ -1874,11 +1886,8 @@ def _instance_reducer(t: type) -> Callable[[Any], Any] | None:
         if not isinstance(reduced, tuple) or reduced[0] is not copyreg.__newobj__:  # type: ignore[attr-defined]
             return NotImplemented
         make, args = reduced[0], reduced[1]
-        if signature is not None:
-            try:
-                signature.bind(*args)
-            except TypeError:
-                make, args = _made_by_base, (base, *args)
+        if signature is not None and (by_value or not _binds(signature, args)):
+            make, args = _made_by_base, (base, *args)
         parts = _split(reduced[2]) if hashed and len(reduced) > 2 else None
         if parts is not None:
             first, first_slots, rest, order = parts
@@ -1908,9 +1917,10 @@ def _reduce_with_attributes(obj: Any) -> Any:
     """An instance of a notebook subclass of such a type (``_pickled_by_value_alone``) with the attributes the
     notebook gave it, where its base's reduction keeps no state: they were gone after a restore (dill too).
 
-    Where a notebook class defines ``__init__`` (``class LRU(OrderedDict): def __init__(self, capacity)``), the
-    base's reduction called it with the base's arguments: it failed (a missing ``capacity``), or took them for
-    its own (``Counter``'s counts as a label) and the instance came back empty. Such an instance is made by its
+    Where a notebook class defines ``__init__`` (``class LRU(OrderedDict): def __init__(self, capacity)``) or
+    ``__new__`` (``class Bag(frozenset): def __new__(cls, *items)``), the base's reduction called it with the
+    base's arguments: it failed (a missing ``capacity``, a list as an item), or took them for its own
+    (``Counter``'s counts as a label) and the instance came back empty. Such an instance is made by its
     base's ``__new__`` and ``__init__``, given its attributes, then its items by the base's own methods, so that
     an overridden ``__setitem__`` (an LRU's eviction) neither runs before its attributes nor runs again."""
     reduced = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
@@ -1920,7 +1930,7 @@ def _reduce_with_attributes(obj: Any) -> Any:
     cls = type(obj)
     if make is cls and isinstance(state, (dict, type(None))):
         own = [c for c in cls.__mro__ if c.__module__ == "__main__"]
-        if any("__init__" in vars(c) for c in own):
+        if any("__init__" in vars(c) or "__new__" in vars(c) for c in own):
             base = next(c for c in cls.__mro__ if c.__module__ != "__main__")
             contents = (base, dict(vars(obj)), list(listitems or ()), list(dictitems or ()))
             return _made_by_base_init, (base, cls, args), contents, None, None, _set_state_and_items

@@ -532,6 +532,42 @@ def test_an_instance_whose_new_requires_arguments_comes_back_with_what_new_set(t
     )  # Counted.__new__ ran again on loading; Told's was given 20
 
 
+def test_a_subclass_of_a_builtin_value_whose_new_takes_other_arguments_comes_back_with_its_value(
+    tmp_path: Path,
+) -> None:
+    """pickle makes a ``tuple``, ``frozenset`` or ``str`` subclass again by calling it, or its ``__new__``, with the
+    base's value: ``Vector(1, 2)`` of ``def __new__(cls, *xs)`` came back as ``Vector(((1, 2),))``, an other value
+    with an other hash and nothing said, and ``Bag('x', 'y')`` of a ``frozenset`` failed to load (unhashable
+    'list'). Each is made by its base with its value, then given its attributes."""
+    module = notebook(
+        """
+        class Vector(tuple):
+            def __new__(cls, *xs):
+                return super().__new__(cls, xs)
+            def norm(self):
+                return sum(x * x for x in self)
+        class Bag(frozenset):
+            def __new__(cls, *items):
+                made = super().__new__(cls, items)
+                made.label = 'bag'
+                return made
+        class Phrase(str):
+            def __new__(cls, *words):
+                return super().__new__(cls, ' '.join(words).upper())
+        v, bag, phrase = Vector(1, 2), Bag('x', 'y'), Phrase('a', 'b c')
+        index = {v: 'v'}
+        """
+    )
+    names = ("Vector", "Bag", "Phrase", "v", "bag", "phrase", "index")
+    shown = read_back(
+        tmp_path,
+        serialize.dumps({n: getattr(module, n) for n in names}, module),
+        "(v, v.norm(), index[Vector(1, 2)], type(v) is Vector, sorted(bag), bag.label, type(bag) is Bag, phrase,"
+        " type(phrase) is Phrase, Vector(3).norm())",
+    )
+    assert shown == "((1, 2), 5, 'v', True, ['x', 'y'], 'bag', True, 'A B C', True, 9)"
+
+
 def test_read_only_arrays_and_views_come_back_read_only_and_a_window_view_on_its_array() -> None:
     base = np.arange(100_000.0)
     locked = np.arange(100_000.0)
