@@ -15,7 +15,7 @@ from typing import Any, BinaryIO, NoReturn, TextIO
 
 from .config import default_store_dir, open_replica, open_store, store_location
 from .errors import BadArgument, CheckpointError, IntegrityError, naming, reading_store
-from .format import format_diff, format_table, format_thinned
+from .format import format_table, format_thinned
 from .remote_catalog import RemoteCatalog
 from .restore import diff_manifests, restore_namespace
 from .retention import Limits, usage
@@ -163,7 +163,7 @@ def _cmd_show(store: Store, args: argparse.Namespace) -> None:
 
 def _cmd_diff(store: Store, args: argparse.Namespace) -> None:
     a, b = (store.manifest(Timeline(store).find(r, args.session).id) for r in (args.a, args.b))
-    print(format_diff(diff_manifests(a, b)))
+    print(diff_manifests(a, b))
 
 
 def _cmd_gc(store: Store, args: argparse.Namespace) -> None:

@@ -13,7 +13,7 @@ from IPython.core.magic import Magics, line_magic, magics_class
 
 from .checkpointer import Checkpointer
 from .errors import CheckpointError, reading_store
-from .format import describe_policy, describe_usage, format_diff, format_table, format_thinned
+from .format import describe_policy, describe_usage, format_table, format_thinned
 from .session import SessionKey
 from .timeline import numbers
 from .units import human_bytes, parse_size, read_negative_sizes
@@ -120,7 +120,7 @@ class CheckpointMagics(Magics):
     def _diff(self, opts: argparse.Namespace) -> None:
         if len(opts.args) > 2:
             raise UsageError("%checkpoint diff takes at most two REFs")
-        print(format_diff(self.ckpt.diff(*opts.args)))
+        print(self.ckpt.diff(*opts.args))
 
     def _auto(self, opts: argparse.Namespace) -> None:
         if len(opts.args) != 1 or opts.args[0] not in ("on", "off", "budget"):

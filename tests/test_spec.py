@@ -72,3 +72,16 @@ def test_the_python_api_works_in_a_kernel_that_has_not_loaded_the_extension(kern
     k.ok("jupyter_ckpt.restore('start')")
     assert k.value("x") == 1
     assert "start" in k.ok("%checkpoint list")  # the magic is there too from then on
+
+
+def test_what_the_python_api_returns_shows_in_a_cell_as_the_magic_prints_it(kernels: Any) -> None:
+    k = kernels("shown.ipynb")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto on\nimport jupyter_ckpt")
+    k.ok("x = 1")
+    k.ok("y = [1, 2]")
+    (diff,) = k.run("jupyter_ckpt.diff(-1)").data
+    assert diff["text/plain"] == k.ok("%checkpoint diff -1").rstrip("\n")
+    assert diff["text/plain"].startswith("+ y: list (")
+    (undone,) = k.run("jupyter_ckpt.undo()").data
+    assert undone["text/plain"].startswith("restored kernel checkpoint #")
+    assert k.value("'y' in globals()") is False
