@@ -1,18 +1,15 @@
-"""What the magics, the CLI and the kernel's progress line print: sizes, ages, the timeline table, diffs."""
+"""What the magics, the CLI and the kernel's progress line print: sizes, ages, the timeline table."""
 
 from __future__ import annotations
 
 import datetime
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .retention import Usage
 from .store import CheckpointRecord
 from .timeline import Thinned
 from .units import human_bytes
-
-if TYPE_CHECKING:
-    from .restore import Diff
 
 
 def _when(ts: float) -> str:
@@ -46,18 +43,6 @@ def format_table(records: list[CheckpointRecord], head: int | None, numbered: di
     legend = [("*", "* where the namespace is now"), (">", "> a new kernel started here")]
     marks = "".join(row[0] for row in rows)
     return "\n".join([table, *(text for mark, text in legend if mark in marks)])
-
-
-def format_diff(d: Diff) -> str:
-    lines = []
-    for name, info in d.added.items():
-        lines.append(f"+ {name}: {info.get('type')} ({human_bytes(info.get('size'))})")
-    for name, info in d.removed.items():
-        lines.append(f"- {name}: {info.get('type')} ({human_bytes(info.get('size'))})")
-    for name, (a, b) in d.changed.items():
-        was, now = f"{a.get('type')} ({human_bytes(a.get('size'))})", f"{b.get('type')} ({human_bytes(b.get('size'))})"
-        lines.append(f"~ {name}: {was} -> {now}")
-    return "\n".join(lines) or "no differences"
 
 
 def describe_policy(policy: dict[str, Any]) -> str:
