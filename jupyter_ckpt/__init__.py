@@ -12,19 +12,25 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 from .errors import CheckpointError
 from .restore import Diff, RestoreReport
-from .store import CheckpointRecord
+from .store import Cell, CheckpointRecord
 
 if TYPE_CHECKING:
-    from .checkpointer import Checkpointer
+    from .checkpointer import Checkpointer, Status
 
 __all__ = [
     "CheckpointError",
     "__version__",
+    "delete",
     "diff",
+    "exclude",
     "here",
+    "history",
+    "include",
     "list",
+    "replay",
     "restore",
     "save",
+    "status",
     "tag",
     "undo",
     "untag",
@@ -85,6 +91,34 @@ def untag(ref: str | int) -> CheckpointRecord:
 def list() -> builtins.list[CheckpointRecord]:  # noqa: A001 - the verb users know
     """The session's checkpoints, oldest first."""
     return _ckpt().checkpoints()
+
+
+def delete(ref: str | int) -> CheckpointRecord:
+    """Remove the checkpoint ``ref`` from the timeline (its data goes at the next gc); returns its record."""
+    return _ckpt().delete(ref)
+
+
+def exclude(*names: str) -> builtins.list[str]:
+    """Keep these variables out of checkpoints from now on (remembered for the session); returns every name kept
+    out."""
+    return _ckpt().exclude(names).exclude
+
+
+def include(*names: str) -> builtins.list[str]:
+    """Put excluded variables back in checkpoints; returns the names still kept out."""
+    return _ckpt().include(names).exclude
+
+
+def history(ref: str | int | None = None) -> builtins.list[Cell]:
+    """The cells executed up to ``ref`` (default: now), oldest first: each one's ``count``, ``source``,
+    ``status`` and ``duration``."""
+    return _ckpt().history(ref)
+
+
+def status() -> Status:
+    """Where things stand, as ``%checkpoint status`` shows it: the store, session, policy, count, bytes, the last
+    checkpoint's age, whether a background write is in progress, the variables skipped and why."""
+    return _ckpt().status()
 
 
 def wait() -> None:

@@ -85,3 +85,20 @@ def test_what_the_python_api_returns_shows_in_a_cell_as_the_magic_prints_it(kern
     (undone,) = k.run("jupyter_ckpt.undo()").data
     assert undone["text/plain"].startswith("restored kernel checkpoint #")
     assert k.value("'y' in globals()") is False
+
+
+def test_the_python_api_has_the_magic_s_verbs_for_status_history_exclude_include_and_delete(kernels: Any) -> None:
+    k = kernels("verbs.ipynb")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto off\nimport jupyter_ckpt")
+    k.ok("x = 1\nscratch = 2")
+    assert k.value("jupyter_ckpt.exclude('scratch')") == ["scratch"]
+    first = k.value("jupyter_ckpt.save()")
+    assert "scratch" not in k.ok("%checkpoint diff")  # kept out: not in the checkpoint, so not compared either
+    assert k.value("jupyter_ckpt.include('scratch')") == []
+    second = k.value("jupyter_ckpt.save(tag='two')")
+    status = k.value("{k: v for k, v in jupyter_ckpt.status().items() if k in ('checkpoints', 'session', 'writing')}")
+    assert status["checkpoints"] == 2 and status["session"].endswith("verbs.ipynb") and status["writing"] is False
+    cells = k.value(f"[(c['count'], c['source'], c['status']) for c in jupyter_ckpt.history({first})]")
+    assert cells[1] == (2, "x = 1\nscratch = 2", "ok") and [c[0] for c in cells] == [1, 2, 3]  # up to its state
+    assert k.value("jupyter_ckpt.delete('two').id") == second
+    assert k.value("[r.id for r in jupyter_ckpt.list()]") == [first]
