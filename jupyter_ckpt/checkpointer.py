@@ -1142,8 +1142,9 @@ class Checkpointer:
     def set_policy(self, **changes: Any) -> Policy:
         policy = Policy(**{**asdict(self.policy), **changes}).validate()
         self.store.set_policy(self.session, asdict(policy))
+        if changes.keys() - {"exclude"}:  # a new schedule counts its cells afresh; excluding a variable is none
+            self._cells_since = 0
         self.policy = policy
-        self._cells_since = 0
         return policy
 
     def exclude(self, names: Iterable[str]) -> Policy:
