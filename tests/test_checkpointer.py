@@ -399,6 +399,13 @@ def test_policy_every_and_interval(nb: tuple[types.ModuleType, Checkpointer]) ->
     ckpt.set_policy(auto=False)
     assert ckpt.after_cell(7, "pass", True, 0.0) is None
     assert ckpt.store.policy("nb.ipynb")["auto"] is False  # remembered for the session
+    # Keeping a variable out changes what is checkpointed, not when: every third cell stays every third cell.
+    ckpt.set_policy(auto=True, every=3, interval=None)
+    taken = [ckpt.after_cell(i, "pass", True, 0.0) for i in (8, 9)]
+    ckpt.exclude(["scratch"])
+    ckpt.include(["scratch"])
+    taken.append(ckpt.after_cell(10, "pass", True, 0.0))
+    assert [t is not None for t in taken] == [False, False, True]
 
 
 def test_settle_makes_the_state_the_policy_has_not_taken_durable(nb: tuple[types.ModuleType, Checkpointer]) -> None:
