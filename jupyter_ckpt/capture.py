@@ -15,6 +15,7 @@ import abc
 import builtins
 import collections
 import contextlib
+import contextvars
 import ctypes
 import gc
 import os
@@ -317,6 +318,11 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int, spans: _Span
             stack.append(serialize.dict_of(o))
         elif t is weakref.ref or t is weakref.WeakMethod:  # pickled as a reference to its object (or method): that
             stack.append(o())  # object's holder must share its stream
+        elif t is contextvars.ContextVar:  # pickled with its default and its value in the cells' context
+            stack.extend(serialize.context_value(o))
+        elif issubclass(t, serialize.THREAD_LOCAL):  # pickled with the attributes the cells' thread gave it
+            _claim_class(owner, t, name, met)
+            stack.extend(serialize.thread_local_values(o))
         else:
             _claim_class(owner, t, name, met)
             stack.extend(_contents(o))

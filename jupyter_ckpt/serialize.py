@@ -68,6 +68,7 @@ import array
 import bisect
 import collections
 import contextlib
+import contextvars
 import copyreg
 import ctypes
 import enum
@@ -1691,6 +1692,97 @@ def _reduce_rlock(lock: Any) -> Any:
     return _rlock, (count,)
 
 
+@dataclass(frozen=True)
+class _CellsSeen:
+    """What only the thread that runs the cells sees, as it saw it when a cell last ended (``remember_cells``)."""
+
+    context: contextvars.Context  # a copy: the value each context variable holds there
+    locals: weakref.WeakKeyDictionary[Any, dict[str, Any]]  # each thread-local object's attributes there
+
+
+_CELLS_SEEN: _CellsSeen | None = None
+_LOCALS: weakref.WeakSet[Any] = weakref.WeakSet()  # the thread-local objects the namespace holds or a walk met
+
+
+def remember_cells() -> None:
+    """Note, in the thread that runs the cells as a cell ends, what only that thread sees: the value each
+    ``contextvars.ContextVar`` holds in its context, and the attributes it gave each ``threading.local`` that
+    the shell's namespace holds or a checkpoint's walk met (``thread_local_values``). A checkpoint taken by
+    another thread (the one that waits for the kernel to go idle, and the writer it forks) keeps them as the
+    cells see them: read there, a context variable had only its default and a thread-local object no
+    attributes."""
+    global _CELLS_SEEN
+    shell = _the_shell()
+    for value in shell.user_ns.values() if shell is not None else ():
+        if issubclass(type(value), THREAD_LOCAL):  # not ``isinstance``, which a dead weak proxy raises
+            _LOCALS.add(value)
+    seen: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+    for local in list(_LOCALS):
+        seen[local] = dict(vars(local))
+    _CELLS_SEEN = _CellsSeen(contextvars.copy_context(), seen)
+
+
+def _in_cells_thread() -> bool:
+    return _CELLS_SEEN is None or threading.get_ident() == _CELLS_THREAD
+
+
+THREAD_LOCAL = threading.local
+
+
+def thread_local_values(local: Any) -> list[Any]:
+    """The values of the attributes the cells' thread gave a ``threading.local``, as a checkpoint keeps them."""
+    _LOCALS.add(local)
+    with contextlib.suppress(pickle.PicklingError):
+        return list(_cells_attributes(local).values())
+    return []
+
+
+def _cells_attributes(local: Any) -> dict[str, Any]:
+    if _in_cells_thread():
+        return dict(vars(local))
+    assert _CELLS_SEEN is not None
+    found = _CELLS_SEEN.locals.get(local)
+    if found is None:
+        raise pickle.PicklingError(
+            "a threading.local holds its values apart for each thread, and those of the thread that runs the cells"
+            " are read as a cell ends: this one was not held by a variable then"
+        )
+    return found
+
+
+def _reduce_thread_local(local: Any) -> Any:
+    """A ``threading.local`` (or a notebook subclass of it) made again with the attributes the thread that runs
+    the cells gave it, which the restore's thread, that same thread, gets back. pickle refused it, and it could
+    only be rebuilt by running its cells again. Other threads start without them, as they did."""
+    return copyreg.__newobj__, (type(local),), _cells_attributes(local)  # type: ignore[attr-defined]
+
+
+def context_value(variable: contextvars.ContextVar[Any]) -> tuple[Any, ...]:
+    """The value a context variable holds in the cells' context, as a tuple of it, or an empty one if none."""
+    context = contextvars.copy_context() if _in_cells_thread() else _CELLS_SEEN.context  # type: ignore[union-attr]
+    return (context[variable],) if variable in context else ()
+
+
+def _reduce_context_variable(variable: contextvars.ContextVar[Any]) -> Any:
+    """A ``contextvars.ContextVar`` made again with its name and default, then set, in the restore's context (the
+    cells'), to the value it holds in the cells' context, if any. pickle refused it: the variable, and every one
+    sharing objects with it, could only be rebuilt by running its cells again."""
+    try:
+        default: tuple[Any, ...] = (contextvars.Context().run(variable.get),)
+    except LookupError:
+        default = ()
+    return _context_variable, (variable.name, default), context_value(variable), None, None, _set_context_value
+
+
+def _context_variable(name: str, default: tuple[Any, ...]) -> contextvars.ContextVar[Any]:
+    return contextvars.ContextVar(name, default=default[0]) if default else contextvars.ContextVar(name)
+
+
+def _set_context_value(variable: contextvars.ContextVar[Any], value: tuple[Any, ...]) -> None:
+    if value:
+        variable.set(value[0])
+
+
 def dict_of(view: Any) -> Any:
     """The dict (or dict subclass) a view of ``DICT_VIEWS`` shows: the one object it refers to."""
     return gc.get_referents(view)[0]
@@ -2326,6 +2418,10 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_context_manager
     if t is _RLOCK:
         return _reduce_rlock
+    if t is contextvars.ContextVar:
+        return _reduce_context_variable
+    if issubclass(t, THREAD_LOCAL):
+        return _reduce_thread_local
     if t in WEAK_TYPES:
         return _reduce_weak
     if t in WEAK_PROXIES:

@@ -421,6 +421,7 @@ def remember() -> None:
     cell ends, so that a checkpoint taken by another thread (the idle one) keeps them too."""
     global _SEEN
     _SEEN = (threading.get_ident(), _read(_IN_CONTEXT))
+    serialize.remember_cells()  # and the notebook's own context variables and thread-local objects
 
 
 def read() -> Settings:

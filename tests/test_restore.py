@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import sys
 import textwrap
+import time
 import types
 from collections.abc import Iterator
 from pathlib import Path
@@ -536,3 +537,36 @@ def test_a_sympy_function_restored_in_its_kernel_makes_expressions_of_itself(sto
     ckpt.restore(cid)
     f, x, e = (module.__dict__[n] for n in ("f", "x", "e"))
     assert (f(x).func is f, e.args[1].func is f, e.atoms(f) == {f(x)}) == (True, True, True)
+
+
+def test_context_variables_and_thread_locals_come_back_as_the_cells_saw_them_from_an_idle_checkpoint(
+    kernels: Any, store: Store
+) -> None:
+    """A ``ContextVar`` with its value set by a cell, and a ``threading.local`` with attributes the cells gave it:
+    pickle refuses both, and a restore named them and offered to run their cells again. Now they come back with
+    what the cells saw, also from the checkpoint the kernel takes when it goes idle, which another thread takes:
+    read there, the variable had only its default and the thread-local object no attributes."""
+    k = kernels("context.ipynb")
+    k.ok("%load_ext jupyter_ckpt")
+    k.ok(
+        "import contextvars, threading\nuser = contextvars.ContextVar('user', default='anon')\nuser.set(['ann'])\n"
+        "plain = contextvars.ContextVar('plain')\nlocal = threading.local()\nlocal.rows = user.get()\n"
+        "class State(threading.local):\n    def __init__(self):\n        self.items = []\nstate = State()\n"
+        "state.items.append(1)"
+    )
+    deadline = time.time() + 60
+    while not any(r.trigger == "cell" and r.cell == 2 for r in store.checkpoints("context.ipynb")):
+        assert time.time() < deadline, "no checkpoint of the idle kernel"
+        time.sleep(0.2)
+    k.close()
+
+    fresh = kernels("context.ipynb")
+    fresh.ok("%load_ext jupyter_ckpt")
+    out = fresh.ok("%checkpoint restore latest")
+    assert "not restored" not in out, out
+    shown = fresh.value(
+        "(user.get(), user.get() is local.rows, plain.get('none'), local.rows, state.items, type(state) is State,"
+        " contextvars.Context().run(user.get))"
+    )
+    assert shown == (["ann"], True, "none", ["ann"], [1], True, "anon")
+    assert fresh.value("user.get()") == ["ann"]  # in the cells after the restore too
