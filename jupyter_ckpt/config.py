@@ -7,13 +7,15 @@ the CLI and the server read options without loading a shell.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from jupyter_core.paths import jupyter_data_dir
-from traitlets import Bool, Enum, Float, Int, Unicode, default
+from traitlets import Bool, Enum, Float, Int, TraitError, Unicode, default, validate
 from traitlets.config import Configurable
 
 from .errors import BadArgument, IntegrityError
@@ -139,6 +141,18 @@ class StoreOptions(Configurable):
             raise BadArgument(f"c.{type(self).__name__}.{name}: {e}") from None
 
 
+# The numeric options of ``Checkpoints`` and the values each takes: another (0 for idle_poll, which then looked again
+# at once for ever; nan; a negative lag) is refused as it is set, in a configuration file or by ``%config``.
+_RANGES: dict[str, tuple[str, Callable[[float], bool]]] = {
+    "budget": ("a share of execution time, 0 or more", lambda v: 0 <= v < math.inf),
+    "max_lag": ("a number of seconds above 0", lambda v: v > 0),
+    "idle_poll": ("a number of seconds above 0", lambda v: 0 < v < math.inf),
+    "progress_after": ("a number of seconds, 0 or more", lambda v: v >= 0),
+    "interval": ("a number of seconds, 0 or more (0: off)", lambda v: 0 <= v < math.inf),
+    "every": ("a number of cells, 0 or more (0: every cell within the budget)", lambda v: v >= 0),
+}
+
+
 class Checkpoints(StoreOptions):
     """Options of the jupyter-ckpt IPython extension (``c.Checkpoints.<name>``; ``%config Checkpoints`` in a kernel)."""
 
@@ -208,6 +222,14 @@ class Checkpoints(StoreOptions):
         "'ask' names them and the cells that would rebuild them (%checkpoint replay runs those), 'auto' runs "
         "them at once, 'never' only names them. Replay runs code again, with its side effects.",
     ).tag(config=True)
+
+    @validate(*_RANGES)
+    def _in_range(self, proposal: dict[str, Any]) -> Any:
+        name, value = proposal["trait"].name, proposal["value"]
+        what, takes = _RANGES[name]
+        if not takes(value):
+            raise TraitError(f"c.Checkpoints.{name} must be {what}, not {value!r}")
+        return value
 
     @default("session")
     def _session_from_environment(self) -> str:

@@ -25,12 +25,13 @@ from typing import Any
 
 from IPython.core.getipython import get_ipython
 from IPython.core.interactiveshell import InteractiveShell
+from traitlets import TraitError
 
 from . import shellconfig, shellhooks
 from .cellcode import only_checkpoint_magics
 from .checkpointer import Checkpointer, Policy
 from .config import CRASH_RESTART, Checkpoints, open_replica
-from .errors import CheckpointError, reading_store
+from .errors import BadArgument, CheckpointError, reading_store
 from .format import previous_session_line
 from .notice import Notice
 from .processes import owner, owner_alive
@@ -430,7 +431,10 @@ def load(shell: InteractiveShell) -> None:
         return
     from .magics import CheckpointMagics
 
-    config = Checkpoints(parent=shell)
+    try:
+        config = Checkpoints(parent=shell)
+    except TraitError as e:  # a value the option cannot take, in a configuration file: one line, as %config says it
+        raise BadArgument(str(e)) from None
     own = kernel_key()
     session = session_key(shell.user_ns, config.session, own)
     store = config.open_store()

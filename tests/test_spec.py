@@ -102,3 +102,32 @@ def test_the_python_api_has_the_magic_s_verbs_for_status_history_exclude_include
     assert cells[1] == (2, "x = 1\nscratch = 2", "ok") and [c[0] for c in cells] == [1, 2, 3]  # up to its state
     assert k.value("jupyter_ckpt.delete('two').id") == second
     assert k.value("[r.id for r in jupyter_ckpt.list()]") == [first]
+
+
+def test_an_option_set_to_a_value_it_cannot_take_is_refused_and_keeps_its_value(
+    kernels: Any, jupyter_dirs: Any
+) -> None:
+    k = kernels("options.ipynb")
+    k.ok("%load_ext jupyter_ckpt")
+    options = "(c.budget, c.max_lag, c.idle_poll, c.progress_after, c.interval, c.every)"
+    read = f"[{options} for c in get_ipython().configurables if type(c).__name__ == 'Checkpoints']"
+    before = k.value(read)
+    for line, why in [
+        ("%config Checkpoints.idle_poll = 0", "idle_poll"),  # the idle thread looked again at once, for ever
+        ("%config Checkpoints.max_lag = -5", "max_lag"),
+        ("%config Checkpoints.max_lag = float('nan')", "max_lag"),
+        ("%config Checkpoints.budget = -1", "budget"),
+        ("%config Checkpoints.progress_after = float('nan')", "progress_after"),
+        ("%config Checkpoints.interval = -1", "interval"),
+        ("%config Checkpoints.every = -2", "every"),
+    ]:
+        result = k.run(line)
+        assert why in result.stderr + (result.error or ""), (line, result)
+    assert k.value(read) == before
+    # Set in a configuration file, such a value keeps the extension from loading, said in one line.
+    profile = jupyter_dirs / "ipython" / "profile_default"
+    profile.mkdir(parents=True, exist_ok=True)
+    (profile / "ipython_config.py").write_text("c.Checkpoints.max_lag = 0.0\n")
+    fresh = kernels("options.ipynb")
+    result = fresh.run("%load_ext jupyter_ckpt")
+    assert result.error is not None and "max_lag" in result.error and "Traceback" not in result.stderr, result
