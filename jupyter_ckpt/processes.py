@@ -55,14 +55,19 @@ def owner() -> str:
     return _OWNER[1]
 
 
-def owner_of(name: str) -> tuple[int, int | None] | None:
-    """The pid and start time (None where the name gives only a pid: a file of an older version) of the process
-    that left a file named ``<what>.<owner>.<more>``; None if the name names no process."""
-    parts = name.split(".")
-    found = _NAMED.fullmatch(parts[1]) if len(parts) > 1 else None
+def process_of(text: str) -> tuple[int, int | None] | None:
+    """The pid and start time (None where the text gives only a pid: a file of an older version) of the process
+    an ``owner`` text names; None if it names none."""
+    found = _NAMED.fullmatch(text)
     if found is None:
         return None
     return int(found[1]), None if found[2] is None else int(found[2])
+
+
+def owner_of(name: str) -> tuple[int, int | None] | None:
+    """The process that left a file named ``<what>.<owner>.<more>`` (``process_of``)."""
+    parts = name.split(".")
+    return process_of(parts[1]) if len(parts) > 1 else None
 
 
 def owner_alive(name: str) -> bool:

@@ -44,6 +44,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from .errors import BadArgument, CheckpointError
+from .processes import alive, owner, process_of
 
 SERVER = "JPY_SESSION_NAME, from jupyter_server"
 TYPED = "named with %checkpoint session"
@@ -61,6 +62,10 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 KERNELS = "kernels"  # the store's folder of kernel records
 # A kernel record this old is a kernel's long gone: no crash restart will ask for it.
 RECORD_DAYS = 30
+# Seconds after its record was last written that thinning keeps the line of a kernel that died (``kernel_heads``):
+# long enough for the server to restart it and restore its state, not so long that dead kernels' states crowd out
+# the newest ones of a store at its budget.
+DEAD_KERNEL_KEPT = 3600
 
 
 @dataclass(frozen=True)
@@ -194,9 +199,10 @@ def _record_path(root: Path, kernel: str) -> Path:
 
 
 def keep_record(root: Path, kernel: str, record: KernelRecord, seal: Callable[[Any], list[str]]) -> None:
-    """Keep kernel ``kernel``'s record in the store at ``root``, signed (``Store.seal``), private and written whole.
-    A store that will not take it takes nothing: the record only sharpens a crash recovery. The first record of a
-    kernel clears those older than ``RECORD_DAYS``."""
+    """Keep kernel ``kernel``'s record in the store at ``root``, signed (``Store.seal``), private and written whole,
+    with the process that keeps it (``processes.owner``). A store that will not take it takes nothing: the record
+    only sharpens a crash recovery and thinning. The first record of a kernel clears those older than
+    ``RECORD_DAYS``."""
     path = _record_path(root, kernel)
     with contextlib.suppress(OSError):
         if not path.exists():
@@ -208,19 +214,43 @@ def keep_record(root: Path, kernel: str, record: KernelRecord, seal: Callable[[A
         partial.unlink(missing_ok=True)  # made anew: a link planted there is not followed
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
         with open(os.open(partial, flags, 0o600), "w") as f:
-            json.dump(seal({"kernel": kernel, **asdict(record)}), f)
+            json.dump(seal({"kernel": kernel, "owner": owner(), **asdict(record)}), f)
         os.replace(partial, path)
 
 
 def kept_record(root: Path, kernel: str, unseal: Callable[[Any, str], Any]) -> KernelRecord | None:
     """The record kernel ``kernel`` (or the one it replaces) left in the store at ``root``, if this store's secret
     signed it (``Store.unseal``); None if there is none or it cannot be read."""
+    found = _read_record(_record_path(root, kernel), unseal)
+    return found[0] if found is not None and found[1].get("kernel") == kernel else None
+
+
+def _read_record(path: Path, unseal: Callable[[Any, str], Any]) -> tuple[KernelRecord, dict[str, Any]] | None:
+    """The kernel record at ``path`` and all it holds, if this store's secret signed it; None if it cannot be read."""
     try:
-        with open(os.open(_record_path(root, kernel), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as f:
+        with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as f:
             data = unseal(json.loads(f.read(1 << 20)), "a kernel record")
         record = KernelRecord(str(data["session"]), str(data["source"]), data["head"])
     except (CheckpointError, OSError, ValueError, KeyError, TypeError):
         return None
-    if data.get("kernel") != kernel or not (record.head is None or isinstance(record.head, int)):
+    if not (record.head is None or isinstance(record.head, int)):
         return None
-    return record
+    return record, data
+
+
+def kernel_heads(root: Path, unseal: Callable[[Any, str], Any]) -> set[int]:
+    """The newest checkpoints (heads) of the kernels that checkpoint into the store at ``root`` now, and of those
+    that died within ``DEAD_KERNEL_KEPT`` seconds of their record's last change: the lines of work thinning keeps
+    each kernel's newest good state of, so that a kernel's crash recovery finds its own state whatever other
+    kernels on its notebook did since (``timeline.never_thinned``)."""
+    heads: set[int] = set()
+    with contextlib.suppress(OSError):
+        for path in (root / KERNELS).iterdir():
+            found = _read_record(path, unseal) if not path.name.startswith(".") else None
+            if found is None or found[0].head is None:
+                continue
+            named = process_of(str(found[1].get("owner")))
+            with contextlib.suppress(OSError):
+                if (named is not None and alive(*named)) or time.time() - path.stat().st_mtime < DEAD_KERNEL_KEPT:
+                    heads.add(found[0].head)
+    return heads
