@@ -19,7 +19,9 @@ power-of-two window of age (1, 2, 4, 8, ... checkpoints back); the others go
 first, oldest first, then the kept ones, until the store fits. Never thinned:
 tagged checkpoints (savepoints), each session's newest checkpoint and its two
 newest good states (crash recovery restores the newest, and the one before it if
-the kernel dies again), what stands for those states, and what a kernel
+the kernel dies again), each running (or lately dead) kernel's newest checkpoint
+and the newest good state of its line of work (two kernels on one notebook each
+get their own back after a crash), what stands for those states, and what a kernel
 protects (its head). Unreferenced blobs go after, with ``Store.gc``.
 """
 
@@ -35,6 +37,7 @@ from typing import Any
 from .errors import BadArgument, CheckpointError, UnknownCheckpoint, UnknownSession
 from .manifest import Manifest
 from .restore import diff_manifests
+from .session import kernel_heads
 from .store import CheckpointRecord, Store, parse_id, recorded
 from .writer import adopt
 
@@ -141,15 +144,18 @@ def tree_rows(records: list[CheckpointRecord]) -> list[dict[str, Any]]:
     return rows
 
 
-def never_thinned(records: list[CheckpointRecord], good_kept: int = 2) -> set[int]:
+def never_thinned(records: list[CheckpointRecord], good_kept: int = 2, heads: Collection[int] = ()) -> set[int]:
     """The checkpoints of one session that thinning keeps: tagged ones, the newest, the ``good_kept`` newest good
-    states (two: what crash recovery tries), and the checkpoints that hold those states too (restore entries:
-    they reference the same blobs)."""
+    states (two: what crash recovery tries), each of ``heads`` (kernels' newest checkpoints,
+    ``session.kernel_heads``) with the newest good state of its kernel's line (what that kernel's crash recovery
+    restores, whatever other kernels on the notebook did since), and the checkpoints that hold those states too
+    (restore entries: they reference the same blobs)."""
     if not records:
         return set()
     by_id = {r.id: r for r in records}
-    good = set(good_states(records)[:good_kept])
-    keep = {r.id for r in records if r.tag} | {records[-1].id} | good
+    mine = [h for h in heads if h in by_id]
+    good = set(good_states(records)[:good_kept]) | {s for h in mine for s in good_states(lineage(records, h))[:1]}
+    keep = {r.id for r in records if r.tag} | {records[-1].id} | good | set(mine)
     return keep | {r.id for r in records if state_of(r, by_id).id in good}
 
 
@@ -363,12 +369,13 @@ class Timeline:
             raise BadArgument("--keep-last cannot be negative")
         adopt(self.store)  # a killed kernel's last state, which its writer finished: kept, as its newest
         keep = set(protect)
+        heads = kernel_heads(self.store.root, self.store.unseal)
         extras: list[tuple[int, str]] = []
         spares: list[tuple[int, str]] = []
         for key in sessions:
             records = self.committed(key)
             older = records[: max(len(records) - keep_last, 0)]
-            e, s = drop_order(older, keep | never_thinned(records, 1 if key in pending else 2))
+            e, s = drop_order(older, keep | never_thinned(records, 1 if key in pending else 2, heads))
             extras += [(cid, key) for cid in e]
             spares += [(cid, key) for cid in s]
         doomed: list[tuple[int, str]] = []
