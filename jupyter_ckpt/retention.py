@@ -125,6 +125,8 @@ def usage(store: Store, limits: Limits, size: int | None = None) -> Usage:
     )
 
 
+# What no thinning takes, as a store that cannot make room says it (``timeline.never_thinned``).
+NEVER_THINNED = "tagged checkpoints, and each notebook's and each running kernel's newest good states, stay"
 # Seconds between two readings of the store's size while the kernel is idle: other kernels write to it too.
 MEASURE_EVERY = 5.0
 
@@ -284,8 +286,8 @@ class Retention:
             message = (
                 f"jupyter-ckpt: the newest checkpoint needs about {need_files} files, but the disk under the store "
                 f"has {after.files_free} files (inodes) free and jupyter-ckpt always leaves {after.files_floor}. "
-                "Everything it may thin is thinned (tagged checkpoints and each notebook's newest good states "
-                "stay). Delete files on that disk, or tagged checkpoints."
+                f"Everything it may thin is thinned ({NEVER_THINNED}). "
+                "Delete files on that disk, or tagged checkpoints."
             )
             with self._lock:
                 self._told = self._too_big.tell(message, reason="too many files") or self._told
@@ -301,7 +303,7 @@ class Retention:
             message = (
                 f"jupyter-ckpt: the newest checkpoint needs about {human_bytes(need)}, but the store can take only "
                 f"{human_bytes(max(0, after.allowed - after.size))} more: {after.describe()}. Everything it may "
-                f"thin is thinned (tagged checkpoints and each notebook's newest good states stay). {advice}"
+                f"thin is thinned ({NEVER_THINNED}). {advice}"
             )
             with self._lock:
                 self._told = self._too_big.tell(message, reason="too big") or self._told

@@ -594,6 +594,31 @@ async def test_a_crash_restores_the_kernel_s_own_state_not_another_kernel_s_on_t
         assert code.value("who") == "vs code"
 
 
+async def test_under_a_small_budget_another_kernel_s_thinning_keeps_a_kernel_s_own_state_for_its_crash(
+    notebook: Any, jp_root_dir: Path, profile: Path
+) -> None:
+    """The same notebook in JupyterLab and in VS Code, under a store budget the VS Code kernel's data fills: its
+    thinning kept the notebook's newest good states (its own) and took the Lab kernel's last state, so the Lab
+    kernel crashed and was given the VS Code kernel's work. Each running kernel's newest good state stays."""
+    with (profile / "ipython_kernel_config.py").open("a") as config:
+        config.write('c.Checkpoints.max_store_size = "12M"\n')
+    lab = await notebook("budget.ipynb")
+    await lab.ok("who = 'lab'\nrows = [1, 2]")
+    (mine,) = await lab.wait_for_checkpoints(1)
+    with vs_code_kernel(jp_root_dir / "budget.ipynb", "who = 'vs code'\nimport numpy as np") as code:
+        for i in range(5):  # 3.8 MiB a cell: the budget holds three
+            code.ok(f"data = np.random.default_rng({i}).random(500_000)\n%checkpoint wait")
+        records = await lab.checkpoints()
+        assert len(records) < 7, records  # thinned
+        assert mine["id"] in [r["id"] for r in records]
+
+        lab.kill()
+        _, event = await lab.next_crash_event(0)
+        assert (event["type"], event["checkpoint"]) == ("crash-restore", mine["id"])
+        assert await lab.value("(who, rows)") == ("lab", [1, 2])
+        assert code.value("(who, int(data.size))") == ("vs code", 500_000)
+
+
 async def test_a_vs_code_kernel_on_a_server_gets_its_notebook_s_state_back_after_a_crash(
     notebook: Any, jp_root_dir: Path
 ) -> None:
