@@ -141,9 +141,23 @@ class StoreOptions(Configurable):
             raise BadArgument(f"c.{type(self).__name__}.{name}: {e}") from None
 
 
+# What a numeric option says it takes, and whether a value is one of those.
+Range = tuple[str, Callable[[float], bool]]
+
+
+def in_range(owner: Configurable, ranges: dict[str, Range], proposal: dict[str, Any]) -> Any:
+    """A traitlets validator's answer: the value proposed for one of ``ranges``, or TraitError saying what the
+    option takes. Refused as it is set, in a configuration file or by ``%config``, the option keeps its value."""
+    name, value = proposal["trait"].name, proposal["value"]
+    what, takes = ranges[name]
+    if not takes(value):
+        raise TraitError(f"c.{type(owner).__name__}.{name} must be {what}, not {value!r}")
+    return value
+
+
 # The numeric options of ``Checkpoints`` and the values each takes: another (0 for idle_poll, which then looked again
-# at once for ever; nan; a negative lag) is refused as it is set, in a configuration file or by ``%config``.
-_RANGES: dict[str, tuple[str, Callable[[float], bool]]] = {
+# at once for ever; nan; a negative lag) is refused.
+_RANGES: dict[str, Range] = {
     "budget": ("a share of execution time, 0 or more", lambda v: 0 <= v < math.inf),
     "max_lag": ("a number of seconds above 0", lambda v: v > 0),
     "idle_poll": ("a number of seconds above 0", lambda v: 0 < v < math.inf),
@@ -225,11 +239,7 @@ class Checkpoints(StoreOptions):
 
     @validate(*_RANGES)
     def _in_range(self, proposal: dict[str, Any]) -> Any:
-        name, value = proposal["trait"].name, proposal["value"]
-        what, takes = _RANGES[name]
-        if not takes(value):
-            raise TraitError(f"c.Checkpoints.{name} must be {what}, not {value!r}")
-        return value
+        return in_range(self, _RANGES, proposal)
 
     @default("session")
     def _session_from_environment(self) -> str:

@@ -8,18 +8,28 @@ way to the store and the kernels) into the handlers' settings.
 
 from __future__ import annotations
 
+import math
 import threading
+from typing import Any
 
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Bool, Float
+from traitlets import Bool, Float, validate
 
-from .config import StoreOptions, store_location
+from .config import Range, StoreOptions, in_range, store_location
 from .errors import CheckpointError
 from .handlers import SERVICE, default_handlers
 from .recovery import CrashRecovery
 from .remote import Remote, Replica
 from .service import CheckpointService
 from .store import Store
+
+# The numeric options of ``CkptServerApp`` and the values each takes (kernel_timeout 0 made every request to a
+# kernel time out at once).
+_RANGES: dict[str, Range] = {
+    "kernel_poll_interval": ("a number of seconds, 0 or more (0: keep KernelRestarter's)", lambda v: 0 <= v < math.inf),
+    "kernel_timeout": ("a number of seconds above 0", lambda v: v > 0),
+    "remote_poll": ("a number of seconds, 0 or more (0: never pull)", lambda v: v >= 0),
+}
 
 
 class CkptServerApp(StoreOptions, ExtensionApp):
@@ -53,6 +63,10 @@ class CkptServerApp(StoreOptions, ExtensionApp):
 
     service: CheckpointService
     recovery: CrashRecovery
+
+    @validate(*_RANGES)
+    def _in_range(self, proposal: dict[str, Any]) -> Any:
+        return in_range(self, _RANGES, proposal)
 
     @property
     def store(self) -> Store:

@@ -19,6 +19,7 @@ import pytest
 import yaml
 from jupyter_server.auth.authorizer import Authorizer
 from tornado.routing import PathMatches, RuleRouter
+from traitlets import TraitError
 
 from jupyter_ckpt.checkpointer import Checkpointer, Policy
 
@@ -456,3 +457,18 @@ async def test_a_store_on_a_read_only_disk_is_browsed_and_a_change_is_refused_as
         assert [r["id"] for r in listing["checkpoints"]] == [cid]
     finally:
         subprocess.run(["umount", "-l", str(root)], check=True)  # the server keeps the catalog open
+
+
+async def test_a_server_option_set_to_a_value_it_cannot_take_is_refused(ckpt_app: Any) -> None:
+    """``kernel_timeout = 0`` made every request to a kernel time out at once (502); a negative poll interval was
+    handed to the kernel restarter."""
+    for name, value in [
+        ("kernel_timeout", 0.0),
+        ("kernel_timeout", float("nan")),
+        ("kernel_poll_interval", -1.0),
+        ("remote_poll", -1.0),
+    ]:
+        before = getattr(ckpt_app, name)
+        with pytest.raises(TraitError, match=f"c.CkptServerApp.{name} must be"):
+            setattr(ckpt_app, name, value)
+        assert getattr(ckpt_app, name) == before
