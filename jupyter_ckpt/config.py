@@ -101,7 +101,8 @@ class StoreOptions(Configurable):
         0.25,
         help="Retention: the store keeps at most this share of the filesystem it is on (with max_store_size, "
         "the smaller wins). Past it, old untagged checkpoints are thinned in the background: recent ones dense, "
-        "older ones sparse; tagged ones and each notebook's newest good states are never thinned.",
+        "older ones sparse; tagged ones, each notebook's newest good states and each running kernel's are never "
+        "thinned.",
     ).tag(config=True)
     max_store_size = Unicode(
         "20G",
