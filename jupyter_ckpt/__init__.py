@@ -7,6 +7,7 @@ the same verbs as the ``%checkpoint`` magic, for use from code.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
@@ -52,9 +53,10 @@ def save(message: str | None = None, tag: str | None = None) -> int:
 
 
 def restore(
-    ref: str | int = "latest", only: builtins.list[str] | None = None, replay: str | None = None
+    ref: str | int = "latest", only: Iterable[str] | str | None = None, replay: str | None = None
 ) -> RestoreReport:
-    """Roll the namespace back to ``ref`` (id, tag, ``latest``, ``last-good``, ``-1``).
+    """Roll the namespace back to ``ref`` (id, ``#N``, tag, ``latest``, ``last-good``, ``previous``, ``-1``);
+    with ``only`` (names, or ``"a,b"``), only those variables.
 
     ``replay`` (``ask``, ``auto``, ``never``; default: the ``replay`` option) says what to do with the
     variables the checkpoint could not hold: offer to run their cells again, run them, or only name them.
