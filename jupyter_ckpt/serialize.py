@@ -79,6 +79,7 @@ import importlib
 import importlib.util
 import inspect
 import io
+import linecache
 import mmap
 import operator
 import os
@@ -2182,8 +2183,8 @@ def _reduce_exception(obj: BaseException) -> Any:
 
 
 def _reduce_chained(obj: BaseException) -> Any:
-    """An exception as pickle saves it, with the exception it was raised from or while handling, which pickle
-    leaves out (``raise ValueError(...) from e``): its ``__setstate__`` sets them again. No traceback is kept."""
+    """An exception as pickle saves it, with the exception it was raised from or while handling and its
+    traceback, which pickle leaves out (``raise ValueError(...) from e``): its ``__setstate__`` sets them again."""
     chain = _chain(obj)
     reduced = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL) if chain else None
     if not isinstance(reduced, tuple) or len(reduced) < 2:
@@ -2198,7 +2199,72 @@ def _chain(obj: BaseException) -> dict[str, Any]:
     chain: dict[str, Any] = {k: v for k in ("__cause__", "__context__") if (v := getattr(obj, k)) is not None}
     if obj.__suppress_context__:
         chain["__suppress_context__"] = True
+    if obj.__traceback__ is not None:
+        chain["__traceback__"] = _Traceback(obj.__traceback__)
     return chain
+
+
+class _Raised(Exception):
+    pass
+
+
+_RAISE = compile("raise _Raised", "<traceback>", "exec")
+# A location table (CPython 3.11's) of a line and no columns for each of ``_RAISE``'s code units, at most 8 an entry.
+_NO_COLUMNS = 0x80 | 13 << 3
+
+
+def _line_only(units: int) -> bytes:
+    table = bytearray()
+    while units > 0:
+        table += bytes((_NO_COLUMNS | (min(units, 8) - 1), 0))  # the line of the one before: no change
+        units -= 8
+    return bytes(table)
+
+
+class _Traceback:
+    """An exception's traceback as the place of each of its frames: file, line, function and the line's text. The
+    frames themselves (their variables reach the whole kernel) no pickler saves: the exception came back with
+    ``__traceback__`` None, and ``traceback.print_exception(e)``, ``%tb`` or a log of it showed no stack.
+
+    It comes back as a real traceback of frames at those places, without their variables, each a ``raise`` run in
+    code that says it is that function at that line: ``traceback.format_exception`` and ``extract_tb`` give
+    what they gave, the text of a line from a file that is gone (a cell of the kernel that ran it) too."""
+
+    def __init__(self, traceback: types.TracebackType) -> None:
+        self.places: list[tuple[str, int, str, str]] = []
+        tb: types.TracebackType | None = traceback
+        while tb is not None:
+            code, line = tb.tb_frame.f_code, tb.tb_lineno
+            self.places.append((code.co_filename, line, code.co_name, linecache.getline(code.co_filename, line)))
+            tb = tb.tb_next
+
+    def __reduce__(self) -> Any:
+        return _traceback, (self.places,)
+
+
+def _traceback(places: list[tuple[str, int, str, str]]) -> types.TracebackType | None:
+    for filename, line, _, text in places:
+        if text and not linecache.getline(filename, line):  # a file gone: its lines as they were
+            entry = linecache.cache.get(filename, ())
+            lines = list(entry[2]) if len(entry) == 4 else []  # not a lazy entry, (get_lines,)
+            lines.extend("" for _ in range(line - len(lines)))  # lines not known stay empty
+            lines[line - 1] = text
+            linecache.cache[filename] = (0, None, lines, filename)
+    made: types.TracebackType | None = None
+    for filename, line, name, _ in reversed(places):
+        code = _RAISE.replace(
+            co_filename=filename,
+            co_name=name,
+            co_qualname=name,
+            co_firstlineno=line,
+            co_linetable=_line_only(len(_RAISE.co_code) // 2),
+        )
+        try:
+            exec(code, {"_Raised": _Raised})
+        except _Raised as e:
+            frame = e.__traceback__.tb_next.tb_frame  # type: ignore[union-attr]
+        made = types.TracebackType(made, frame, frame.f_lasti, line)
+    return made
 
 
 # Seen by mypy as the function it is: it would check every call as a class definition with literal arguments.

@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import traceback
 import types
 from pathlib import Path
 from typing import Any
@@ -402,6 +403,10 @@ def test_an_exception_comes_back_with_the_one_it_was_raised_from_or_while_handli
     }
     back = serialize.loads(serialize.dumps(kept, types.ModuleType("__main__")), types.ModuleType("__main__"))
     cause, context, hidden = back["cause"], back["context"], back["hidden"]
+
+    def stack(e: BaseException) -> list[tuple[str, int | None, str]]:
+        return [(f.filename, f.lineno, f.name) for f in traceback.extract_tb(e.__traceback__)]
+
     assert (type(cause.__cause__), str(cause.__cause__), cause.__context__ is cause.__cause__) == (
         ZeroDivisionError,
         "division by zero",
@@ -409,7 +414,8 @@ def test_an_exception_comes_back_with_the_one_it_was_raised_from_or_while_handli
     )
     assert (type(context.__context__), context.__context__.args, context.code) == (KeyError, ("k",), 3)
     assert hidden.__suppress_context__ and hidden.__cause__ is None
-    assert isinstance(hidden.__context__, ZeroDivisionError) and cause.__traceback__ is None
+    assert isinstance(hidden.__context__, ZeroDivisionError)
+    assert stack(cause) == stack(kept["cause"]) and stack(cause.__cause__) == stack(kept["cause"].__cause__)
 
 
 def test_a_regular_expression_match_comes_back_as_the_same_match_or_not_at_all() -> None:
@@ -1209,3 +1215,26 @@ def test_empty_arrays_in_a_group_that_dill_writes_come_back(tmp_path: Path) -> N
     assert packed.serializer == "dill"
     expression = "scale(2), empty.shape, rows.shape, str(rows.dtype), frozen.shape, frozen.flags.writeable"
     assert read_back(tmp_path, packed, expression) == "(4, (0,), (0, 3), 'float32', (0,), False)"
+
+
+def test_an_exception_comes_back_with_its_traceback_of_places_and_lines(tmp_path: Path) -> None:
+    """pickle leaves out an exception's ``__traceback__``: it came back None, and ``traceback.print_exception(e)``
+    (a log, ``%tb``) showed no stack. Now its frames come back at their files, lines and functions, without their
+    variables, with the text of each line even where its file is gone (a cell of the kernel that ran it)."""
+    cell = tmp_path / "cell.py"
+    cell.write_text("def parse(s):\n    return int(s)\ntry:\n    parse('x')\nexcept ValueError as e:\n    error = e\n")
+    module = types.ModuleType("__main__")
+    exec(compile(cell.read_text(), str(cell), "exec"), module.__dict__)
+    packed = serialize.dumps({"error": module.error, "parse": module.parse}, module)
+    cell.unlink()
+    expression = (
+        "[(f.name, f.lineno, f.line) for f in __import__('traceback').extract_tb(error.__traceback__)],"
+        " __import__('traceback').format_exception(error)[-2].strip(), str(error)"
+    )
+    assert read_back(tmp_path, packed, expression) == str(
+        (
+            [("<module>", 4, "parse('x')"), ("parse", 2, "return int(s)")],
+            'File "' + str(cell) + '", line 2, in parse\n    return int(s)',
+            "invalid literal for int() with base 10: 'x'",
+        )
+    )
