@@ -593,9 +593,10 @@ class LocalBlobs:
         return min(times, default=None)
 
     def clean_tmp(self) -> tuple[int, int]:
-        """Delete the temp files of writers that are gone; returns (files, bytes). Read and deleted through the
-        directory itself, never through a link put in its place since the store was opened (a subdirectory is
-        not one of them)."""
+        """Delete the temp files of writers that are gone; returns (files, bytes). A blob a gc that is gone had
+        moved aside (``collect``) goes back instead: a save may have committed a checkpoint that uses it since.
+        Read and deleted through the directory itself, never through a link put in its place since the store was
+        opened (a subdirectory is not one of them)."""
         check_not_link(self.tmp, TMP)
         count = freed = 0
         fd = os.open(self.tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
@@ -605,12 +606,23 @@ class LocalBlobs:
                     st = os.stat(name, dir_fd=fd, follow_symlinks=False)
                     # A writer's result is committed by its kernel or, if that died, adopted (``writer.adopt``).
                     if not owner_alive(name) and not S_ISDIR(st.st_mode) and not RESULT.fullmatch(name):
+                        back = name.startswith("gc.") and S_ISREG(st.st_mode) and self._put_back(fd, name)
                         os.unlink(name, dir_fd=fd)
-                        freed += st.st_size
-                        count += 1
+                        freed += 0 if back else st.st_size
+                        count += not back
         finally:
             os.close(fd)
         return count, freed
+
+    def _put_back(self, fd: int, name: str) -> bool:
+        """Link the blob a gc moved aside as ``name`` (in the directory ``fd``) back where it was, unless a save wrote
+        it there again meanwhile; whether it is there now."""
+        key = name.rpartition(".")[2]
+        if not _KEY.match(key):
+            return False
+        with contextlib.suppress(FileExistsError):
+            os.link(name, self.path(key), src_dir_fd=fd, follow_symlinks=False)
+        return True
 
     # -- reading -------------------------------------------------------------------
 
