@@ -773,3 +773,25 @@ def test_a_first_use_on_a_full_disk_says_the_disk_is_full_and_works_once_there_i
         k.ok("%reload_ext jupyter_ckpt\nx = 1\n%checkpoint save")
         assert k.value("len(__import__('jupyter_ckpt').list())") == 1
         k.close()
+
+
+def test_a_blob_a_killed_gc_left_aside_goes_back_and_a_checkpoint_that_uses_it_restores(
+    store: Store, jupyter_dirs: Path
+) -> None:
+    """A gc moves each old unreferenced blob aside (``blobs/tmp/gc.<its process>.<key>``), reads its time again there
+    and moves it back if a save used it meanwhile. A gc killed between the two (a kernel killed while its retention
+    thinned, ``jupyter ckpt gc`` interrupted) left the blob there, and a save that had found the blob before it moved
+    committed a checkpoint that uses it: the next gc deleted the blob as a dead process's temp file, and that
+    checkpoint could no longer be restored. A dead gc's blob goes back where it was."""
+    info = store.blobs.put(os.urandom(50_000), compress=False)
+    old, key = store.commit("nb.ipynb", manifest(), {info.key: info}), info.key
+    aside = store.blobs.tmp / f"gc.4194305-1.{key}"  # the gc that was killed: no process has that pid
+    store.blobs.path(key).rename(aside)
+    assert cli("gc").returncode == 0
+    assert cli("verify").stdout.endswith("1 checkpoint(s) in 1 session(s), 0 problem(s)\n")
+    assert store.blobs.has(key) and not aside.exists()
+    store.delete([old])
+    os.utime(store.blobs.path(key), (time.time() - 60, time.time() - 60))
+    store.blobs.path(key).rename(aside)  # one no checkpoint uses any more: collected all the same
+    assert cli("gc").returncode == 0
+    assert not store.blobs.has(key) and list(store.blobs.tmp.iterdir()) == []
