@@ -3167,7 +3167,37 @@ def dumps(objs: dict[str, Any], module: types.ModuleType) -> Packed:
                 reasons[name] = f"too deeply nested to serialize (RecursionError at {DEEP_LIMIT:,} levels)"
             except Exception as e:  # any pickler may raise anything from a __reduce__
                 reasons[name] = f"{type(e).__name__}: {e}"
-    raise NotSerializable(reasons.get("dill") or next(iter(reasons.values())))
+    raise NotSerializable(_explained(reasons.get("dill") or next(iter(reasons.values())), objs))
+
+
+# What no pickler saves, by the type pickle names (or the variable's own), and why, in a notebook user's words.
+_UNSAVABLE = {
+    "generator": "a generator's paused code and its local variables cannot be saved",
+    "coroutine": "a coroutine's paused code and its local variables cannot be saved",
+    "async_generator": "an async generator's paused code and its local variables cannot be saved",
+    "_hashlib.HASH": "a hashlib hash's running state cannot be read out",
+    "_hashlib.HMAC": "an hmac's running state cannot be read out",
+    "pandas.io.parsers.readers.TextFileReader": "a pandas reader of chunks (read_csv(chunksize=...)) keeps its"
+    " parser's place in its file, which cannot be saved",
+    "socket": "a socket's live connection cannot be saved",
+    "sqlite3.Connection": "a database connection is live and cannot be saved",
+    "sqlite3.Cursor": "a database cursor's rows not fetched yet cannot be saved",
+}
+_NAMED_TYPE = re.compile(r"cannot pickle '([\w.]+)' object")
+
+
+def _explained(reason: str, objs: dict[str, Any]) -> str:
+    """``reason`` after what it refused is and why, where that is one of ``_UNSAVABLE``."""
+    named = _NAMED_TYPE.search(reason)
+    if named is not None:
+        kind = named[1]
+    elif len(objs) == 1:
+        t = type(next(iter(objs.values())))
+        kind = f"{t.__module__}.{t.__qualname__}"
+    else:
+        return reason
+    why = _UNSAVABLE.get(kind)
+    return reason if why is None else f"{why} ({reason})"
 
 
 # How deep a group may nest (a linked list of 20,000 notebook objects takes about 60,000 levels of the recursion

@@ -195,7 +195,7 @@ def test_only_a_variable_the_checkpoint_skipped_is_reported_with_its_reason(stor
     cid, manifest = save(store, module)
     assert list(manifest["skipped"]) == ["rows"]
     report = restore_namespace(store.blobs, module, cid, manifest, only=["rows"])
-    assert report.not_restored["rows"].startswith("generator could not be serialized: TypeError")
+    assert report.not_restored["rows"].startswith("generator could not be serialized: a generator's paused code")
 
 
 def test_an_index_built_with_a_defaultdict_points_into_the_restored_list(store: Store) -> None:

@@ -1238,3 +1238,41 @@ def test_an_exception_comes_back_with_its_traceback_of_places_and_lines(tmp_path
             "invalid literal for int() with base 10: 'x'",
         )
     )
+
+
+def test_what_no_pickler_can_save_is_refused_with_why_in_the_users_words(tmp_path: Path) -> None:
+    """A generator, a hash object, a pandas chunked reader and a socket were refused with the pickler's words
+    ("no default __reduce__ due to non-trivial __cinit__" for the reader): now each says what it is and why."""
+    import hashlib
+    import socket
+
+    import pandas as pd
+
+    (tmp_path / "rows.csv").write_text("a\n1\n2\n3\n")
+    reader = pd.read_csv(tmp_path / "rows.csv", chunksize=1)
+    next(reader)
+    listening = socket.socket()
+    module = types.ModuleType("__main__")
+    refused = {
+        "rows": {"gen": (i for i in range(3))},
+        "digest": hashlib.sha256(b"abc"),
+        "reader": reader,
+        "listening": listening,
+    }
+    try:
+        reasons = {}
+        for name, value in refused.items():
+            with pytest.raises(serialize.NotSerializable) as refusal:
+                serialize.dumps({name: value}, module)
+            reasons[name] = refusal.value.reason
+    finally:
+        reader.close()
+        listening.close()
+    assert reasons == {
+        "rows": "a generator's paused code and its local variables cannot be saved"
+        " (TypeError: cannot pickle 'generator' object)",
+        "digest": "a hashlib hash's running state cannot be read out (TypeError: cannot pickle '_hashlib.HASH' object)",
+        "reader": "a pandas reader of chunks (read_csv(chunksize=...)) keeps its parser's place in its file, which"
+        " cannot be saved (TypeError: no default __reduce__ due to non-trivial __cinit__)",
+        "listening": "a socket's live connection cannot be saved (TypeError: cannot pickle 'socket' object)",
+    }
