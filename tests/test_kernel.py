@@ -213,7 +213,7 @@ def test_unserializable_values_never_disturb_the_cell(kernels: Any) -> None:
     assert "not restored: conn" in restored and "not restored: gen" in restored
     assert k.value("total") == 41 and k.value("next(gen)") == 1  # the rest came back; gen kept its live state
     status = k.ok("%checkpoint status")
-    assert "skipped: gen: TypeError: cannot pickle 'generator' object" in status
+    assert "skipped: gen: a generator's paused code and its local variables cannot be saved (TypeError" in status
 
 
 def test_help_is_complete(kernels: Any) -> None:
@@ -742,8 +742,8 @@ def test_what_the_cells_changed_of_modules_and_imported_classes_comes_back_in_a_
     out = fresh.ok("%checkpoint restore configured")
     # One that cannot be saved is named; the module keeps its own value, and there is nothing to replay.
     assert out.splitlines()[1:] == [
-        "  not restored: cfg.STREAM (generator could not be serialized: "
-        "TypeError: cannot pickle 'generator' object; kept its current value)"
+        "  not restored: cfg.STREAM (generator could not be serialized: a generator's paused code and its local"
+        " variables cannot be saved (TypeError: cannot pickle 'generator' object); kept its current value)"
     ], out
     # The module's own functions read the value set; a notebook function is the one the attribute holds.
     assert fresh.value("(cfg.DEBUG, cfg.limit(), statistics.mean is my_mean, statistics.mean([1]))") == (
