@@ -16,6 +16,7 @@ import os
 import re
 from pathlib import Path
 
+Process = tuple[int, int | None]  # a pid, and its start time where it is known
 _OWNER: tuple[int, str] = (-1, "")  # this process's pid and the owner part of its file names, made once per pid
 _NAMED = re.compile(r"([0-9]{1,10})(?:-([0-9]{1,20}))?")  # ``<pid>-<start>``, or ``<pid>`` (an older version's)
 
@@ -55,7 +56,7 @@ def owner() -> str:
     return _OWNER[1]
 
 
-def process_of(text: str) -> tuple[int, int | None] | None:
+def process_of(text: str) -> Process | None:
     """The pid and start time (None where the text gives only a pid: a file of an older version) of the process
     an ``owner`` text names; None if it names none."""
     found = _NAMED.fullmatch(text)
@@ -64,7 +65,7 @@ def process_of(text: str) -> tuple[int, int | None] | None:
     return int(found[1]), None if found[2] is None else int(found[2])
 
 
-def owner_of(name: str) -> tuple[int, int | None] | None:
+def owner_of(name: str) -> Process | None:
     """The process that left a file named ``<what>.<owner>.<more>`` (``process_of``)."""
     parts = name.split(".")
     return process_of(parts[1]) if len(parts) > 1 else None

@@ -44,7 +44,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from .errors import BadArgument, CheckpointError
-from .processes import alive, owner, process_of
+from .processes import Process, alive, owner, process_of
 
 SERVER = "JPY_SESSION_NAME, from jupyter_server"
 TYPED = "named with %checkpoint session"
@@ -238,19 +238,32 @@ def _read_record(path: Path, unseal: Callable[[Any, str], Any]) -> tuple[KernelR
     return record, data
 
 
+def kernel_records(root: Path, unseal: Callable[[Any, str], Any]) -> list[tuple[KernelRecord, Process | None, float]]:
+    """Each kernel record in the store at ``root`` that its secret signed: the record, the process that keeps it
+    (None: a record that does not say) and when it last changed."""
+    found = []
+    with contextlib.suppress(OSError):
+        for path in (root / KERNELS).iterdir():
+            read = None if path.name.startswith(".") else _read_record(path, unseal)  # not one being written
+            with contextlib.suppress(OSError):
+                if read is not None:
+                    found.append((read[0], process_of(str(read[1].get("owner"))), path.stat().st_mtime))
+    return found
+
+
 def kernel_heads(root: Path, unseal: Callable[[Any, str], Any]) -> set[int]:
     """The newest checkpoints (heads) of the kernels that checkpoint into the store at ``root`` now, and of those
     that died within ``DEAD_KERNEL_KEPT`` seconds of their record's last change: the lines of work thinning keeps
     each kernel's newest good state of, so that a kernel's crash recovery finds its own state whatever other
     kernels on its notebook did since (``timeline.never_thinned``)."""
-    heads: set[int] = set()
-    with contextlib.suppress(OSError):
-        for path in (root / KERNELS).iterdir():
-            found = _read_record(path, unseal) if not path.name.startswith(".") else None
-            if found is None or found[0].head is None:
-                continue
-            named = process_of(str(found[1].get("owner")))
-            with contextlib.suppress(OSError):
-                if (named is not None and alive(*named)) or time.time() - path.stat().st_mtime < DEAD_KERNEL_KEPT:
-                    heads.add(found[0].head)
-    return heads
+    now = time.time()
+    return {
+        record.head
+        for record, process, changed in kernel_records(root, unseal)
+        if record.head is not None and ((process is not None and alive(*process)) or now - changed < DEAD_KERNEL_KEPT)
+    }
+
+
+def kernel_head(root: Path, unseal: Callable[[Any, str], Any], process: Process) -> int | None:
+    """The newest checkpoint the kernel ``process`` (its pid and start time) recorded in the store at ``root``."""
+    return next((r.head for r, kept_by, _ in kernel_records(root, unseal) if kept_by == process), None)
