@@ -63,8 +63,9 @@ from . import capture, memory
 from .blobs import BlobInfo
 from .errors import CheckpointError, IntegrityError, UnknownSession
 from .permissions import read_own_file
-from .processes import alive, owner, owner_of, started
+from .processes import Process, alive, owner, owner_of, started
 from .progress import Progress
+from .session import kernel_head
 from .store import RESULT_MAX, Store
 
 # A write: told where to report its progress (bytes done, in all), or None when nobody waits for it.
@@ -646,9 +647,11 @@ def adopt(
     store: Store, sessions: Collection[str] | None = None, notify: Callable[[str], None] = lambda message: None
 ) -> list[int]:
     """Commit the checkpoints whose writer finished after its kernel died (killed before it committed them), to
-    the sessions they were taken in (only ``sessions``, if given), each after the newest checkpoint there, in the
-    order they were taken. Returns their ids. What a writer left that holds no checkpoint goes: its error, a result
-    its blobs are gone from; one that is not signed with this store's secret is said (``notify``) and goes too.
+    the sessions they were taken in (only ``sessions``, if given), each after its kernel's newest checkpoint there
+    (``session.kernel_head``: another kernel on the notebook may have checkpointed since), else after the newest
+    checkpoint there, in the order they were taken. Returns their ids. What a writer left that holds no checkpoint
+    goes: its error, a result its blobs are gone from; one that is not signed with this store's secret is said
+    (``notify``) and goes too.
 
     Every gc calls it before it collects (``Timeline.thin``), and a kernel as it starts on a session: a state fully
     written is never lost to a gc that found its kernel dead. A result is renamed after this process before it
@@ -689,21 +692,21 @@ def adopt(
             path.rename(claimed)
         except OSError:  # adopted or committed meanwhile, or a store that cannot be written (read-only): kept
             continue
-        found.append((float(manifest["time"]), manifest, blobs, path, claimed))
+        found.append((float(manifest["time"]), (pid, start), manifest, blobs, path, claimed))
     adopted = []
-    for _, manifest, blobs, path, claimed in sorted(found, key=lambda item: item[0]):  # in the order taken
+    lines: dict[Process, int | None] = {}  # each dead kernel's newest checkpoint, as its states are committed
+    for _, kernel, manifest, blobs, path, claimed in sorted(found, key=lambda item: item[0]):  # in the order taken
         session = manifest["session"]
         try:
-            try:
-                newest = store.checkpoints(session)[-1:]
-            except UnknownSession:
-                newest = []
-            parent = newest[0].id if newest else None
+            if kernel not in lines:
+                lines[kernel] = kernel_head(store.root, store.unseal, kernel)
+            parent = lines[kernel] = _parent(store, session, lines[kernel])
             try:
                 before = store.manifest(parent) if parent is not None else None
             except CheckpointError:  # the newest is damaged: the state is kept all the same, every variable changed
                 before = None
-            adopted.append(store.commit(session, capture.link(manifest, parent, before), blobs))
+            committed = lines[kernel] = store.commit(session, capture.link(manifest, parent, before), blobs)
+            adopted.append(committed)
         except IntegrityError:  # its blobs are gone or damaged, or it is in the store already: nothing to adopt
             _discard(claimed)
         except CheckpointError:  # the store is busy, full or cannot be written: kept for the next adopter
@@ -712,6 +715,20 @@ def adopt(
         else:
             _discard(claimed)
     return adopted
+
+
+def _parent(store: Store, session: str, head: int | None) -> int | None:
+    """Where an adopted state goes in ``session``: after its kernel's newest checkpoint (``head``) if that is one of
+    the session's, else after the session's newest."""
+    if head is not None:
+        with contextlib.suppress(CheckpointError):
+            if store.get(head).session == session:
+                return head
+    try:
+        newest = store.checkpoints(session)[-1:]
+    except UnknownSession:
+        newest = []
+    return newest[0].id if newest else None
 
 
 def _discard(path: Path) -> None:

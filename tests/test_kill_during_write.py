@@ -18,6 +18,7 @@ from conftest import cli, descendants
 
 from jupyter_ckpt.restore import restore_namespace
 from jupyter_ckpt.store import Store
+from jupyter_ckpt.timeline import good_states, lineage
 
 # Kill moments: (what to wait for, then how long after it). "start" is the cell's start, spread over the
 # ~0.3 s a 64 MB checkpoint takes to write here; "write" is the first blob file in blobs/tmp, so that some
@@ -210,3 +211,35 @@ def test_a_gc_passes_over_a_live_kernel_s_writer_result_without_reading_it(kerne
     k.ok("%checkpoint wait")
     assert k.value("[r.cell for r in __import__('jupyter_ckpt').list()]") == [1, 3]
     assert k.value("round_") == 1
+
+
+def test_a_killed_kernel_s_state_its_writer_finished_continues_its_own_line_beside_another_kernel(
+    kernels: Any, store: Store
+) -> None:
+    """Two kernels on one notebook; one is killed while its writer writes its last cell's state, and a gc adopts
+    that state. It was put after the notebook's newest checkpoint, the other kernel's: the killed kernel's crash
+    recovery (which follows its own line of work) went back to its older state, and the other kernel's line held
+    the killed kernel's work. It goes after the killed kernel's own newest checkpoint."""
+    tmp = store.root / "blobs" / "tmp"
+    a, b = kernels("shared.ipynb"), kernels("shared.ipynb")
+    a.ok("%load_ext jupyter_ckpt\nimport numpy as np\nround_ = 0")
+    a.ok("%checkpoint wait")
+    b.ok("%load_ext jupyter_ckpt\nwho = 'b'")
+    b.ok("%checkpoint wait")
+    a_head, b_head = (r.id for r in store.checkpoints("shared.ipynb"))
+    before = set(tmp.iterdir())
+    a.kc.execute("big = np.random.default_rng(7).random(4_000_000)\nround_ = 1")
+    writers = _writer_of(a, tmp, before)
+    os.kill(a.pid, signal.SIGKILL)  # the kernel alone, as the out-of-memory killer does: its writer goes on
+    while a.km.is_alive():
+        time.sleep(0.01)
+    deadline = time.monotonic() + 60
+    while not all(_gone(pid) for pid in writers):
+        assert time.monotonic() < deadline, "the writer never finished"
+        time.sleep(0.02)
+    assert cli("gc").returncode == 0
+    records = store.checkpoints("shared.ipynb")
+    (adopted,) = [r for r in records if r.id not in (a_head, b_head)]
+    assert adopted.parent == a_head  # A's line goes on; B's has nothing of A's
+    assert good_states(lineage(records, a_head))[0] == adopted.id  # what A's crash recovery restores
+    assert good_states(lineage(records, b_head))[0] == b_head  # and B's
