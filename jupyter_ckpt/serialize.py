@@ -79,6 +79,8 @@ import importlib
 import importlib.util
 import inspect
 import io
+import json
+import json.scanner
 import linecache
 import mmap
 import operator
@@ -1784,6 +1786,18 @@ def _set_context_value(variable: contextvars.ContextVar[Any], value: tuple[Any, 
         variable.set(value[0])
 
 
+def _reduce_json_decoder(decoder: json.JSONDecoder) -> Any:
+    """A ``json.JSONDecoder`` (or a subclass) as its attributes but the scanner made of it (``_json.Scanner``, which
+    pickle refuses: the decoder was skipped), made again of it as it is loaded."""
+    state = {k: v for k, v in vars(decoder).items() if k != "scan_once"}
+    return copyreg.__newobj__, (type(decoder),), state, None, None, _set_json_decoder_state  # type: ignore[attr-defined]
+
+
+def _set_json_decoder_state(decoder: json.JSONDecoder, state: dict[str, Any]) -> None:
+    vars(decoder).update(state)
+    decoder.scan_once = json.scanner.make_scanner(decoder)  # type: ignore[arg-type,attr-defined]
+
+
 def dict_of(view: Any) -> Any:
     """The dict (or dict subclass) a view of ``DICT_VIEWS`` shows: the one object it refers to."""
     return gc.get_referents(view)[0]
@@ -2486,6 +2500,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_rlock
     if t is contextvars.ContextVar:
         return _reduce_context_variable
+    if issubclass(t, json.JSONDecoder) and not _may_give_its_name(t):
+        return _reduce_json_decoder
     if issubclass(t, THREAD_LOCAL):
         return _reduce_thread_local
     if t in WEAK_TYPES:

@@ -1276,3 +1276,23 @@ def test_what_no_pickler_can_save_is_refused_with_why_in_the_users_words(tmp_pat
         " cannot be saved (TypeError: no default __reduce__ due to non-trivial __cinit__)",
         "listening": "a socket's live connection cannot be saved (TypeError: cannot pickle 'socket' object)",
     }
+
+
+def test_a_json_decoder_with_a_notebook_hook_comes_back_decoding(tmp_path: Path) -> None:
+    """A ``json.JSONDecoder`` holds the scanner made of it (``_json.Scanner``), which pickle refuses: the decoder and
+    its group were skipped. It comes back with its hooks and options, and a scanner made of it again."""
+    module = notebook(
+        """
+        import json
+        def as_pairs(d):
+            return sorted(d.items())
+        decoder = json.JSONDecoder(object_hook=as_pairs, parse_float=str)
+        class Strict(json.JSONDecoder):
+            pass
+        strict = Strict(strict=False)
+        """
+    )
+    names = ("as_pairs", "decoder", "Strict", "strict")
+    packed = serialize.dumps({n: module.__dict__[n] for n in names}, module)
+    expression = "decoder.decode('{\"a\": 1.5}'), decoder.object_hook is as_pairs, strict.decode('\"a\\tb\"')"
+    assert read_back(tmp_path, packed, expression) == "([('a', '1.5')], True, 'a\\tb')"
