@@ -74,6 +74,9 @@ _MIN_RATIO_SHUFFLED = 0.8
 _KEY = re.compile(r"^[0-9a-f]{32}$")
 # A checkpoint writer's result, in ``tmp/``, left for its kernel to commit.
 RESULT = re.compile(r"result\.[^/]*\.json")
+# The start of the name of a kernel's mark that it restores a state as it starts (``extension.CellHooks._restoring``):
+# one a dead kernel left is for the next kernel on its notebook to find (the state may have killed it), not a gc.
+RESTORING = "start-restore."
 # Bytes other writes may have under way beside one that checks the floor of free space: two writers, each
 # with a few threads writing 4 MiB chunks. The floor is kept with this much to spare (at most the floor
 # again, on a small disk).
@@ -605,7 +608,8 @@ class LocalBlobs:
                 with contextlib.suppress(FileNotFoundError):  # a writer's, renamed into place meanwhile
                     st = os.stat(name, dir_fd=fd, follow_symlinks=False)
                     # A writer's result is committed by its kernel or, if that died, adopted (``writer.adopt``).
-                    if not owner_alive(name) and not S_ISDIR(st.st_mode) and not RESULT.fullmatch(name):
+                    kept = RESULT.fullmatch(name) or name.startswith(RESTORING)
+                    if not owner_alive(name) and not S_ISDIR(st.st_mode) and not kept:
                         back = name.startswith("gc.") and S_ISREG(st.st_mode) and self._put_back(fd, name)
                         os.unlink(name, dir_fd=fd)
                         freed += 0 if back else st.st_size
