@@ -28,6 +28,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from traitlets import TraitError
 
 from . import shellconfig, shellhooks
+from .blobs import RESTORING
 from .cellcode import only_checkpoint_magics
 from .checkpointer import Checkpointer, Policy
 from .config import CRASH_RESTART, Checkpoints, open_replica
@@ -290,7 +291,7 @@ class CellHooks:
         """The file that says kernel ``pid`` (its ``processes.owner``) is restoring its notebook's last good state as it
         starts."""
         digest = hashlib.sha256(self.ckpt.session.encode()).hexdigest()[:16]
-        return self.ckpt.store.blobs.tmp / f"start-restore.{pid}.{digest}"
+        return self.ckpt.store.blobs.tmp / f"{RESTORING}{pid}.{digest}"
 
     @contextlib.contextmanager
     def _restoring(self, checkpoint: str) -> Iterator[None]:
