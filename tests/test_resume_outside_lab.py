@@ -140,15 +140,17 @@ def zombie(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z"
 
 
-@pytest.mark.parametrize("reaped", [True, False], ids=["reaped", "zombie"])
+@pytest.mark.parametrize("death", ["reaped", "zombie", "then a gc"])
 def test_a_state_that_kills_the_kernel_as_it_is_restored_at_start_is_not_restored_again(
-    kernels: Any, jupyter_dirs: Path, reaped: bool
+    kernels: Any, jupyter_dirs: Path, death: str
 ) -> None:
     """VS Code with ``restore_on_start``: the notebook's last good state kills the kernel as it loads (a C extension
     that crashes as it is unpickled). Every kernel VS Code started on the notebook died at its first cell, and the
     notebook could not be used until ``restore_on_start`` was turned off. The next kernel restores nothing, and says
     why. Also while the dead kernel's parent has not reaped it yet (a zombie, which ``kill(pid, 0)`` finds): taken
-    for a kernel restoring now, its marker was passed over, and the next kernel died restoring the same state."""
+    for a kernel restoring now, its marker was passed over, and the next kernel died restoring the same state. And
+    after a gc (another kernel's thinning, ``jupyter ckpt gc``) ran meanwhile: it deleted the marker as a dead
+    process's temp file."""
     assert cli("enable").returncode == 0
     profile = jupyter_dirs / "ipython" / "profile_default" / "ipython_config.py"
     profile.write_text("c.Checkpoints.restore_on_start = True\n")
@@ -163,13 +165,15 @@ def test_a_state_that_kills_the_kernel_as_it_is_restored_at_start_is_not_restore
 
     second = vs_code(kernels, notebook)
     second.kc.execute("print('never printed')")
-    if reaped:
-        wait_for(lambda: not second.km.is_alive(), "the kernel restoring the state to die")
-    else:  # its parent (this process) has not looked yet
+    if death == "zombie":  # its parent (this process) has not looked yet
         wait_for(lambda: zombie(second.pid), "the kernel restoring the state to die")
+    else:
+        wait_for(lambda: not second.km.is_alive(), "the kernel restoring the state to die")
+    if death == "then a gc":
+        assert cli("gc").returncode == 0
 
     third = vs_code(kernels, notebook)
-    up = third.run("print('up')")
+    up = third.run("print('up')", timeout=30)
     assert up.stdout == "up\n"
     said = "the last kernel on this notebook died while it restored checkpoint #2 (id 2) as it started; nothing was"
     assert up.stderr.startswith(f"jupyter-ckpt: {said} restored"), up.stderr
