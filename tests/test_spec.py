@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from jupyter_ckpt.store import Store
+
 LOOP = """
 import time
 taken = []
@@ -131,3 +133,21 @@ def test_an_option_set_to_a_value_it_cannot_take_is_refused_and_keeps_its_value(
     fresh = kernels("options.ipynb")
     result = fresh.run("%load_ext jupyter_ckpt")
     assert result.error is not None and "max_lag" in result.error and "Traceback" not in result.stderr, result
+
+
+def test_the_policy_and_the_variables_kept_out_are_remembered_for_the_notebook_s_next_kernel(
+    kernels: Any, store: Store
+) -> None:
+    first = kernels("remembered.ipynb")
+    first.ok("%load_ext jupyter_ckpt")
+    policy = first.ok("%checkpoint auto on --every 3 --interval 600")
+    assert policy == "auto checkpoints: after every 3 cells or every 600 s\n"
+    first.ok("%checkpoint exclude big")
+    first.close()
+    second = kernels("remembered.ipynb")
+    second.ok("%load_ext jupyter_ckpt")
+    status = second.ok("%checkpoint status").splitlines()
+    assert "policy: after every 3 cells or every 600 s" in status and "excluded: big" in status
+    second.ok("big = 1\nsmall = 2")
+    cid = second.value("__import__('jupyter_ckpt').save()")
+    assert sorted(store.manifest(cid)["variables"]) == ["small"]
