@@ -318,6 +318,8 @@ def _reach(obj: Any, name: str, owner: dict[int, str], budget: int, spans: _Span
             stack.append(serialize.dict_of(o))
         elif t is weakref.ref or t is weakref.WeakMethod:  # pickled as a reference to its object (or method): that
             stack.append(o())  # object's holder must share its stream
+        elif t is weakref.finalize:  # pickled with its object, callback and arguments, which its class keeps
+            stack.extend(serialize.finalizer_holds(o))
         elif t is contextvars.ContextVar:  # pickled with its default and its value in the cells' context
             stack.extend(serialize.context_value(o))
         elif issubclass(t, serialize.THREAD_LOCAL):  # pickled with the attributes the cells' thread gave it

@@ -1786,6 +1786,30 @@ def _set_context_value(variable: contextvars.ContextVar[Any], value: tuple[Any, 
         variable.set(value[0])
 
 
+def _reduce_finalizer(finalizer: Any) -> Any:
+    """A ``weakref.finalize`` still alive as one made again on its object, with its callback and arguments, and
+    whether it runs at exit. What it calls is kept in a registry of its class, not in itself: pickled, it came
+    back dead, its callback never to run. A dead one pickles as it is, dead."""
+    held = finalizer.peek()
+    if held is None:
+        return NotImplemented
+    obj, function, args, kwargs = held
+    return _finalizer, (obj, function, args, kwargs or {}, finalizer.atexit)
+
+
+def _finalizer(
+    obj: Any, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], atexit: bool
+) -> Any:
+    made = weakref.finalize(obj, function, *args, **kwargs)
+    made.atexit = atexit
+    return made
+
+
+def finalizer_holds(finalizer: Any) -> tuple[Any, ...]:
+    """What an alive ``weakref.finalize`` is pickled with (``_reduce_finalizer``): its object, callback, arguments."""
+    return finalizer.peek() or ()
+
+
 def _reduce_json_decoder(decoder: json.JSONDecoder) -> Any:
     """A ``json.JSONDecoder`` (or a subclass) as its attributes but the scanner made of it (``_json.Scanner``, which
     pickle refuses: the decoder was skipped), made again of it as it is loaded."""
@@ -2500,6 +2524,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_rlock
     if t is contextvars.ContextVar:
         return _reduce_context_variable
+    if t is weakref.finalize:
+        return _reduce_finalizer
     if issubclass(t, json.JSONDecoder) and not _may_give_its_name(t):
         return _reduce_json_decoder
     if issubclass(t, THREAD_LOCAL):

@@ -1296,3 +1296,29 @@ def test_a_json_decoder_with_a_notebook_hook_comes_back_decoding(tmp_path: Path)
     packed = serialize.dumps({n: module.__dict__[n] for n in names}, module)
     expression = "decoder.decode('{\"a\": 1.5}'), decoder.object_hook is as_pairs, strict.decode('\"a\\tb\"')"
     assert read_back(tmp_path, packed, expression) == "([('a', '1.5')], True, 'a\\tb')"
+
+
+def test_a_finalizer_comes_back_alive_on_its_restored_object(tmp_path: Path) -> None:
+    """``weakref.finalize`` keeps what it calls in a registry of its class, not in itself: pickled, it came back
+    dead, its callback never to run, and nothing said so."""
+    module = notebook(
+        """
+        import weakref
+        log = []
+        class Resource:
+            pass
+        resource = Resource()
+        def close(name, mode='w'):
+            log.append((name, mode))
+        finalizer = weakref.finalize(resource, close, 'db', mode='r')
+        finalizer.atexit = False
+        spent = weakref.finalize(Resource(), close, 'gone')
+        """
+    )
+    names = ("log", "Resource", "resource", "close", "finalizer", "spent")
+    packed = serialize.dumps({n: module.__dict__[n] for n in names}, module)
+    expression = (
+        "finalizer.alive, finalizer.peek()[0] is resource, finalizer.atexit, spent.alive, (finalizer(), log)[1],"
+        " finalizer.alive"
+    )
+    assert read_back(tmp_path, packed, expression) == "(True, True, False, False, [('gone', 'w'), ('db', 'r')], False)"
