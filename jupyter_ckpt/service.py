@@ -24,7 +24,7 @@ from .kernelclient import KernelConnection, KernelDied
 from .recipes import check_mode
 from .remote import Replica
 from .retention import Limits, usage
-from .session import NAME_MAX, check_label
+from .session import NAME_MAX, check_text
 from .store import Store
 from .timeline import Timeline, tree_rows
 
@@ -83,10 +83,11 @@ class CheckpointService:
         Clients name a session by its key or by its notebook's path relative to the
         server root. The second key is what jupyter_server puts in ``JPY_SESSION_NAME``
         for a kernel on that notebook (``SessionManager.get_kernel_env``): a string to
-        look up in the catalog, never a file to open; one no notebook could have (empty, spaces at an end, a
-        control character) is refused, as on every surface.
+        look up in the catalog, never a file to open. An empty one names none: refused, as on every surface (a
+        notebook's file name may start with a space, or hold any character but ``/``).
         """
-        check_label(name, "a session name", NAME_MAX)
+        if not check_text(name, "a session name", NAME_MAX).strip():
+            raise BadArgument("a session name needs at least one character that is not a space")
         cwd = self.kernels.cwd_for_path(name)  # type: ignore[no-untyped-call]
         return name, os.path.join(cwd, os.path.basename(name))
 

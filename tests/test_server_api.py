@@ -163,14 +163,9 @@ async def test_malformed_requests_get_clear_errors_and_change_nothing(
         (("GET", *CKPT, "no-such-endpoint"), {}, 404, "no endpoint /api/ckpt/no-such-endpoint"),
         (("POST", *CKPT, "checkpoints", str(first), "undo"), {"body": {}}, 404, "no endpoint"),
         (("GET", *CKPT, "checkpoints"), {"params": {"session": "/etc/passwd"}}, 404, "no session"),
-        # A session name no notebook has was looked up anyway, and said 404 "no session ''".
+        # A session name that names none was looked up anyway, and said 404 "no session ''".
         (("GET", *CKPT, "checkpoints"), {"params": {"session": ""}}, 400, "a session name needs at least one"),
-        (
-            ("POST", *CKPT, "checkpoints"),
-            {"body": {"session": "a\x1bb.ipynb", "kernel_id": "x"}},
-            400,
-            "holds a control character",
-        ),
+        (("POST", *CKPT, "checkpoints"), {"body": {"session": "  ", "kernel_id": "x"}}, 400, "a session name needs"),
         (("GET", *CKPT, "checkpoints", "abc"), {}, 400, "not a checkpoint id"),
         (("GET", *CKPT, "checkpoints", "-1"), {}, 400, "not a checkpoint id"),
         (("GET", *CKPT, "checkpoints", "1.5"), {}, 400, "not a checkpoint id"),
