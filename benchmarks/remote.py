@@ -8,7 +8,11 @@ Measured side by side in one run, as ratios to what the same client does with th
   apart, a restore asked for once the kernel has started, its timeline pulled at load) against reading that
   pickle file back with the same client (and unpickling it), and against downloading the checkpoint's
   own objects from 8 threads with the requests the fetch makes (the floor of any restore that reads them),
-  by the client that uploaded them and by a new one (as a new machine's restore makes its own);
+  by the client that uploaded them and by a new one (as a new machine's restore makes its own); against the
+  floor of a restore as the kernel starts, the pull by a new client and then that download; and the new
+  client's own cost (made, and its first request answered);
+* a restore as the kernel starts on the machine of a kernel that crashed before its newest checkpoint
+  (``--mib`` / 4 of new arrays) was uploaded: that state comes back while the backlog uploads;
 * the pull of a long session's timeline (``--records`` checkpoints) by a new machine, per record;
 * bytes uploaded over a session of cells that each change a little, against the pickle file per cell
   that a naive upload would write;
@@ -133,7 +137,7 @@ def measure_tier(
         return seconds, restored
 
     keys = [path for path in fs.find(replica.remote.root + "/blobs")]
-    restores, floors, fresh_floors, gets, loads, pulls = [], [], [], [], [], []
+    restores, floors, fresh_floors, gets, loads, pulls, clients = [], [], [], [], [], [], []
     cpu: dict[str, list[float]] = {"restore": [], "restore, server": [], "download": [], "download, server": []}
     for n in range(rounds):  # alternated: the restore, then its floors, then the pickle file
         before = cpu_seconds(server)
@@ -144,6 +148,7 @@ def measure_tier(
         cpu["restore, server"].append(after[1] - before[1])
         # What any restore must do first: learn the timeline (list the records, read the newest).
         pulls.append(timed(Replica(Store(work / f"c{n}", secret), Remote(url)).pull)[0])
+        clients.append(timed(lambda: Remote(url).listing("sessions"))[0])  # a new client, up to its first answer
         with ThreadPoolExecutor(8) as pool:  # the floor: the checkpoint's own objects, downloaded as the fetch does
             floors.append(timed(lambda: list(pool.map(replica.remote.get_bytes, keys)))[0])
             done = cpu_seconds(server)
@@ -158,6 +163,7 @@ def measure_tier(
     # Apart, after: run inside the rounds, each slowed the next round's restore by 0.15-0.2 s (work its kernel
     # leaves running after the restore; which, not identified).
     started = [restore(f"s{n}", started=True)[0] for n in range(rounds)]
+    backlog = [restore_beside_backlog(f"{url}-backlog-{n}", work / f"k{n}", secret, mib // 4, n) for n in range(rounds)]
     restore_s, floor_s = statistics.median(restores), statistics.median(floors)
     pickle_get_s, unpickle_s = statistics.median(gets), statistics.median(loads)
     # The least any restore takes: the pull, the download of the objects, and unpickling the same objects.
@@ -185,6 +191,11 @@ def measure_tier(
         "restore_started_s": statistics.median(started),
         "restore_started_rounds_s": started,
         "restore_started_vs_download_objects": statistics.median(started) / floor_s,
+        "client_s": statistics.median(clients),
+        "pull_and_download_s": statistics.median(pulls) + floor_s,
+        "restore_vs_pull_and_download": restore_s / (statistics.median(pulls) + floor_s),
+        "restore_beside_backlog_s": statistics.median(backlog),
+        "restore_beside_backlog_rounds_s": backlog,
         "download_objects_new_client_s": statistics.median(fresh_floors),
         "restore_vs_download_objects_new_client": restore_s / statistics.median(fresh_floors),
         "pull_s": statistics.median(pulls),
@@ -197,6 +208,24 @@ def measure_tier(
         "uploaded_session": session,
         "naive_session": len(payload) * (cells + 1),
     }
+
+
+def restore_beside_backlog(url: str, root: Path, secret: bytes, mib: int, seed: int) -> float:
+    """A kernel crashed before its newest checkpoint was uploaded; the kernel started in its place on the same
+    machine restores that state as it starts (pull, then restore from the local tier), while the backlog uploads.
+    Timed from the kernel's start to its restore's end; the upload is finished untimed."""
+    store = Store(root, secret)
+    left = types.ModuleType("__main__")
+    rng = np.random.default_rng(100 + seed)
+    left.arrays = [rng.random(mib * (1 << 20) // 32) for _ in range(4)]
+    Checkpointer(store, "backlog.ipynb", left).save()  # in a prefix of its own: the only checkpoint of the session
+    restored = types.ModuleType("__main__")
+    fresh = Replica(store, Remote(url))
+    seconds, _ = timed(lambda: Checkpointer(store, "backlog.ipynb", restored, lazy=False, replica=fresh).restore())
+    assert np.array_equal(restored.arrays[3], left.arrays[3])
+    fresh.flush()
+    fresh.stop()
+    return seconds
 
 
 def bench_timeline(url: str, server: subprocess.Popen[bytes], records: int) -> dict[str, Any]:
@@ -275,12 +304,14 @@ def main() -> None:
     p.add_argument("--objects", type=int, default=32, help="4 MiB objects per client in the client comparison")
     p.add_argument("--records", type=int, default=300, help="checkpoints of the session whose timeline is pulled")
     p.add_argument("--memory-as-found", action="store_true", help="leave free page reporting as it is")
+    p.add_argument("--out", type=Path, default=RESULTS / "remote.json", help="where to write the results")
     args = p.parse_args()
     with host_backed_memory(not args.memory_as_found) as memory:
         result = measure(args)
     result["memory"] = memory
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "remote.json").write_text(json.dumps(result, indent=2) + "\n")
+    result["package"] = str(Path(sys.modules["jupyter_ckpt"].__file__ or "").parent)  # which code was measured
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
 
 
