@@ -1750,6 +1750,413 @@ PATTERNS = [
         "msc.register_scale(RsSquare)\n",
         "'rs_square' in msc.get_scale_names() and msc.scale_factory('rs_square', None).__class__ is RsSquare",
     ),
+    # -- more of what notebooks keep: iterators, random streams, context variables, thread-locals, tracebacks ---
+    _p(
+        "iterators_advanced",
+        "stdlib",
+        "import itertools\nqit_count = itertools.count(10, 2)\nnext(qit_count)\n"
+        "qit_cycle = itertools.cycle('ab')\nnext(qit_cycle)\n"
+        "qit_isl = itertools.islice(range(100), 5, None, 10)\nnext(qit_isl)\n"
+        "qit_chain = itertools.chain([1, 2], [3])\nnext(qit_chain)\n"
+        "qit_acc = itertools.accumulate([1, 2, 3, 4])\nnext(qit_acc), next(qit_acc)\n"
+        "qbi_rows = ['a', 'b', 'c', 'd']\nqbi_e = enumerate(qbi_rows, 1)\nnext(qbi_e)\n"
+        "qbi_z = zip(qbi_rows, range(4))\nnext(qbi_z)\nqbi_m = map(lambda s: s.upper(), qbi_rows)\n"
+        "next(qbi_m)\nqbi_r = reversed(qbi_rows)\nnext(qbi_r)\nqbi_d = iter({'x': 1, 'y': 2}.items())\n"
+        "next(qbi_d)\n",
+        "next(qit_count) == 12 and next(qit_cycle) == 'b' and next(qit_isl) == 15"
+        " and list(qit_chain) == [2, 3] and next(qit_acc) == 6 and next(qbi_e) == (2, 'b')"
+        " and next(qbi_z) == ('b', 1) and next(qbi_m) == 'B' and next(qbi_r) == 'c'"
+        " and next(qbi_d) == ('y', 2) and (qbi_rows.__setitem__(2, 'Z'), next(qbi_e))[1] == (3, 'Z')",
+    ),
+    _p(
+        "random_instances",
+        "stdlib",
+        "import random, numpy as np\nqrn_r = random.Random(42)\nqrn_r.random()\n"
+        "qrn_gauss = random.Random(1)\nqrn_gauss.gauss(0, 1)\nqrn_rs = np.random.RandomState(3)\n"
+        "qrn_rs.rand()\nqrn_ss = np.random.SeedSequence(1234)\nqrn_kids = qrn_ss.spawn(2)\n"
+        "qrn_bg = np.random.PCG64(5)\nqrn_g1 = np.random.Generator(qrn_bg)\n"
+        "qrn_g2 = np.random.Generator(qrn_bg)\nqrn_g1.random()\n",
+        "qrn_r.random() == (lambda r: (r.random(), r.random())[1])(random.Random(42))"
+        " and qrn_gauss.gauss(0, 1) == (lambda r: (r.gauss(0, 1), r.gauss(0, 1))[1])(random.Random(1))"
+        " and qrn_rs.rand() == np.random.RandomState(3).rand(2)[1] and qrn_ss.spawn(1)[0].spawn_key == (2,)"
+        " and qrn_g1.bit_generator is qrn_g2.bit_generator"
+        " and qrn_g2.random() == np.random.Generator(np.random.PCG64(5)).random(2)[1]",
+    ),
+    _p(
+        "exception_traceback",
+        "plain",
+        "def qtb_parse(s):\n    return int(s)\ntry:\n    qtb_parse('x')\nexcept ValueError as e:\n    qtb_e = e\n",
+        "qtb_e.__traceback__ is not None"
+        " and 'qtb_parse' in ''.join(__import__('traceback').format_exception(qtb_e))"
+        " and __import__('traceback').extract_tb(qtb_e.__traceback__)[-1].name == 'qtb_parse'",
+    ),
+    _p(
+        "context_variable",
+        "stdlib",
+        "import contextvars\nqcv_user = contextvars.ContextVar('qcv_user', default='anon')\n"
+        "qcv_user.set('ann')\nqcv_alias = qcv_user\nqcv_plain = contextvars.ContextVar('qcv_plain')\n",
+        "qcv_user.get() == 'ann' and qcv_alias is qcv_user and qcv_user.name == 'qcv_user'"
+        " and qcv_plain.get(5) == 5 and contextvars.Context().run(qcv_user.get) == 'anon'",
+    ),
+    _p(
+        "thread_local",
+        "stdlib",
+        "import threading\nqtl_local = threading.local()\nqtl_local.conn = {'db': 1}\nqtl_local.n = 3\n"
+        "class QtlState(threading.local):\n    def __init__(self):\n        self.items = []\n"
+        "qtl_state = QtlState()\nqtl_state.items.append(1)\n",
+        "qtl_local.n == 3 and qtl_local.conn == {'db': 1} and qtl_state.items == [1]"
+        " and type(qtl_state) is QtlState"
+        " and (lambda out: (out, [t.start() or t.join() for t in [threading.Thread(target=lambda: out.append((getattr(qtl_local, 'n', None), qtl_state.items)))]])[0])([]) == [(None, [])]",
+    ),
+    _p(
+        "dataclass_initvar_classvar",
+        "stdlib",
+        "import dataclasses, typing\n@dataclasses.dataclass\nclass QdcBase:\n    name: str\n"
+        "    scale: dataclasses.InitVar[float] = 1.0\n"
+        "    total: float = dataclasses.field(init=False, default=0.0)\n"
+        "    count: typing.ClassVar[int] = 0\n    def __post_init__(self, scale):\n"
+        "        self.total = scale * 2\n        QdcBase.count += 1\n@dataclasses.dataclass(kw_only=True)\n"
+        "class QdcChild(QdcBase):\n"
+        "    tags: list = dataclasses.field(default_factory=list, compare=False, repr=False)\n"
+        "qdc_c = QdcChild('x', 3.0, tags=['t'])\n",
+        "qdc_c.total == 6.0 and QdcBase.count == 1 and dataclasses.replace(qdc_c, scale=2.0).total == 4.0"
+        " and QdcBase.count == 2"
+        " and [f.name for f in dataclasses.fields(QdcChild)] == ['name', 'total', 'tags']"
+        " and repr(qdc_c) == \"QdcChild(name='x', total=6.0)\""
+        " and dataclasses.asdict(qdc_c) == {'name': 'x', 'total': 6.0, 'tags': ['t']}",
+    ),
+    _p(
+        "descriptor_weak_values",
+        "plain",
+        "import weakref\nclass QdsPositive:\n    def __init__(self):\n"
+        "        self.values = weakref.WeakKeyDictionary()\n    def __set_name__(self, owner, name):\n"
+        "        self.name = name\n    def __get__(self, obj, owner=None):\n"
+        "        return self if obj is None else self.values.get(obj, 0)\n    def __set__(self, obj, v):\n"
+        "        if v < 0:\n            raise ValueError(self.name)\n        self.values[obj] = v\n"
+        "class QdsOrder:\n    qty = QdsPositive()\n    def __init__(self, q):\n        self.qty = q\n"
+        "qds_o = QdsOrder(5)\nqds_p = QdsOrder(7)\n",
+        "qds_o.qty == 5 and qds_p.qty == 7 and QdsOrder.qty.name == 'qty' and qds_o in QdsOrder.qty.values"
+        " and (setattr(qds_o, 'qty', 9), qds_o.qty)[1] == 9 and QdsOrder(1).qty == 1",
+    ),
+    _p(
+        "closure_nonlocal_shared",
+        "plain",
+        "def qcl_counter():\n    n = 0\n    def inc():\n        nonlocal n\n        n += 1\n"
+        "        return n\n    def get():\n        return n\n    return inc, get\n"
+        "qcl_inc, qcl_get = qcl_counter()\nqcl_inc()\nqcl_inc()\n",
+        "qcl_get() == 2 and (qcl_inc(), qcl_get())[1] == 3",
+    ),
+    _p(
+        "decorators_without_wraps",
+        "plain",
+        "def qdw_count(f):\n    def wrapper(*a):\n        wrapper.calls += 1\n        return f(*a)\n"
+        "    wrapper.calls = 0\n    return wrapper\n@qdw_count\ndef qdw_add(a, b):\n    return a + b\n"
+        "qdw_add(1, 2)\ndef qdw_retry(times):\n    def deco(f):\n        def run(*a):\n"
+        "            for _ in range(times):\n                try:\n                    return f(*a)\n"
+        "                except ValueError:\n                    pass\n            return None\n"
+        "        return run\n    return deco\nqdw_tries = []\n@qdw_retry(3)\ndef qdw_flaky(x):\n"
+        "    qdw_tries.append(x)\n    if len(qdw_tries) % 3:\n        raise ValueError(x)\n    return x\n"
+        "def qdw_with_repr(cls):\n    cls.__repr__ = lambda self: f'<{cls.__name__} {vars(self)}>'\n"
+        "    return cls\n@qdw_with_repr\nclass QdwPoint:\n    def __init__(self, x):\n        self.x = x\n"
+        "qdw_p = QdwPoint(1)\n",
+        "qdw_add.calls == 1 and qdw_add(2, 3) == 5 and qdw_add.calls == 2 and qdw_add.__name__ == 'wrapper'"
+        " and qdw_flaky(4) == 4 and qdw_tries == [4, 4, 4] and repr(qdw_p) == \"<QdwPoint {'x': 1}>\"",
+    ),
+    _p(
+        "abc_subclasshook",
+        "plain",
+        "import abc\nclass QabClosable(abc.ABC):\n    @classmethod\n    def __subclasshook__(cls, C):\n"
+        "        return True if any('close' in B.__dict__ for B in C.__mro__) else NotImplemented\n"
+        "class QabFile:\n    def close(self):\n        pass\nclass QabOther:\n    pass\n"
+        "QabClosable.register(QabOther)\nqab_f = QabFile()\n",
+        "isinstance(qab_f, QabClosable) and isinstance(QabOther(), QabClosable) and not issubclass(int, QabClosable)",
+    ),
+    _p(
+        "reduce_getstate_classes",
+        "plain",
+        "class QrdConn:\n    def __init__(self, url):\n        self.url = url\n        self.opened = 1\n"
+        "    def __reduce__(self):\n        return (QrdConn, (self.url,))\nclass QrdVersioned:\n"
+        "    def __init__(self):\n        self.a = 1\n        self.cache = {'big': 1}\n"
+        "    def __getstate__(self):\n        s = self.__dict__.copy()\n        del s['cache']\n"
+        "        return s\n    def __setstate__(self, s):\n        self.__dict__.update(s)\n"
+        "        self.cache = {}\nclass QrdNewArgs:\n    def __new__(cls, *, unit):\n"
+        "        o = super().__new__(cls)\n        o.unit = unit\n        return o\n"
+        "    def __getnewargs_ex__(self):\n        return (), {'unit': self.unit}\n"
+        "qrd_c = QrdConn('db://x')\nqrd_v = QrdVersioned()\nqrd_n = QrdNewArgs(unit='m')\n"
+        "qrd_shared = [qrd_c, qrd_c]\n",
+        "qrd_c.url == 'db://x' and type(qrd_c) is QrdConn and qrd_v.a == 1 and 'cache' in vars(qrd_v)"
+        " and qrd_n.unit == 'm' and type(qrd_n) is QrdNewArgs and qrd_shared[1] is qrd_c is qrd_shared[0]",
+    ),
+    _p(
+        "builtin_subclass_new_arguments",
+        "plain",
+        "class QtsPair(tuple):\n    def __new__(cls, a, b):\n        return super().__new__(cls, (a, b))\n"
+        "    @property\n    def total(self):\n        return self[0] + self[1]\nclass QtsTagged(str):\n"
+        "    def __new__(cls, text, tag):\n        o = super().__new__(cls, text)\n        o.tag = tag\n"
+        "        return o\nclass QtsVec(tuple):\n    def __new__(cls, *xs):\n"
+        "        return super().__new__(cls, xs)\nclass QtsBag(frozenset):\n    def __new__(cls, *items):\n"
+        "        return super().__new__(cls, items)\nqts_p = QtsPair(1, 2)\n"
+        "qts_t = QtsTagged('hello', 'greeting')\nqts_b = QtsBag('x', 'y')\nqts_d = {qts_p: qts_t}\n"
+        "qts_v = QtsVec(1, 2)\nqts_vd = {qts_v: 'v'}\n",
+        "qts_p == (1, 2) and qts_p.total == 3 and type(qts_p) is QtsPair and qts_t == 'hello'"
+        " and qts_t.tag == 'greeting' and type(qts_t) is QtsTagged and qts_b == {'x', 'y'}"
+        " and type(qts_b) is QtsBag and qts_d[(1, 2)] is qts_t and qts_v == (1, 2)"
+        " and qts_vd[QtsVec(1, 2)] == 'v' and type(qts_v) is QtsVec",
+    ),
+    _p(
+        "collections_nested",
+        "stdlib",
+        "import collections\nqco_nest = collections.defaultdict(lambda: collections.defaultdict(int))\n"
+        "qco_nest['a']['x'] += 2\nqco_cm = collections.ChainMap({}, {'lr': 0.1})\n"
+        "qco_child = qco_cm.new_child({'lr': 0.5})\nqco_od = collections.OrderedDict.fromkeys('abc')\n"
+        "qco_od.move_to_end('a')\nqco_dq = collections.deque([1, 2, 3], maxlen=3)\nqco_dq.rotate(1)\n"
+        "qco_c = collections.Counter(a=3, b=-1)\n",
+        "qco_nest['a']['x'] == 2 and qco_nest['b']['y'] == 0"
+        " and type(qco_nest['b']) is collections.defaultdict and qco_child['lr'] == 0.5"
+        " and qco_child.parents.maps[0] is qco_cm.maps[0] and qco_child.maps[1] is qco_cm.maps[0]"
+        " and list(qco_od) == ['b', 'c', 'a'] and (qco_dq.append(4), list(qco_dq))[1] == [1, 2, 4]"
+        " and qco_dq.maxlen == 3 and +qco_c == collections.Counter(a=3) and qco_c['b'] == -1",
+    ),
+    _p(
+        "array_module_views",
+        "stdlib",
+        "import array\nqar_a = array.array('d', [1.5, 2.5])\nqar_i = array.array('q', range(5))\n"
+        "qar_mv = memoryview(qar_i)[1:3]\nqar_ba = bytearray(b'hello world')\n"
+        "qar_view = memoryview(qar_ba)[6:]\n",
+        "qar_a.typecode == 'd' and qar_a[1] == 2.5 and qar_mv.tolist() == [1, 2] and qar_mv.obj is qar_i"
+        " and (qar_i.__setitem__(1, 9), qar_mv[0])[1] == 9 and bytes(qar_view) == b'world'"
+        " and (qar_ba.__setitem__(6, 87), bytes(qar_view))[1] == b'World'",
+    ),
+    _p(
+        "frozenset_keys_recursive",
+        "plain",
+        "qss_edges = {frozenset({'a', 'b'}), frozenset({'b', 'c'})}\n"
+        "qss_w = {frozenset({'a', 'b'}): 1.5, ('x', 1): [2]}\nqss_rec = {'name': 'root'}\n"
+        "qss_rec['self'] = qss_rec\nqss_rec['kids'] = [{'up': qss_rec}]\n",
+        "frozenset({'a', 'b'}) in qss_edges and qss_w[frozenset('ab')] == 1.5 and qss_w[('x', 1)] == [2]"
+        " and qss_rec['self'] is qss_rec and qss_rec['kids'][0]['up'] is qss_rec",
+    ),
+    _p(
+        "numpy_strided_views",
+        "numpy",
+        "import numpy as np\nqnv_a = np.arange(24.0).reshape(4, 6)\nqnv_t = qnv_a.T\n"
+        "qnv_s = qnv_a[::2, ::3]\nqnv_r = qnv_a[::-1]\nqnv_d = np.diagonal(qnv_a)\n"
+        "qnv_be = np.arange(3, dtype='>f8')\nqnv_u = np.array(['ab', 'cde'])\n"
+        "qnv_sub = np.zeros(2, dtype=[('pos', 'f4', (3,)), ('id', 'i2')])\nqnv_sub['pos'][1] = [1, 2, 3]\n"
+        "qnv_poly = np.polynomial.Polynomial.fit([0, 1, 2], [1, 3, 5], 1)\n",
+        "np.shares_memory(qnv_t, qnv_a) and np.shares_memory(qnv_s, qnv_a)"
+        " and np.shares_memory(qnv_d, qnv_a)"
+        " and (qnv_a.__setitem__((2, 3), -1.0), qnv_s[1, 1], qnv_t[3, 2], qnv_r[1, 3])[1:] == (-1.0, -1.0, -1.0)"
+        " and not qnv_d.flags.writeable and qnv_be.dtype.byteorder == '>'"
+        " and qnv_u.dtype == np.dtype('<U3') and qnv_sub['pos'][1].tolist() == [1, 2, 3]"
+        " and qnv_sub.dtype['pos'].shape == (3,) and round(float(qnv_poly(3)), 6) == 7.0",
+    ),
+    _p(
+        "pandas_structures",
+        "pandas",
+        "import pandas as pd, numpy as np\n"
+        "qpd_cat = pd.Categorical(['lo', 'hi', 'lo'], categories=['lo', 'hi'], ordered=True)\n"
+        "qpd_cols = pd.DataFrame(np.arange(6).reshape(2, 3), columns=pd.MultiIndex.from_tuples([('a', 'x'), ('a', 'y'), ('b', 'x')], names=['grp', 'sub']))\n"
+        "qpd_sp = pd.Series(pd.arrays.SparseArray([0, 0, 1, 0, 2], fill_value=0))\n"
+        "qpd_dup = pd.DataFrame([[1, 2]], columns=['k', 'k'])\n"
+        "qpd_ts = pd.Series(range(4), index=pd.date_range('2024-01-01', periods=4, freq='W-MON', name='week'))\n"
+        "qpd_iv = pd.Series([1, 2], index=pd.IntervalIndex.from_breaks([0, 5, 10], closed='left'))\n"
+        "qpd_td = pd.Series(pd.to_timedelta([1, 2], unit='h'), name=('run', 1))\n",
+        "qpd_cat.ordered and qpd_cat.min() == 'lo' and qpd_cat.codes.tolist() == [0, 1, 0]"
+        " and qpd_cols['a']['y'].tolist() == [1, 4] and list(qpd_cols.columns.names) == ['grp', 'sub']"
+        " and qpd_sp.sparse.density == 0.4 and qpd_sp.sparse.fill_value == 0"
+        " and qpd_dup.columns.tolist() == ['k', 'k'] and qpd_ts.index.freqstr == 'W-MON'"
+        " and qpd_ts.index.name == 'week' and qpd_iv.loc[5] == 2 and qpd_iv.index.closed == 'left'"
+        " and qpd_td.name == ('run', 1) and qpd_td.sum() == pd.Timedelta(hours=3)",
+    ),
+    _p(
+        "column_transformer_fitted",
+        "sklearn",
+        "import numpy as np, pandas as pd\n"
+        "from sklearn.compose import ColumnTransformer, make_column_selector\n"
+        "from sklearn.preprocessing import OneHotEncoder, StandardScaler\n"
+        "from sklearn.pipeline import Pipeline\nfrom sklearn.ensemble import RandomForestClassifier\n"
+        "qsk_df = pd.DataFrame({'city': ['a', 'b', 'a', 'c'] * 5, 'x': np.arange(20.0), 'y': [0, 1] * 10})\n"
+        "qsk_ct = ColumnTransformer([('cat', OneHotEncoder(handle_unknown='ignore', sparse_output=False), ['city']),\n"
+        "                            ('num', StandardScaler(), make_column_selector(pattern='x'))]).set_output(transform='pandas')\n"
+        "qsk_m = Pipeline([('prep', qsk_ct), ('rf', RandomForestClassifier(n_estimators=5, random_state=np.random.RandomState(0)))])\n"
+        "qsk_m.fit(qsk_df[['city', 'x']], qsk_df['y'])\n"
+        "qsk_p = qsk_m.predict_proba(qsk_df[['city', 'x']])\n",
+        "np.array_equal(qsk_m.predict_proba(qsk_df[['city', 'x']]), qsk_p)"
+        " and list(qsk_m[:-1].transform(qsk_df[['city', 'x']]).columns) == ['cat__city_a', 'cat__city_b', 'cat__city_c', 'num__x']"
+        " and list(qsk_m.feature_names_in_) == ['city', 'x'] and qsk_m.named_steps['prep'] is qsk_ct",
+    ),
+    _p(
+        "sparse_formats",
+        "scipy",
+        "import scipy.sparse as sps\nqsp_lil = sps.lil_matrix((3, 3))\nqsp_lil[0, 1] = 2.0\n"
+        "qsp_dok = sps.dok_matrix((2, 2))\nqsp_dok[1, 1] = 5.0\n"
+        "qsp_csc = sps.random(5, 4, density=0.5, format='csc', random_state=0)\n"
+        "qsp_dia = sps.diags([1.0, 2.0, 3.0])\n",
+        "qsp_lil[0, 1] == 2.0 and (qsp_lil.__setitem__((2, 2), 1.0), qsp_lil.nnz)[1] == 2"
+        " and qsp_dok[1, 1] == 5.0 and type(qsp_dok) is sps.dok_matrix and qsp_csc.format == 'csc'"
+        " and qsp_csc.nnz == 10 and qsp_dia.diagonal().tolist() == [1.0, 2.0, 3.0]"
+        " and (qsp_dok.__setitem__((0, 0), 1.0), qsp_dok.nnz)[1] == 2",
+    ),
+    _p(
+        "figure_artists",
+        "matplotlib",
+        "import matplotlib\nimport matplotlib.pyplot as plt\nqmp_fig, qmp_ax = plt.subplots()\n"
+        "qmp_line, = qmp_ax.plot([0, 1, 2], [1, 0, 2], label='loss', color='red')\n"
+        "qmp_ax2 = qmp_ax.twinx()\nqmp_ax2.bar([0, 1], [3, 4])\n"
+        "qmp_ax.annotate('min', xy=(1, 0), xytext=(1.5, 1), arrowprops={'arrowstyle': '->'})\n"
+        "qmp_ax.add_patch(matplotlib.patches.Rectangle((0, 0), 0.5, 0.5, alpha=0.3))\nqmp_ax.legend()\n"
+        "qmp_im = qmp_ax.imshow([[0, 1], [2, 3]], extent=(0, 2, 0, 2))\nqmp_cb = qmp_fig.colorbar(qmp_im)\n"
+        "qmp_clicks = []\n"
+        "qmp_cid = qmp_fig.canvas.mpl_connect('button_press_event', lambda e: qmp_clicks.append(e))\n",
+        "qmp_line.axes is qmp_ax and qmp_line.get_label() == 'loss'"
+        " and qmp_ax2.get_shared_x_axes().joined(qmp_ax, qmp_ax2) and len(qmp_ax2.patches) == 2"
+        " and qmp_ax.texts[0].get_text() == 'min'"
+        " and qmp_ax.get_legend().get_texts()[0].get_text() == 'loss' and qmp_cb.mappable is qmp_im"
+        " and (qmp_fig.canvas.callbacks.callbacks['button_press_event'][qmp_cid]()('E'), qmp_clicks)[1] == ['E']"
+        " and (qmp_fig.canvas.draw(), qmp_line.get_color())[1] == 'red'",
+    ),
+    _p(
+        "open_files_at_positions",
+        "stdlib",
+        "import io, os, tempfile\nqfl_dir = tempfile.mkdtemp(prefix='jupyter-ckpt-corpus-')\n"
+        "with open(os.path.join(qfl_dir, 'rows.txt'), 'w') as _qfl_f:\n"
+        "    _qfl_f.write('one\\ntwo\\nthree\\n')\ndel _qfl_f\n"
+        "qfl_r = open(os.path.join(qfl_dir, 'rows.txt'))\nqfl_r.readline()\n"
+        "qfl_b = open(os.path.join(qfl_dir, 'rows.txt'), 'rb')\nqfl_b.seek(4)\n"
+        "qfl_log = open(os.path.join(qfl_dir, 'log.txt'), 'a')\nqfl_log.write('start\\n')\n"
+        "qfl_log.flush()\nqfl_s = io.StringIO('alpha\\nbeta\\n')\nqfl_s.readline()\n"
+        "qfl_by = io.BytesIO(b'0123456789')\nqfl_by.seek(7)\n"
+        "qfl_tmp = tempfile.NamedTemporaryFile('w+', suffix='.csv', delete=False)\n"
+        "qfl_tmp.write('a,b\\n')\nqfl_tmp.flush()\n",
+        "qfl_r.readline() == 'two\\n' and qfl_b.read(3) == b'two' and qfl_log.mode == 'a'"
+        " and (qfl_log.write('more\\n'), qfl_log.flush(), open(qfl_log.name).read())[2].startswith('start\\nmore\\n')"
+        " and qfl_s.readline() == 'beta\\n' and qfl_by.read() == b'789' and qfl_tmp.tell() == 4"
+        " and open(qfl_tmp.name).read().startswith('a,b\\n')",
+    ),
+    _p(
+        "properties_class_static_methods",
+        "plain",
+        "class QpdTemp:\n    made = 0\n    def __init__(self, c):\n        self._c = c\n"
+        "        QpdTemp.made += 1\n    @property\n    def f(self):\n        return self._c * 9 / 5 + 32\n"
+        "    @f.setter\n    def f(self, v):\n        self._c = (v - 32) * 5 / 9\n    @f.deleter\n"
+        "    def f(self):\n        del self._c\n    @classmethod\n    def from_f(cls, v):\n"
+        "        o = cls(0)\n        o.f = v\n        return o\n    @staticmethod\n    def valid(c):\n"
+        "        return c > -273.15\nqpd_t = QpdTemp.from_f(212)\n",
+        "qpd_t._c == 100 and QpdTemp.made == 1 and QpdTemp.valid(-300) is False"
+        " and (delattr(qpd_t, 'f'), hasattr(qpd_t, '_c'))[1] is False and QpdTemp.from_f(32)._c == 0"
+        " and QpdTemp.made == 2",
+    ),
+    _p(
+        "typing_generic_forms",
+        "stdlib",
+        "from typing import Annotated, Generic, Literal, NamedTuple, TypeVar, get_args, get_type_hints\n"
+        "QtyT = TypeVar('QtyT')\nclass QtyBox(Generic[QtyT]):\n    item: QtyT\n"
+        "class QtyIntBox(QtyBox[int]):\n    pass\nclass QtyPair(NamedTuple, Generic[QtyT]):\n    a: QtyT\n"
+        "    b: QtyT\nqty_mode = Literal['train', 'eval']\nqty_meters = Annotated[float, 'm']\n"
+        "class QtyCfg:\n    mode: 'qty_mode'\n    length: qty_meters\nqty_p = QtyPair(1, 2)\n",
+        "QtyIntBox.__orig_bases__[0].__args__ == (int,)"
+        " and QtyIntBox.__orig_bases__[0].__origin__ is QtyBox and qty_p.b == 2"
+        " and isinstance(qty_p, QtyPair) and get_args(qty_mode) == ('train', 'eval')"
+        " and get_type_hints(QtyCfg, include_extras=True)['length'] == qty_meters"
+        " and get_type_hints(QtyCfg)['mode'] == qty_mode",
+    ),
+    _p(
+        "enum_flags_missing",
+        "stdlib",
+        "import enum\nclass QenPerm(enum.IntFlag):\n    R = 4\n    W = 2\n    X = 1\n"
+        "qen_rw = QenPerm.R | QenPerm.W\nqen_odd = QenPerm(8)\nclass QenColor(enum.StrEnum):\n"
+        "    RED = enum.auto()\nclass QenLevel(enum.Enum):\n    LOW = 1\n    @classmethod\n"
+        "    def _missing_(cls, value):\n        return cls.LOW\nqen_lv = QenLevel(99)\n",
+        "qen_rw == 6 and qen_rw is QenPerm(6) and QenPerm.R in qen_rw and int(qen_odd) == 8"
+        " and QenColor.RED == 'red' and qen_lv is QenLevel.LOW and QenLevel(5) is QenLevel.LOW"
+        " and str(QenColor.RED) == 'red'",
+    ),
+    _p(
+        "partials_and_dispatch",
+        "stdlib",
+        "import functools\nclass QftModel:\n    def __init__(self, lr, depth=1):\n"
+        "        self.lr, self.depth = lr, depth\n    def score(self, x, scale=1):\n"
+        "        return x * self.lr * scale\nqft_make = functools.partial(QftModel, depth=3)\n"
+        "qft_make2 = functools.partial(qft_make, 0.5)\nqft_m = qft_make2()\n"
+        "qft_score = functools.partial(qft_m.score, scale=10)\n@functools.singledispatch\ndef qft_fmt(x):\n"
+        "    return str(x)\nqft_fmt.register(float, lambda x: f'{x:.1f}')\n",
+        "qft_m.depth == 3 and qft_make2().lr == 0.5 and qft_score.func.__self__ is qft_m"
+        " and qft_score(2) == 10.0 and qft_fmt(1.25) == '1.2' and qft_fmt(3) == '3'",
+    ),
+    _p(
+        "class_holds_its_instance",
+        "plain",
+        "class QcaConfig:\n    default = None\n    def __init__(self, lr):\n        self.lr = lr\n"
+        "QcaConfig.default = QcaConfig(0.1)\nqca_c = QcaConfig.default\nqca_c.lr = 0.2\n",
+        "QcaConfig.default is qca_c and qca_c.lr == 0.2 and type(QcaConfig.default) is QcaConfig",
+    ),
+    _p(
+        "mutable_mapping_abc",
+        "stdlib",
+        "import collections.abc\nclass QmmStore(collections.abc.MutableMapping):\n    def __init__(self):\n"
+        "        self._d = {}\n    def __getitem__(self, k):\n        return self._d[k.lower()]\n"
+        "    def __setitem__(self, k, v):\n        self._d[k.lower()] = v\n    def __delitem__(self, k):\n"
+        "        del self._d[k.lower()]\n    def __iter__(self):\n        return iter(self._d)\n"
+        "    def __len__(self):\n        return len(self._d)\nqmm_s = QmmStore()\nqmm_s['A'] = 1\n",
+        "qmm_s['a'] == 1 and isinstance(qmm_s, collections.abc.Mapping) and qmm_s.get('Z', 0) == 0"
+        " and dict(qmm_s) == {'a': 1}",
+    ),
+    _p(
+        "zip_archive",
+        "stdlib",
+        "import os, tempfile, zipfile\n"
+        "qzp_path = os.path.join(tempfile.mkdtemp(prefix='jupyter-ckpt-corpus-'), 'a.zip')\n"
+        "with zipfile.ZipFile(qzp_path, 'w') as qzp_done:\n    qzp_done.writestr('a.txt', 'hello')\n"
+        "    qzp_done.writestr('b.txt', 'bye')\nqzp_z = zipfile.ZipFile(qzp_path)\n",
+        "qzp_z.read('b.txt') == b'bye' and qzp_z.namelist() == ['a.txt', 'b.txt'] and qzp_done.fp is None",
+    ),
+    _p(
+        "finished_thread_queue",
+        "stdlib",
+        "import asyncio, threading\nqfq_out = []\n"
+        "qfq_t = threading.Thread(target=lambda: qfq_out.append(1), name='qfq_worker')\nqfq_t.start()\n"
+        "qfq_t.join()\nqfq_q = asyncio.Queue()\nqfq_q.put_nowait(1)\nqfq_q.put_nowait(2)\n",
+        "qfq_t.name == 'qfq_worker' and not qfq_t.is_alive() and qfq_out == [1] and qfq_q.qsize() == 2"
+        " and qfq_q.get_nowait() == 1",
+    ),
+    _p(
+        "json_csv_helpers",
+        "stdlib",
+        "import csv, io, json, types\n"
+        "qjs_dec = json.JSONDecoder(object_hook=lambda d: types.SimpleNamespace(**d))\n"
+        "qjs_enc = json.JSONEncoder(sort_keys=True, indent=1)\n"
+        "qjs_sniff = csv.Sniffer().sniff('a;b\\n1;2\\n')\n",
+        "qjs_dec.decode('{\"a\": 1}').a == 1"
+        " and qjs_enc.encode({'b': 1, 'a': 2}) == '{\\n \"a\": 2,\\n \"b\": 1\\n}'"
+        " and qjs_sniff.delimiter == ';'",
+    ),
+    _p(
+        "finalizers_tees_groupby",
+        "stdlib",
+        "import itertools, weakref\nqwf_log = []\nclass QwfRes:\n    pass\nqwf_r = QwfRes()\n"
+        "qwf_f = weakref.finalize(qwf_r, qwf_log.append, 'closed')\n"
+        "qwf_a, qwf_b = itertools.tee(iter([1, 2, 3]))\nnext(qwf_a)\nqwf_g = itertools.groupby('aabbbc')\n"
+        "next(qwf_g)\n",
+        "qwf_f.alive and qwf_f.peek()[0] is qwf_r and (qwf_f(), qwf_log)[1] == ['closed']"
+        " and not qwf_f.alive and next(qwf_a) == 2 and next(qwf_b) == 1 and next(qwf_g)[0] == 'b'",
+    ),
+    _p(
+        "frozen_slots_weakref",
+        "stdlib",
+        "import dataclasses, weakref\n@dataclasses.dataclass(frozen=True, slots=True, weakref_slot=True)\n"
+        "class QfsKey:\n    name: str\n    n: int = 0\nqfs_k = QfsKey('a', 1)\n"
+        "qfs_ref = weakref.ref(qfs_k)\nqfs_index = {qfs_k: [1]}\n",
+        "qfs_ref() is qfs_k and qfs_index[QfsKey('a', 1)] == [1] and not hasattr(qfs_k, '__dict__')"
+        " and (lambda: (setattr(qfs_k, 'n', 2)))  is not None and dataclasses.replace(qfs_k, n=5).n == 5",
+    ),
+    _p(
+        "distribution_random_state",
+        "scipy",
+        "import numpy as np, scipy.stats\nqsr_dist = scipy.stats.norm(loc=1.0)\n"
+        "qsr_dist.random_state = np.random.default_rng(3)\nqsr_dist.rvs()\n",
+        "qsr_dist.rvs() == (lambda d: (d.rvs(), d.rvs())[1])((lambda d: (setattr(d, 'random_state', np.random.default_rng(3)), d)[1])(scipy.stats.norm(loc=1.0)))",
+    ),
     # -- torch -----------------------------------------------------------------------------------------
     _p(
         "torch_training",
@@ -1803,6 +2210,43 @@ PATTERNS = [
         "tpz_opt = torch.optim.SGD(tpz_layer.parameters(), lr=0.1)\ntpz_y = tpz_layer(torch.ones(1, 2)).detach()",
         "torch.equal(tpz_layer(torch.ones(1, 2)), tpz_y) and parametrize.is_parametrized(tpz_layer, 'weight')"
         " and any(p is tpz_layer.parametrizations.weight.original0 for p in tpz_opt.param_groups[0]['params'])",
+    ),
+    _p(
+        "torch_frozen_eval",
+        "torch",
+        "import torch\n"
+        "qtf_m = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.5), torch.nn.Linear(2, 1))\n"
+        "qtf_m[0].weight.requires_grad_(False)\n"
+        "qtf_m.register_buffer('scratch', torch.ones(1), persistent=False)\nqtf_m.eval()\n"
+        "qtf_trainable = [n for n, p in qtf_m.named_parameters() if p.requires_grad]\n",
+        "not qtf_m.training and not qtf_m[1].training and not qtf_m[0].weight.requires_grad"
+        " and [n for n, p in qtf_m.named_parameters() if p.requires_grad] == qtf_trainable == ['0.bias', '2.weight', '2.bias']"
+        " and 'scratch' not in qtf_m.state_dict() and qtf_m.scratch.tolist() == [1.0]"
+        " and type(qtf_m[0].weight) is torch.nn.Parameter",
+    ),
+    _p(
+        "torch_hooks_adam",
+        "torch",
+        "import torch\ntorch.manual_seed(1)\nqth_seen = []\nclass QthNet(torch.nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.fc = torch.nn.Linear(2, 2)\n"
+        "        self.register_buffer('steps', torch.zeros(()))\n    def forward(self, x):\n"
+        "        self.steps += 1\n        return self.fc(x)\nqth_m = QthNet()\n"
+        "def qth_hook(mod, inp, out):\n    qth_seen.append(tuple(out.shape))\n"
+        "qth_handle = qth_m.fc.register_forward_hook(qth_hook)\n"
+        "qth_opt = torch.optim.Adam(qth_m.parameters(), lr=0.01)\n"
+        "qth_m(torch.ones(1, 2)).sum().backward()\nqth_opt.step()\n"
+        "qth_w = qth_m.fc.weight.detach().clone()\nqth_sd = qth_m.state_dict()\n"
+        "qth_g = torch.Generator().manual_seed(3)\nqth_g.seed\n"
+        "qth_ds = torch.utils.data.TensorDataset(torch.arange(10.0))\n"
+        "qth_dl = torch.utils.data.DataLoader(qth_ds, batch_size=4, shuffle=True, generator=qth_g)\n"
+        "qth_first = [b[0].tolist() for b in qth_dl]\n",
+        "torch.equal(qth_m.fc.weight.detach(), qth_w) and qth_opt.state[qth_m.fc.weight]['step'] == 1"
+        " and qth_opt.param_groups[0]['params'][0] is qth_m.fc.weight"
+        " and qth_sd['fc.weight'].data_ptr() == qth_m.fc.weight.data_ptr()"
+        " and (qth_m(torch.ones(1, 2)), qth_seen)[1] == [(1, 2), (1, 2)] and qth_m.steps.item() == 2"
+        " and (qth_handle.remove(), qth_m(torch.ones(1, 2)), len(qth_seen))[2] == 2"
+        " and qth_dl.generator is qth_g"
+        " and [b[0].tolist() for b in qth_dl] == (lambda d: ([b for b in d], [b[0].tolist() for b in d])[1])(torch.utils.data.DataLoader(qth_ds, batch_size=4, shuffle=True, generator=torch.Generator().manual_seed(3)))",
     ),
     _p(  # the last to draw from torch's stream, so that its check sees the draws its setup expects
         "torch_random_stream",
