@@ -453,6 +453,43 @@ def test_a_kernel_starting_beside_a_backlog_restores_the_newest_state_without_wa
     assert len(objects(s3, "users/alice/sessions/")) == 3  # every record reached the bucket
 
 
+def test_a_kernel_that_moves_to_its_notebook_while_a_backlog_uploads_waits_for_that_notebook_s_timeline(
+    s3: S3, jupyter_dirs: Path
+) -> None:
+    """The round that pulled the kernel's first session goes on to upload a backlog; the kernel moves to its
+    notebook's session meanwhile (VS Code names the notebook after start-up). That timeline is not taken for
+    pulled until it is: a restore takes the newer state another machine left in the notebook's session."""
+    import asyncio
+
+    a, up = machine(jupyter_dirs / "a", s3)
+    notebook(a, session="kernel-1234").save()  # a backlog in the kernel's own session
+    elsewhere, other = machine(jupyter_dirs / "b", s3)
+    newer = notebook(elsewhere, other)
+    newer.module.box.v.append(4)
+    newer.save()
+    other.push()
+    release = threading.Event()
+
+    async def hold(**_: Any) -> None:
+        held = time.monotonic()
+        while not release.is_set() and time.monotonic() - held < 20:
+            await asyncio.sleep(0.01)
+
+    up.remote.fs.s3.meta.events.register("before-send.s3.PutObject", hold)
+    kernel = Checkpointer(a, "kernel-1234", types.ModuleType("__main__"), replica=up)
+    try:
+        assert up.pulled.wait(15)  # its own session's timeline is in, while the backlog's upload is held up
+        kernel.move_to("nb.ipynb", take_along=False)
+        assert not up.pulled.is_set()  # the notebook's is not, until the next round pulls it
+        threading.Timer(1.0, release.set).start()
+        kernel.restore("last-good")
+        assert kernel.module.box.v == [1, 2, 3, 4]
+    finally:
+        release.set()
+    up.flush(timeout=60)
+    up.stop()
+
+
 def test_gc_keeps_the_blobs_of_a_writer_still_uploading_and_collects_a_dead_ones(s3: S3, jupyter_dirs: Path) -> None:
     a, up = machine(jupyter_dirs / "a", s3)
     nb = notebook(a)  # pushed by hand below, not by a replica's thread
