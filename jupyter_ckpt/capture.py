@@ -761,6 +761,7 @@ def pack(
     looks = {n: serialize.preview(v) for n, v in kept.items()}
     pending = group(kept, namespace=module.__dict__)
     shares: dict[str, list[str]] = {}  # each culprit split from a group: the variables of it it shared objects with
+    apart: dict[str, dict[str, Any]] = {}  # each variable of a group written one by one: with which, and why
     waiting: list[_Waiting] = []
 
     def guess(names: list[str]) -> int:
@@ -785,6 +786,8 @@ def pack(
                 regrouped = group({n: objs[n] for n in rest}, namespace=module.__dict__) if culprits and rest else []
                 shares.update(_shared_with(culprits, rest, objs, module.__dict__))
                 split = [[n] for n in culprits] + regrouped if regrouped else [[n] for n in names]
+                if not culprits:  # what they share is written with each: they come back with copies of it
+                    apart.update((n, {"from": [m for m in names if m != n], "reason": e.reason}) for n in names)
                 pending.extend(split)
                 ahead += sum(map(guess, split))
                 continue
@@ -802,6 +805,8 @@ def pack(
         )
         for n in names:
             variables[n] = {"group": len(groups) - 1, "size": packed.nbytes, **looks[n]}
+            if n in apart:
+                variables[n]["apart"] = apart[n]
     _put_waiting(put, waiting, blobs, tally, hashed, spent)
     for entry in groups:
         gkey = group_key(entry["key"], entry["buffers"])

@@ -53,6 +53,8 @@ class RestoreReport:
     removed: list[str] = field(default_factory=list)
     modules: list[str] = field(default_factory=list)
     not_restored: dict[str, str] = field(default_factory=dict)
+    # Variables that shared objects the checkpoint could not write together: each came back with its own copy.
+    apart: dict[str, str] = field(default_factory=dict)
     # Chunks mapped by a lazy restore and not yet verified, each with the variables built on it.
     unverified: dict[str, list[str]] = field(default_factory=dict)
     # What replay did or could not do for each variable the checkpoint could not hold.
@@ -107,6 +109,8 @@ class RestoreReport:
             else:
                 extra = f"; {self.replay[name]}" if name in self.replay else ""
                 line += f"\n  not restored: {name} ({why}{extra})"
+        for name, why in sorted(self.apart.items()):
+            line += f"\n  restored apart: {name} ({why})"
         for name, why in sorted(self.replay.items()):
             if name not in self.not_restored:  # restored, and made again with a variable replay rebuilt
                 line += f"\n  {name}: {why}"
@@ -485,6 +489,15 @@ def restore_namespace(
             continue
         why = f"{info['type']} could not be serialized: {info['reason']}"
         report.not_restored[name] = f"{why}; {state[name in current]}"
+    for name in report.loaded:
+        if (apart := variables[name].get("apart")) is not None:
+            others = ", ".join(apart["from"][:5]) + (
+                f" and {len(apart['from']) - 5} more" if len(apart["from"]) > 5 else ""
+            )
+            report.apart[name] = (
+                f"it shared objects with {others}, which could not be written together ({apart['reason']}):"
+                " each has its own copy of them now"
+            )
     report.removed.sort()
     return report
 

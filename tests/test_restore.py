@@ -570,3 +570,32 @@ def test_context_variables_and_thread_locals_come_back_as_the_cells_saw_them_fro
     )
     assert shown == (["ann"], True, "none", ["ann"], [1], True, "anon")
     assert fresh.value("user.get()") == ["ann"]  # in the cells after the restore too
+
+
+def test_variables_written_apart_because_they_could_not_be_written_together_are_named(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Variables that share an object are written as one group. Where no pickler could write the group whole but
+    each could write every variable of it alone (dill's memo failed on a second empty array, 'AssertionError:'),
+    they were written one by one, and came back each with its own copy of what they shared, with nothing said."""
+    from jupyter_ckpt import serialize
+
+    module = notebook("shared = [1]\nfirst = {'rows': shared}\nsecond = [shared]\nother = 5")
+    dump = serialize._dump
+
+    def only_alone(serializer: str, objs: dict[str, Any], module: types.ModuleType) -> Any:
+        if len(objs) > 1 and "shared" in objs:  # a pickler's fault that only this group meets
+            raise RuntimeError("a fault of the pickler")
+        return dump(serializer, objs, module)
+
+    monkeypatch.setattr(serialize, "_dump", only_alone)
+    cid, manifest = save(store, module)
+    monkeypatch.undo()
+    fresh = notebook("")
+    report = restore_namespace(store.blobs, fresh, cid, manifest)
+    assert fresh.first["rows"] == [1] and fresh.first["rows"] is not fresh.shared  # as written, apart
+    assert sorted(report.apart) == ["first", "second", "shared"] and "other" not in report.apart
+    assert (
+        "\n  restored apart: first (it shared objects with second, shared, which could not be written together"
+        " (RuntimeError: a fault of the pickler): each has its own copy of them now)"
+    ) in report.summary()
