@@ -76,25 +76,28 @@ class _Once(argparse.Action):
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="jupyter ckpt", description="Inspect and maintain jupyter-ckpt stores.")
-    p.add_argument(
-        "--store",
-        action=_Once,
-        default="",
-        help=f"store directory (default: {default_store_dir()}), or an object store URL such as s3://bucket/prefix "
-        "(default: $JUPYTER_CKPT_URL), whose checkpoints are listed through the local directory",
+    store_help = (
+        f"store directory (default: {default_store_dir()}), or an object store URL such as s3://bucket/prefix "
+        "(default: $JUPYTER_CKPT_URL), whose checkpoints are listed through the local directory"
     )
+    p.add_argument("--store", action=_Once, default="", help=store_help)
+    # --store after the command too (``jupyter ckpt verify --store DIR`` was "unrecognized arguments"): _main takes it.
+    after = _Parser(add_help=False)
+    after.add_argument("--store", dest="store_after", metavar="STORE", action=_Once, help=store_help)
     sub = p.add_subparsers(dest="command", required=True)
-    ls = sub.add_parser("list", help="the sessions, or one session's checkpoints")
+    ls = sub.add_parser("list", parents=[after], help="the sessions, or one session's checkpoints")
     ls.add_argument("session", nargs="?", help="a session key (the notebook path)")
-    show = sub.add_parser("show", help="one checkpoint: metadata, variables, cells")
+    show = sub.add_parser("show", parents=[after], help="one checkpoint: metadata, variables, cells")
     show.add_argument("ref", help="checkpoint id, or a tag/latest/last-good with --session")
     show.add_argument("--session", action=_Once, help="session for a tag or latest")
     show.add_argument("--json", action="store_true", help="print the verified manifest as JSON")
-    d = sub.add_parser("diff", help="variables added, removed and changed between two checkpoints")
+    d = sub.add_parser("diff", parents=[after], help="variables added, removed and changed between two checkpoints")
     d.add_argument("a")
     d.add_argument("b")
     d.add_argument("--session", action=_Once)
-    gc = sub.add_parser("gc", help="thin old untagged checkpoints of every session and delete unreferenced blobs")
+    gc = sub.add_parser(
+        "gc", parents=[after], help="thin old untagged checkpoints of every session and delete unreferenced blobs"
+    )
     gc.add_argument("--session", action=_Once, help="thin only this session (a notebook path)")
     gc.add_argument(
         "--keep-last", type=int, default=20, action=_Once, help="newest checkpoints per session always kept"
@@ -107,14 +110,16 @@ def _parser() -> argparse.ArgumentParser:
         default=24 * 3600,
         help="with an object store: seconds an unreferenced remote blob is kept (a writer may still be uploading)",
     )
-    verify = sub.add_parser("verify", help="check every signature and that the catalog and blobs agree")
+    verify = sub.add_parser(
+        "verify", parents=[after], help="check every signature and that the catalog and blobs agree"
+    )
     verify.add_argument(
         "--repair",
         action="store_true",
         help="first write rows changed by hand back from their signed manifests, and delete the checkpoints whose "
         "manifest fails its check (no restore takes them, and no REF reaches them)",
     )
-    ex = sub.add_parser("export", help="write a checkpoint as a file dill.load_module() reads")
+    ex = sub.add_parser("export", parents=[after], help="write a checkpoint as a file dill.load_module() reads")
     ex.add_argument("ref")
     ex.add_argument("file")
     ex.add_argument("--session", action=_Once)
@@ -294,7 +299,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "store_after", None) is not None:
+        if getattr(args, "_given_store", False):
+            parser.error("--store is given twice; give it once")
+        args.store = args.store_after
     try:
         if args.command in ("enable", "disable"):
             _set_enabled(args.command == "enable")

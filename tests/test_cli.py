@@ -365,3 +365,14 @@ def test_verify_repair_puts_back_rows_changed_by_hand_and_deletes_what_no_restor
     shown = cli("show", str(second))
     assert shown.returncode == 0 and "total: int" in shown.stdout, shown
     assert cli("verify").returncode == 0
+
+
+def test_store_may_come_after_the_command_as_before_it(written: tuple[Store, list[int]], tmp_path: Path) -> None:
+    store, (first, _) = written
+    elsewhere = {**os.environ, "JUPYTER_CKPT_DIR": str(tmp_path / "no-store-here")}
+    before = cli("--store", str(store.root), "show", str(first), env=elsewhere)
+    after = cli("show", str(first), "--store", str(store.root), env=elsewhere)
+    assert before.returncode == after.returncode == 0 and after.stdout == before.stdout
+    assert cli("verify", "--store", str(store.root), env=elsewhere).returncode == 0
+    twice = cli("--store", str(store.root), "list", "--store", str(tmp_path), env=elsewhere)
+    assert twice.returncode == 2 and "--store is given twice" in twice.stderr
