@@ -3224,6 +3224,7 @@ _UNSAVABLE = {
     "socket": "a socket's live connection cannot be saved",
     "sqlite3.Connection": "a database connection is live and cannot be saved",
     "sqlite3.Cursor": "a database cursor's rows not fetched yet cannot be saved",
+    "posix.DirEntry": "an os.scandir() entry cannot be made again outside its scan (its .path can)",
 }
 _NAMED_TYPE = re.compile(r"cannot pickle '([\w.]+)' object")
 

@@ -10,6 +10,7 @@ import importlib.machinery
 import inspect
 import json
 import lzma
+import os
 import pickle
 import re
 import subprocess
@@ -1258,6 +1259,7 @@ def test_what_no_pickler_can_save_is_refused_with_why_in_the_users_words(tmp_pat
         "digest": hashlib.sha256(b"abc"),
         "reader": reader,
         "listening": listening,
+        "entries": list(os.scandir(tmp_path)),
     }
     try:
         reasons = {}
@@ -1275,6 +1277,8 @@ def test_what_no_pickler_can_save_is_refused_with_why_in_the_users_words(tmp_pat
         "reader": "a pandas reader of chunks (read_csv(chunksize=...)) keeps its parser's place in its file, which"
         " cannot be saved (TypeError: no default __reduce__ due to non-trivial __cinit__)",
         "listening": "a socket's live connection cannot be saved (TypeError: cannot pickle 'socket' object)",
+        "entries": "an os.scandir() entry cannot be made again outside its scan (its .path can)"
+        " (TypeError: cannot pickle 'posix.DirEntry' object)",
     }
 
 
