@@ -122,6 +122,8 @@ _TYPED_DICT = type(typing.TypedDict("_TYPED_DICT", {}))  # type: ignore[operator
 # The metaclasses of ``c_double * 3`` and ``POINTER(c_double)``, classes ctypes makes (once each) in the module that
 # asks: made in a cell, they look like notebook classes, which no pickler can make again (``_reduce_ctypes_made``).
 _CTYPES_MADE = (type(ctypes.c_char * 1), type(ctypes.POINTER(ctypes.c_char)))
+# The descriptor of each field a ctypes structure's ``_fields_`` makes (``_ctypes.CField``).
+_CTYPES_FIELD = type(type("_Fields", (ctypes.Structure,), {"_fields_": [("x", ctypes.c_int)]}).x)  # type: ignore[attr-defined]
 WEAK_TYPES = frozenset({weakref.WeakSet, weakref.WeakValueDictionary, weakref.WeakKeyDictionary})
 WEAK_PROXIES = frozenset({weakref.ProxyType, weakref.CallableProxyType})
 # CPython's stable ABI (kept when deprecated): a borrowed reference, so taken as an address and read by ``cast``.
@@ -2359,8 +2361,11 @@ def _hooks_subclasses(cls: type) -> bool:
     return cls.__module__ == "__main__" and "__init_subclass__" in vars(cls)
 
 
+# The metaclasses of ``ctypes.Structure`` and ``Union``, which no import names (``_ctypes.PyCStructType``): each is
+# saved as the type of the class that has it.
+_CTYPES_STRUCTURES = {type(ctypes.Structure): ctypes.Structure, type(ctypes.Union): ctypes.Union}
 # Made by these metaclasses (or by the notebook's, built on them), a notebook class can be rebuilt by _class_shell.
-_SHELL_MAKERS = (type, abc.ABCMeta)
+_SHELL_MAKERS = (type, abc.ABCMeta, *_CTYPES_STRUCTURES)
 # Made again by _class_shell from the namespace: the rest of a class's own attributes is set after.
 _SHELL_NAMESPACE = ("__module__", "__qualname__", "__slots__", "__orig_bases__")
 
@@ -2383,6 +2388,7 @@ def _reduce_notebook_class(cls: type) -> Any:
         meta.__module__ == "__main__"
         or any(_hooks_subclasses(c) for c in cls.__mro__[1:])
         or any(hasattr(type(v), "__set_name__") for v in own.values())
+        or meta in _CTYPES_STRUCTURES  # its fields are made of ``_fields_``, set once it exists
     )
     if not (hooked or "__slots__" in own) or not all(
         m in _SHELL_MAKERS or m.__module__ == "__main__"
@@ -2396,6 +2402,7 @@ def _reduce_notebook_class(cls: type) -> Any:
         if k not in namespace
         and k not in ("__dict__", "__weakref__", "_abc_impl")
         and not (type(v) is types.MemberDescriptorType and v.__objclass__ is cls)  # made from __slots__
+        and type(v) is not _CTYPES_FIELD  # made from ``_fields_``
     }
     if isinstance(cls, abc.ABCMeta):
         registered = [ref() for ref in abc._get_dump(cls)[0]]  # type: ignore[attr-defined]
@@ -2433,7 +2440,10 @@ def _reduce_namedtuple(cls: type) -> Any:
 def _reduce_class(cls: type) -> Any:
     """A namedtuple class that is not importable (``_reduce_namedtuple``), a pydantic generic model's class for
     its arguments, a notebook class whose hooks must not run again or that has slots
-    (``_reduce_notebook_class``); any other class is left to the pickler."""
+    (``_reduce_notebook_class``), ctypes's metaclass of structures as the type of ``ctypes.Structure``; any other
+    class is left to the pickler."""
+    if cls in _CTYPES_STRUCTURES:
+        return type, (_CTYPES_STRUCTURES[cls],)
     if cls.__bases__ == (tuple,) and hasattr(cls, "_fields") and hasattr(cls, "_make"):
         return NotImplemented if _located(cls) else _reduce_namedtuple(cls)
     generic = vars(cls).get("__pydantic_generic_metadata__")

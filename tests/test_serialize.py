@@ -1326,3 +1326,27 @@ def test_a_finalizer_comes_back_alive_on_its_restored_object(tmp_path: Path) -> 
         " finalizer.alive"
     )
     assert read_back(tmp_path, packed, expression) == "(True, True, False, False, [('gone', 'w'), ('db', 'r')], False)"
+
+
+def test_a_ctypes_structure_made_in_the_notebook_comes_back_with_its_fields_and_values(tmp_path: Path) -> None:
+    """A ``ctypes.Structure`` or ``Union`` subclass of the notebook's: no pickler found its metaclass
+    (``_ctypes.PyCStructType``) by name, and the class and its instances were skipped."""
+    module = notebook(
+        """
+        import ctypes
+        class Point(ctypes.Structure):
+            _fields_ = [('x', ctypes.c_int), ('y', ctypes.c_double)]
+            def norm(self):
+                return abs(self.x) + abs(self.y)
+        class Number(ctypes.Union):
+            _fields_ = [('i', ctypes.c_uint32), ('f', ctypes.c_float)]
+        point = Point(-1, 2.5)
+        number = Number(f=1.0)
+        """
+    )
+    names = ("Point", "Number", "point", "number")
+    packed = serialize.dumps({n: module.__dict__[n] for n in names}, module)
+    expression = "point.x, point.y, point.norm(), type(point) is Point, hex(number.i), ctypes.sizeof(Point), Point(3).x"
+    assert read_back(tmp_path, packed, expression.replace("ctypes.", "__import__('ctypes').")) == (
+        "(-1, 2.5, 3.5, True, '0x3f800000', 16, 3)"
+    )
