@@ -2132,6 +2132,15 @@ PATTERNS = [
         " and qjs_sniff.delimiter == ';'",
     ),
     _p(
+        "ctypes_structure",
+        "stdlib",
+        "import ctypes\nclass QctPoint(ctypes.Structure):\n    _fields_ = [('x', ctypes.c_int), ('y', ctypes.c_double)]\n"
+        "    def norm(self):\n        return abs(self.x) + abs(self.y)\nqct_p = QctPoint(-1, 2.5)\n"
+        "qct_arr = (QctPoint * 2)(qct_p)\n",
+        "qct_p.norm() == 3.5 and type(qct_p) is QctPoint and ctypes.sizeof(QctPoint) == 16 and qct_arr[0].x == -1"
+        " and type(qct_arr[1]) is QctPoint",
+    ),
+    _p(
         "finalizers_tees_groupby",
         "stdlib",
         "import itertools, weakref\nqwf_log = []\nclass QwfRes:\n    pass\nqwf_r = QwfRes()\n"
