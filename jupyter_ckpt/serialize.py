@@ -1718,12 +1718,14 @@ def remember_cells() -> None:
     attributes."""
     global _CELLS_SEEN
     shell = _the_shell()
-    for value in shell.user_ns.values() if shell is not None else ():
-        if issubclass(type(value), THREAD_LOCAL):  # not ``isinstance``, which a dead weak proxy raises
-            _LOCALS.add(value)
+    with contextlib.suppress(RuntimeError):  # a thread of the notebook's changed the namespace meanwhile
+        for value in list(shell.user_ns.values()) if shell is not None else ():
+            if issubclass(type(value), THREAD_LOCAL):  # not ``isinstance``, which a dead weak proxy raises
+                _LOCALS.add(value)
     seen: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
     for local in list(_LOCALS):
-        seen[local] = dict(vars(local))
+        with contextlib.suppress(Exception):  # a subclass's own __dict__ or __hash__ may raise anything
+            seen[local] = dict(vars(local))
     _CELLS_SEEN = _CellsSeen(contextvars.copy_context(), seen)
 
 
