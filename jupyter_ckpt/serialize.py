@@ -3220,8 +3220,21 @@ def dumps(objs: dict[str, Any], module: types.ModuleType) -> Packed:
             except RecursionError:
                 reasons[name] = f"too deeply nested to serialize (RecursionError at {DEEP_LIMIT:,} levels)"
             except Exception as e:  # any pickler may raise anything from a __reduce__
-                reasons[name] = f"{type(e).__name__}: {e}"
+                reasons[name] = _reason(e)
     raise NotSerializable(_explained(reasons.get("dill") or next(iter(reasons.values())), objs))
+
+
+def _reason(error: Exception) -> str:
+    """An error as a reason: its type and message, or where it was raised where it has no message (an
+    ``assert``), which was 'AssertionError:' alone."""
+    if str(error):
+        return f"{type(error).__name__}: {error}"
+    tb, where = error.__traceback__, ""
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        where = f", raised at {os.path.basename(code.co_filename)} line {tb.tb_lineno} in {code.co_name}"
+        tb = tb.tb_next
+    return type(error).__name__ + where
 
 
 # What no pickler saves, by the type pickle names (or the variable's own), and why, in a notebook user's words.

@@ -1350,3 +1350,20 @@ def test_a_ctypes_structure_made_in_the_notebook_comes_back_with_its_fields_and_
     assert read_back(tmp_path, packed, expression.replace("ctypes.", "__import__('ctypes').")) == (
         "(-1, 2.5, 3.5, True, '0x3f800000', 16, 3)"
     )
+
+
+def test_an_error_without_a_message_is_named_with_where_it_was_raised() -> None:
+    """An error raised without a message while pickling was reported as 'AssertionError:' alone (a figure's, when
+    pickle's memo failed its assertion): the reason now says where it was raised."""
+    module = notebook(
+        """
+        def check(x):
+            assert x > 0
+        class Checked:
+            def __reduce__(self):
+                check(-1)
+        """
+    )
+    with pytest.raises(serialize.NotSerializable) as refusal:
+        serialize.dumps({"checked": module.Checked()}, module)
+    assert refusal.value.reason == "AssertionError, raised at <string> line 3 in check"
