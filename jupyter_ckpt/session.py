@@ -44,7 +44,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from .errors import BadArgument, CheckpointError
-from .processes import Process, alive, owner, process_of
+from .processes import Process, owner, process_of, running
 
 SERVER = "JPY_SESSION_NAME, from jupyter_server"
 TYPED = "named with %checkpoint session"
@@ -238,16 +238,16 @@ def _read_record(path: Path, unseal: Callable[[Any, str], Any]) -> tuple[KernelR
     return record, data
 
 
-def kernel_records(root: Path, unseal: Callable[[Any, str], Any]) -> list[tuple[KernelRecord, Process | None, float]]:
+def kernel_records(root: Path, unseal: Callable[[Any, str], Any]) -> list[tuple[KernelRecord, str, float]]:
     """Each kernel record in the store at ``root`` that its secret signed: the record, the process that keeps it
-    (None: a record that does not say) and when it last changed."""
+    (``processes.owner``; empty: a record that does not say) and when it last changed."""
     found = []
     with contextlib.suppress(OSError):
         for path in (root / KERNELS).iterdir():
             read = None if path.name.startswith(".") else _read_record(path, unseal)  # not one being written
             with contextlib.suppress(OSError):
                 if read is not None:
-                    found.append((read[0], process_of(str(read[1].get("owner"))), path.stat().st_mtime))
+                    found.append((read[0], str(read[1].get("owner", "")), path.stat().st_mtime))
     return found
 
 
@@ -260,10 +260,10 @@ def kernel_heads(root: Path, unseal: Callable[[Any, str], Any]) -> set[int]:
     return {
         record.head
         for record, process, changed in kernel_records(root, unseal)
-        if record.head is not None and ((process is not None and alive(*process)) or now - changed < DEAD_KERNEL_KEPT)
+        if record.head is not None and (running(process, changed) or now - changed < DEAD_KERNEL_KEPT)
     }
 
 
 def kernel_head(root: Path, unseal: Callable[[Any, str], Any], process: Process) -> int | None:
     """The newest checkpoint the kernel ``process`` (its pid and start time) recorded in the store at ``root``."""
-    return next((r.head for r, kept_by, _ in kernel_records(root, unseal) if kept_by == process), None)
+    return next((r.head for r, kept_by, _ in kernel_records(root, unseal) if process_of(kept_by) == process), None)

@@ -63,7 +63,7 @@ from . import capture, memory
 from .blobs import BlobInfo
 from .errors import CheckpointError, IntegrityError, UnknownSession
 from .permissions import read_own_file
-from .processes import Process, alive, owner, owner_of, started
+from .processes import Process, owner, owner_alive, started
 from .progress import Progress
 from .session import kernel_head
 from .store import RESULT_MAX, Store
@@ -659,10 +659,9 @@ def adopt(
     """
     found = []
     for path in store.blobs.tmp.glob("result.*.json"):
-        named = owner_of(path.name)
-        if named is not None and named[1] is not None and alive(*named):  # its kernel, or its adopter, lives: unread
-            continue
         try:
+            if owner_alive(path.name, path.stat().st_mtime):  # its kernel, or its adopter, lives: it is not read
+                continue
             result = store.unseal(json.loads(read_own_file(path, RESULT_MAX)), RESULT)
             pid, start = result["kernel"]
             if start is not None and started(pid) == start:  # its kernel lives, and commits it
