@@ -49,7 +49,7 @@ import zstandard
 from .errors import BadArgument, CheckpointError, IntegrityError, StoreFullError, StoreVersionError
 from .manifest import FORMAT_VERSION
 from .permissions import check_not_link, check_private
-from .processes import alive, owner, owner_alive, started
+from .processes import owner, owner_alive
 from .units import human_bytes
 
 MAGIC = b"JCKPBLOB"
@@ -562,34 +562,34 @@ class LocalBlobs:
     def hold(self, since: float) -> None:
         """Tell every gc that this process has saves in progress, the oldest begun at ``since`` (seconds since
         the epoch): blobs written or used again since then stay until ``release`` (``Store.gc``)."""
-        lease = self._lease(os.getpid(), started(os.getpid()))
+        lease = self._lease(owner())
         lease.touch(mode=0o600)
         os.utime(lease, (since, since))
 
-    def _lease(self, pid: int, start: int | None) -> Path:
-        """The lease of process ``pid`` started at ``start``: named after both, signed with the store's secret, so
-        that one left by a process whose pid another has now, or one put there by hand, holds nothing. In its name,
-        not in the file: a lease is taken on a disk too full for a byte more."""
-        mac = hmac.new(self._secret, f"lease {pid} {start}".encode(), hashlib.sha256).hexdigest()[:32]
-        return self.tmp / f"lease.{pid}.{start}.{mac}"
+    def _lease(self, who: str) -> Path:
+        """The lease of the process ``who`` (``processes.owner``: its pid, start time and where it runs), signed with
+        the store's secret, so that one left by a process whose pid another has now, or one put there by hand, holds
+        nothing. In its name, not in the file: a lease is taken on a disk too full for a byte more."""
+        mac = hmac.new(self._secret, f"lease {who}".encode(), hashlib.sha256).hexdigest()[:32]
+        return self.tmp / f"lease.{who}.{mac}"
 
     def release(self) -> None:
         """This process's saves are all committed (or failed)."""
         with contextlib.suppress(OSError):  # missing, or a store gone read-only: a lease never taken
-            self._lease(os.getpid(), started(os.getpid())).unlink()
+            self._lease(owner()).unlink()
 
     def oldest_lease(self) -> float | None:
         """When the oldest save still in progress began, or None: of the leases that prove their process lives
-        (its pid and start time, signed: not a lease left by a process whose pid another has now, nor one put
-        there), and of the writers' results not committed yet, each dated when its writer began."""
+        (its pid and start time, or a process elsewhere whose lease is recent, signed: not a lease left by a process
+        whose pid another has now, nor one put there), and of the writers' results not committed yet, each dated
+        when its writer began."""
         times = []
         for lease in self.tmp.glob("lease.*"):
-            with contextlib.suppress(OSError, ValueError):  # released meanwhile; no number where a pid belongs
-                pid = int(lease.name.split(".")[1])
-                start = started(pid)
-                # Where /proc tells no start time (not Linux), a process with its pid is taken for it.
-                if (start is not None or alive(pid)) and hmac.compare_digest(lease.name, self._lease(pid, start).name):
-                    times.append(lease.stat().st_mtime)
+            with contextlib.suppress(OSError):  # released meanwhile
+                made = lease.stat().st_mtime
+                who = lease.name.split(".")[1]
+                if owner_alive(lease.name, made) and hmac.compare_digest(lease.name, self._lease(who).name):
+                    times.append(made)
         for result in self.tmp.glob("result.*.json"):
             with contextlib.suppress(FileNotFoundError):  # committed meanwhile
                 times.append(result.stat().st_mtime)
@@ -609,7 +609,7 @@ class LocalBlobs:
                     st = os.stat(name, dir_fd=fd, follow_symlinks=False)
                     # A writer's result is committed by its kernel or, if that died, adopted (``writer.adopt``).
                     kept = RESULT.fullmatch(name) or name.startswith(RESTORING)
-                    if not owner_alive(name) and not S_ISDIR(st.st_mode) and not kept:
+                    if not owner_alive(name, st.st_mtime) and not S_ISDIR(st.st_mode) and not kept:
                         back = name.startswith("gc.") and S_ISREG(st.st_mode) and self._put_back(fd, name)
                         os.unlink(name, dir_fd=fd)
                         freed += 0 if back else st.st_size
