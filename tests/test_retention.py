@@ -204,15 +204,16 @@ def test_gc_keeps_what_a_save_in_progress_wrote_or_reused(store: Store) -> None:
     assert store.blobs.has(written.key) and not store.blobs.has(old.key)
 
 
-def _holding(store: Store, since: float, then: str) -> subprocess.Popen[str]:
-    """Another process that opens ``store``, begins a save at ``since`` (its lease), says so, then runs ``then``."""
+def _holding(store: Store, since: float, then: str, *within: str) -> subprocess.Popen[str]:
+    """Another process that opens ``store``, begins a save at ``since`` (its lease), says so, then runs ``then``;
+    started ``within`` a command (``unshare``) if given."""
     code = (
         "import sys, time\nfrom pathlib import Path\nfrom jupyter_ckpt.store import Store\n"
         f"store = Store({str(store.root)!r}, Path(sys.argv[1]).read_bytes().strip())\n"
         f"store.blobs.hold({since})\nprint('held', flush=True)\n{then}"
     )
     secret = Path(os.environ["JUPYTER_DATA_DIR"]) / "ckpt" / "secret"
-    process = subprocess.Popen([sys.executable, "-c", code, str(secret)], stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen([*within, sys.executable, "-c", code, str(secret)], stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None and process.stdout.readline() == "held\n"
     process.stdout.close()
     return process
@@ -249,6 +250,30 @@ def test_a_lease_that_no_living_writer_holds_keeps_nothing_from_gc(store: Store)
     finally:
         writer.kill()
         writer.wait()
+    store.gc()
+    assert not store.blobs.has(written.key)
+
+
+def test_a_save_in_progress_in_another_container_keeps_what_it_wrote_from_a_gc_here(store: Store) -> None:
+    """A store shared by processes in other PID namespaces (kernels in containers, JupyterHub named servers on one
+    home): a save in progress in one of them was taken for a dead process's (its pid means another process here, or
+    none), and a gc here collected the blobs it had written, which its checkpoint was about to reference. A lease
+    from elsewhere holds, until it is older than any save takes (a day)."""
+    if subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"], capture_output=True).returncode:
+        pytest.skip("a new PID namespace needs root")
+    elsewhere = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc"]
+    since = time.time() - 60
+    written = store.blobs.put(b"written by a save in progress in a container" * 100)
+    os.utime(store.blobs.path(written.key), (since + 1, since + 1))
+    writer = _holding(store, since, "time.sleep(300)", *elsewhere)
+    try:
+        store.gc()
+        assert store.blobs.has(written.key)
+    finally:
+        writer.kill()
+        writer.wait()
+    (lease,) = store.blobs.tmp.glob("lease.*")  # its process, killed with its namespace, could not release it
+    os.utime(lease, (time.time() - 2 * 86400, time.time() - 2 * 86400))  # a save does not take two days
     store.gc()
     assert not store.blobs.has(written.key)
 
