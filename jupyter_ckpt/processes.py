@@ -28,8 +28,9 @@ Process = tuple[int, int | None]  # a pid, and its start time where it is known
 _OWNER: tuple[int, str] = (-1, "")  # this process's pid and the owner part of its file names, made once per pid
 # ``<pid>-<start>-<where>``; ``<pid>-<start>`` or ``<pid>`` in an older version's names.
 _NAMED = re.compile(r"([0-9]{1,10})(?:-([0-9]{1,20}))?(?:-([0-9a-f]{8}))?")
-# Seconds a file of a process elsewhere (``here``) counts as a live one's: longer than any save takes.
-ELSEWHERE_KEPT = 86400
+# Seconds a file of a process elsewhere (``here``) counts as a live one's: longer than a save takes, and not so long
+# that the leases of the saves a reboot cut off (from another boot: elsewhere) keep gc from collecting for long.
+ELSEWHERE_KEPT = 3600
 
 
 @functools.cache
