@@ -1814,6 +1814,33 @@ def finalizer_holds(finalizer: Any) -> tuple[Any, ...]:
     return finalizer.peek() or ()
 
 
+# The threads running when this process last forked (``os.fork`` of a writer), and the process that forked: in the
+# writer, every thread but its own looks stopped.
+_RUNNING_AT_FORK: tuple[int, frozenset[int]] = (0, frozenset())
+
+
+def _note_running_threads() -> None:
+    global _RUNNING_AT_FORK
+    _RUNNING_AT_FORK = (os.getpid(), frozenset(map(id, threading.enumerate())))
+
+
+os.register_at_fork(before=_note_running_threads)
+
+
+def _reduce_thread(thread: threading.Thread) -> Any:
+    """A thread the cells started that still runs is refused, saying why: its code cannot be saved. Pickled, it
+    came back saying it was alive and ran nothing (``join()`` waited forever), or, written by a forked writer,
+    as finished. One not started yet, or finished, is pickled as it is."""
+    forked_from, running = _RUNNING_AT_FORK
+    alive = id(thread) in running if forked_from not in (0, os.getpid()) else thread.is_alive()
+    if not alive:
+        return NotImplemented
+    raise pickle.PicklingError(
+        f"a running thread ({thread.name!r}): the code it runs cannot be saved; the cell that started it can be run"
+        " again"
+    )
+
+
 def _reduce_json_decoder(decoder: json.JSONDecoder) -> Any:
     """A ``json.JSONDecoder`` (or a subclass) as its attributes but the scanner made of it (``_json.Scanner``, which
     pickle refuses: the decoder was skipped), made again of it as it is loaded."""
@@ -2538,6 +2565,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_context_variable
     if t is weakref.finalize:
         return _reduce_finalizer
+    if issubclass(t, threading.Thread):
+        return _reduce_thread
     if issubclass(t, json.JSONDecoder) and not _may_give_its_name(t):
         return _reduce_json_decoder
     if issubclass(t, THREAD_LOCAL):

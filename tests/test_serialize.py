@@ -1367,3 +1367,41 @@ def test_an_error_without_a_message_is_named_with_where_it_was_raised() -> None:
     with pytest.raises(serialize.NotSerializable) as refusal:
         serialize.dumps({"checked": module.Checked()}, module)
     assert refusal.value.reason == "AssertionError, raised at <string> line 3 in check"
+
+
+def test_a_running_thread_is_refused_with_why_also_in_a_forked_writer() -> None:
+    """A thread the cells started and that still runs came back as a thread that said it was alive and ran nothing
+    (``join()`` waited forever), or, written by a forked writer (where every other thread looks stopped), as one
+    that had finished. It is refused, saying why. One not started yet, or finished, comes back as it was."""
+    import threading
+
+    module = types.ModuleType("__main__")
+    stop = threading.Event()
+    running = threading.Thread(target=stop.wait, name="loader", daemon=True)
+    running.start()
+    done = threading.Thread(target=len, args=((),))
+    done.start()
+    done.join()
+    idle = threading.Thread(target=len, args=((),))
+    try:
+        with pytest.raises(serialize.NotSerializable, match="a running thread \\('loader'\\)"):
+            serialize.dumps({"running": running}, module)
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # a writer
+            try:
+                serialize.dumps({"running": running}, module)
+                os.write(write, b"written")
+            except serialize.NotSerializable as e:
+                os.write(write, e.reason.encode())
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        os.close(write)
+        assert os.read(read, 1000).decode().startswith("PicklingError: a running thread ('loader')")
+        os.close(read)
+        back = serialize.loads(serialize.dumps({"done": done, "idle": idle}, module), module)
+        assert not back["done"].is_alive() and (back["done"].join(), back["idle"].start(), back["idle"].join())
+    finally:
+        stop.set()
+        running.join()
