@@ -932,10 +932,13 @@ class Store:
         )
 
     def _records(self, where: str, args: tuple[Any, ...]) -> tuple[list[CheckpointRecord], list[str]]:
-        """The checkpoints ``where`` selects, oldest first, and what is wrong with each left out (IntegrityError)."""
+        """The checkpoints ``where`` selects, oldest first, and what is wrong with each left out (IntegrityError).
+
+        Oldest is by when each state was taken, ids breaking ties: a pull gives another machine's checkpoints the
+        next ids here, however old they are."""
         records: list[CheckpointRecord] = []
         problems: list[str] = []
-        for row in self._query(self._select() + where + " ORDER BY c.id", args):
+        for row in self._query(self._select() + where + " ORDER BY c.time, c.id", args):
             try:
                 records.append(self._record(row))
             except UnknownCheckpoint:  # deleted since it was listed

@@ -413,6 +413,32 @@ def test_another_machine_takes_the_checkpoints_in_the_order_they_were_made(s3: S
     assert fresh.module.x == 100
 
 
+def test_an_older_state_pulled_after_a_newer_one_here_never_becomes_latest(s3: S3, jupyter_dirs: Path) -> None:
+    """Machine A's newest state was never uploaded (its kernel died first); B uploads an older one. A pull on A
+    brings B's in after A's own: the timeline, latest, last-good and a new kernel's resume go by when each state
+    was taken, not by the order the pull found them in."""
+    a, up_a = machine(jupyter_dirs / "a", s3)
+    b, up_b = machine(jupyter_dirs / "b", s3)
+    older = notebook(b)
+    older.module.x = "older, machine B"
+    older.save()
+    time.sleep(0.01)
+    newer = notebook(a)
+    newer.module.x = "newer, machine A"
+    newer.save()
+    up_b.push()
+    assert len(up_a.pull()) == 1  # B's state comes in after A's own
+    records = a.checkpoints("nb.ipynb")
+    assert [r.time for r in records] == sorted(r.time for r in records)
+    for ref in ("latest", "last-good", "#2"):
+        fresh = Checkpointer(a, "nb.ipynb", types.ModuleType("__main__"))
+        fresh.restore(ref)
+        assert fresh.module.x == "newer, machine A", ref
+    again = Checkpointer(a, "nb.ipynb", types.ModuleType("__main__"))
+    again.restore("previous")
+    assert again.module.x == "newer, machine A"
+
+
 def test_a_kernel_starting_beside_a_backlog_restores_the_newest_state_without_waiting_for_the_backlog_to_upload(
     s3: S3, jupyter_dirs: Path
 ) -> None:
