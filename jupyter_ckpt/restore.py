@@ -366,9 +366,11 @@ def restore_namespace(
     exclude: Iterable[str] = (),
     lazy: bool = False,
     progress: Progress | None = None,
+    applying: Callable[[], object] | None = None,
 ) -> RestoreReport:
     """Make ``module``'s namespace hold the checkpoint's state, read from ``blobs`` (the store's); returns what
-    was done.
+    was done. ``applying`` is called once everything is read and verified, before the namespace is touched: a
+    restore refused (a bad name, a tampered blob, too little memory) calls nothing.
 
     ``held`` maps names to the ids of the objects they were bound to at the
     last checkpoint or restore: only groups whose variables are still bound to
@@ -452,6 +454,8 @@ def restore_namespace(
                 report.not_restored["random states"] = f"{type(e).__name__}: {e}"
 
     # 2. Apply.
+    if applying is not None:
+        applying()
     if wanted is None:
         keep = set(variables) | set(manifest["modules"]) | set(manifest["skipped"])
         hidden = set(hidden) | set(exclude)
