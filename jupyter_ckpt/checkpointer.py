@@ -836,6 +836,8 @@ class Checkpointer:
                     exclude=self.policy.exclude,
                     lazy=self.lazy,
                     progress=self._progress(f"restoring kernel checkpoint #{number}{after}"),
+                    # By id or tag, as -N does (_step_from_now): the state replaced stays on the timeline.
+                    applying=self._keep_replaced if steps is None else None,
                 )
             report.not_restored.update(paths_failed | environment_failed)
             report.number = number
@@ -918,12 +920,18 @@ class Checkpointer:
             return f"-{steps}"
         fewer = f"-{steps - 1}" if steps > 1 else "latest" if self.head is None else str(self.head)
         self.resolve(fewer)  # raises UnknownCheckpoint when even the saved state would not reach
+        return f"-{steps}" if self._keep_replaced() else fewer
+
+    def _keep_replaced(self) -> bool:
+        """Checkpoint the state a restore is about to replace if the policy skipped it, so that the restore loses
+        nothing; whether it is on the timeline. A store that refuses it does not keep the restore from running:
+        that is said."""
         try:
             self._save_unsaved()
         except CheckpointError as e:
             self._notify(f"jupyter-ckpt: the state this restore replaces could not be checkpointed first: {e}")
-            return fewer
-        return f"-{steps}"
+            return False
+        return True
 
     def _save_unsaved(self) -> None:
         """Checkpoint the state the last cell left, if the policy skipped it (cells back to back past the budget,
