@@ -151,3 +151,19 @@ def test_the_policy_and_the_variables_kept_out_are_remembered_for_the_notebook_s
     second.ok("big = 1\nsmall = 2")
     cid = second.value("__import__('jupyter_ckpt').save()")
     assert sorted(store.manifest(cid)["variables"]) == ["small"]
+
+
+def test_a_restore_keeps_the_state_it_replaces_on_the_timeline(kernels: Any) -> None:
+    """As ``restore -1`` and ``undo`` do: a restore by id or tag, after cells whose states the policy did not take
+    (automatic checkpoints off, ``--every N``, back to back past the budget), lost the state they left."""
+    k = kernels("replaced.ipynb")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto off\nimport jupyter_ckpt")
+    k.ok("x = 1")
+    k.ok("%checkpoint save -t start")
+    k.ok("x = 2\ny = 'work'")
+    k.ok("%checkpoint restore start")
+    assert k.value("(x, 'y' in globals())") == (1, False)
+    replaced = k.value("[r.id for r in jupyter_ckpt.list() if r.cell == 4]")
+    assert len(replaced) == 1, replaced
+    k.ok(f"%checkpoint restore {replaced[0]}")
+    assert k.value("(x, y)") == (2, "work")
