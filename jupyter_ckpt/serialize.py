@@ -70,6 +70,7 @@ import collections
 import contextlib
 import contextvars
 import copyreg
+import csv
 import ctypes
 import enum
 import errno
@@ -1841,6 +1842,33 @@ def _reduce_thread(thread: threading.Thread) -> Any:
     )
 
 
+_CSV_WRITER = type(csv.writer(io.StringIO()))
+_CSV_READER = type(csv.reader(()))
+_DIALECT = ("delimiter", "doublequote", "escapechar", "lineterminator", "quotechar", "quoting", "skipinitialspace")
+
+
+def _reduce_csv(made: Any) -> Any:
+    """A ``csv.writer`` as one made again on the object whose ``write`` it calls (a file, reopened where it was,
+    for appending), and a ``csv.reader`` as one on what it reads (a file, reopened at its position), each with
+    its dialect: pickle refused both, and replay ran their cells again, writing their rows again. A reader's
+    ``line_num`` counts again from 0 (it cannot be set). What such a C object holds besides its dialect only the
+    garbage collector sees: what it writes with, or what it reads."""
+    dialect = {k: getattr(made.dialect, k) for k in (*_DIALECT, "strict")}
+    held = [o for o in gc.get_referents(made) if o is not made.dialect and not isinstance(o, (type, list))]
+    if len(held) != 1:
+        return NotImplemented
+    if type(made) is _CSV_READER:
+        return _csv_made, (csv.reader, held[0], dialect)
+    target = getattr(held[0], "__self__", None)  # the ``write`` of a file
+    if target is None or getattr(target, "write", None) != held[0]:
+        return NotImplemented
+    return _csv_made, (csv.writer, target, dialect)
+
+
+def _csv_made(kind: Callable[..., Any], target: Any, dialect: dict[str, Any]) -> Any:
+    return kind(target, **dialect)
+
+
 def _reduce_json_decoder(decoder: json.JSONDecoder) -> Any:
     """A ``json.JSONDecoder`` (or a subclass) as its attributes but the scanner made of it (``_json.Scanner``, which
     pickle refuses: the decoder was skipped), made again of it as it is loaded."""
@@ -2567,6 +2595,8 @@ def _type_reducer(t: type) -> Callable[[Any], Any] | None:
         return _reduce_finalizer
     if issubclass(t, threading.Thread):
         return _reduce_thread
+    if t is _CSV_WRITER or t is _CSV_READER:
+        return _reduce_csv
     if issubclass(t, json.JSONDecoder) and not _may_give_its_name(t):
         return _reduce_json_decoder
     if issubclass(t, THREAD_LOCAL):

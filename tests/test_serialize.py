@@ -1405,3 +1405,31 @@ def test_a_running_thread_is_refused_with_why_also_in_a_forked_writer() -> None:
     finally:
         stop.set()
         running.join()
+
+
+def test_a_csv_writer_and_reader_come_back_on_what_they_write_and_read(tmp_path: Path) -> None:
+    """``csv.writer(open(...))`` kept to write a row at each cell, and a ``csv.reader`` read past its header: pickle
+    refused both (``_csv.writer``), and they could only be rebuilt by running their cells again, which wrote the
+    rows again. They come back with their dialect, on their file reopened where it was (one written to, for
+    appending) or what they read; a reader's ``line_num`` counts again from 0."""
+    out = tmp_path / "out.csv"
+    module = notebook(
+        f"""
+        import csv, io
+        sink = open({str(out)!r}, 'w', newline='')
+        writer = csv.writer(sink, delimiter=';', quoting=csv.QUOTE_ALL)
+        writer.writerow(['epoch', 'loss'])
+        sink.flush()
+        source = io.StringIO('a;b\\n1;2\\n3;4\\n')
+        reader = csv.reader(source, delimiter=';')
+        header = next(reader)
+        """
+    )
+    names = ("sink", "writer", "source", "reader", "header")
+    packed = serialize.dumps({n: module.__dict__[n] for n in names}, module)
+    module.sink.close()
+    expression = (
+        "writer.writerow([1, 0.5]), sink.flush(), next(reader), writer.dialect.delimiter, reader.dialect.delimiter"
+    )
+    assert read_back(tmp_path, packed, expression) == "(11, None, ['1', '2'], ';', ';')"
+    assert out.read_bytes() == b'"epoch";"loss"\r\n"1";"0.5"\r\n'
