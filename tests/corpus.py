@@ -2140,6 +2140,15 @@ PATTERNS = [
         "qct_p.norm() == 3.5 and type(qct_p) is QctPoint and ctypes.sizeof(QctPoint) == 16 and qct_arr[0].x == -1"
         " and type(qct_arr[1]) is QctPoint",
     ),
+    _p(  # a log of rows written a row per cell
+        "csv_writer_rows",
+        "stdlib",
+        "import csv, os, tempfile\nqcw_path = os.path.join(tempfile.mkdtemp(prefix='jupyter-ckpt-corpus-'), 'log.csv')\n"
+        "qcw_f = open(qcw_path, 'w', newline='')\nqcw_w = csv.writer(qcw_f, delimiter=';')\n"
+        "qcw_w.writerow(['epoch', 'loss'])\nqcw_f.flush()\n",
+        "qcw_w.writerow([1, 0.5]) == 7 and (qcw_f.flush(), open(qcw_path).read())[1].startswith('epoch;loss\\n1;0.5\\n')"
+        " and qcw_w.dialect.delimiter == ';'",
+    ),
     _p(
         "finalizers_tees_groupby",
         "stdlib",
