@@ -206,6 +206,9 @@ class Checkpointer:
         # The last cell boundary whose state no checkpoint holds yet, whether the policy owes it or skipped it:
         # what ``settle`` makes durable.
         self._unsaved: tuple[str, str, int | None] | None = None
+        # The last restore's entry on the timeline and the checkpoint of the state it replaced: what an undo goes
+        # back to while no cell has changed anything since (``_undo_restore``).
+        self._replaced: tuple[int, int] | None = None
         # The newest state taken, whose save failed for want of room: ``wait`` tries it again, or says why not.
         self._full: tuple[str, str, int | None] | None = None
         self._full_error = ""  # what the store said of it
@@ -957,11 +960,13 @@ class Checkpointer:
             "cell": target.cell,
         }
         blobs = {k: BlobInfo(k, 0, 0, new=False) for k in capture.blob_keys(manifest)}
+        replaced = self.head if self._unsaved is None else None  # the state replaced, if the timeline holds it
         try:
             cid = self.store.commit(self.session, entry, blobs)
         except StoreReadOnly as e:  # restored from a store on a read-only disk: the namespace is back all the same
             self._failing.tell(f"jupyter-ckpt: the restore is not on the timeline: {e}", reason=READ_ONLY)
             cid = None
+        self._replaced = (cid, replaced) if cid is not None and replaced is not None else None
         self.restored = True
         self._unsaved = None  # the namespace is the target's state, which is on the timeline
         self.last_cell, self._state_cell = manifest["last_cell"], target.cell
@@ -1021,7 +1026,8 @@ class Checkpointer:
             set_process_states(before, self.module)
 
     def undo(self) -> RestoreReport:
-        """Back to the state before the last cell. When there is none, the error says which cell boundaries
+        """Back to the state before the last cell that changed something; when that was a restore, to the state
+        the restore replaced (``_undo_restore``). When there is none, the error says which cell boundaries
         this kernel's policy did not checkpoint, and why (``restore``): the usual cause, cells run back to back.
 
         It goes back from the state the last cell left, which is checkpointed first when the policy skipped it
@@ -1029,8 +1035,10 @@ class Checkpointer:
         restored is the newest before it, and the report names the cells it undoes as well (``also_undone``).
         """
         undone = self.last_cell
-        report = self.restore("-1")
-        if undone is not None:
+        back = self._undo_restore()
+        report = self.restore("-1" if back is None else back)
+        self._replaced = None  # an undo is not undone by the next one: that goes on back
+        if undone is not None and back is None:
             with contextlib.suppress(IntegrityError):  # a history changed since: the restore stands, unannotated
                 between = self.store.cells(undone, after=self.last_cell)  # after the state restored, to the last
                 counts = [c["count"] for c in between if not only_checkpoint_magics(c["source"])]
@@ -1042,6 +1050,22 @@ class Checkpointer:
                 report.unchanged = [n for n in counts if n in states and not states[n].changed]
                 report.not_checkpointed = [n for n in report.also_undone if n not in states]
         return report
+
+    def _undo_restore(self) -> int | None:
+        """The state the last restore replaced, if no cell has changed anything since: then the restore is the
+        last change, and an undo takes it back (walking up the restored state's parents went further into the
+        past). None otherwise."""
+        if self._replaced is None:
+            return None
+        entry, replaced = self._replaced
+        self._catch_up()
+        if not self._keep_replaced():  # the state the cells since left, to see whether they changed anything
+            return None
+        records = {r.id: r for r in self.checkpoints_committed()}
+        node = self.head
+        while node is not None and node != entry and node in records and not records[node].changed:
+            node = records[node].parent
+        return replaced if node == entry and replaced in records else None
 
     # -- looking ----------------------------------------------------------------
 
