@@ -167,3 +167,25 @@ def test_a_restore_keeps_the_state_it_replaces_on_the_timeline(kernels: Any) -> 
     assert len(replaced) == 1, replaced
     k.ok(f"%checkpoint restore {replaced[0]}")
     assert k.value("(x, y)") == (2, "work")
+
+
+def test_an_undo_after_a_restore_goes_back_to_the_state_the_restore_replaced(kernels: Any) -> None:
+    """The last cell that changed something was the restore: undo takes it back (it went on up the restored
+    state's ancestors, further into the past), and the next undo goes on back from there."""
+    k = kernels("undo-restore.ipynb")
+    k.ok("%load_ext jupyter_ckpt\n%checkpoint auto on\nimport jupyter_ckpt")
+    k.ok("x = 1")
+    k.ok("x = 2")
+    k.ok("x = 3")
+    k.ok("%checkpoint restore -2")
+    assert k.value("x") == 1
+    k.ok("print('a cell that changes nothing')")
+    k.ok("%checkpoint undo")
+    assert k.value("x") == 3
+    k.ok("%checkpoint undo")
+    assert k.value("x") == 2
+    # Through the Python API too, and a cell that changed something after the restore is what an undo undoes.
+    k.ok("jupyter_ckpt.restore(-1)")
+    k.ok("y = 5")
+    k.ok("jupyter_ckpt.undo()")
+    assert k.value("('y' in globals(), x)") == (False, 1)
