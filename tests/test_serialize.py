@@ -1400,8 +1400,10 @@ def test_a_running_thread_is_refused_with_why_also_in_a_forked_writer() -> None:
         os.close(write)
         assert os.read(read, 1000).decode().startswith("PicklingError: a running thread ('loader')")
         os.close(read)
-        back = serialize.loads(serialize.dumps({"done": done, "idle": idle}, module), module)
+        main = threading.main_thread()
+        back = serialize.loads(serialize.dumps({"done": done, "idle": idle, "main": main}, module), module)
         assert not back["done"].is_alive() and (back["done"].join(), back["idle"].start(), back["idle"].join())
+        assert back["main"] is main  # the main thread (``threading.main_thread()``) is the loading process's
     finally:
         stop.set()
         running.join()
