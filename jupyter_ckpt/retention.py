@@ -241,6 +241,8 @@ class Retention:
                 self.error = None
             except CheckpointError as e:  # the catalog is busy or damaged: the next commit tries again
                 self.error = str(e)
+            except FileNotFoundError as e:  # the store was removed during the pass: the next commit makes it again
+                self.error = f"the checkpoint store was removed while it was thinned: {e}"
 
     def _make_room(self, need: int, need_files: int) -> bool:
         """Collect, then thin until ``need`` more bytes in ``need_files`` more files fit: whether they do."""
