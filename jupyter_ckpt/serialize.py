@@ -1831,7 +1831,10 @@ os.register_at_fork(before=_note_running_threads)
 def _reduce_thread(thread: threading.Thread) -> Any:
     """A thread the cells started that still runs is refused, saying why: its code cannot be saved. Pickled, it
     came back saying it was alive and ran nothing (``join()`` waited forever), or, written by a forked writer,
-    as finished. One not started yet, or finished, is pickled as it is."""
+    as finished. One not started yet, or finished, is pickled as it is; the main thread is the loading process's
+    (in a writer forked by another thread, ``threading`` names that one the main thread)."""
+    if isinstance(thread, threading._MainThread):  # type: ignore[attr-defined]
+        return threading.main_thread, ()
     forked_from, running = _RUNNING_AT_FORK
     alive = id(thread) in running if forked_from not in (0, os.getpid()) else thread.is_alive()
     if not alive:

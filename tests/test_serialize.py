@@ -1386,21 +1386,28 @@ def test_a_running_thread_is_refused_with_why_also_in_a_forked_writer() -> None:
     try:
         with pytest.raises(serialize.NotSerializable, match="a running thread \\('loader'\\)"):
             serialize.dumps({"running": running}, module)
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # a writer
-            try:
-                serialize.dumps({"running": running}, module)
-                os.write(write, b"written")
-            except serialize.NotSerializable as e:
-                os.write(write, e.reason.encode())
-            finally:
-                os._exit(0)
-        os.waitpid(pid, 0)
-        os.close(write)
-        assert os.read(read, 1000).decode().startswith("PicklingError: a running thread ('loader')")
-        os.close(read)
         main = threading.main_thread()
+        read, write = os.pipe()
+
+        def fork() -> None:  # a writer, forked by the thread that waits for the kernel to go idle
+            if os.fork() == 0:
+                try:
+                    held = serialize.loads(serialize.dumps({"main": main}, module), module)["main"]
+                    os.write(write, f"{held is threading.main_thread()} ".encode())
+                    serialize.dumps({"running": running}, module)
+                    os.write(write, b"written")
+                except serialize.NotSerializable as e:
+                    os.write(write, e.reason.encode())
+                finally:
+                    os._exit(0)
+
+        forking = threading.Thread(target=fork)
+        forking.start()
+        forking.join()
+        os.wait()
+        os.close(write)
+        assert os.read(read, 1000).decode().startswith("True PicklingError: a running thread ('loader')")
+        os.close(read)
         back = serialize.loads(serialize.dumps({"done": done, "idle": idle, "main": main}, module), module)
         assert not back["done"].is_alive() and (back["done"].join(), back["idle"].start(), back["idle"].join())
         assert back["main"] is main  # the main thread (``threading.main_thread()``) is the loading process's
