@@ -1713,7 +1713,8 @@ _LOCALS: weakref.WeakSet[Any] = weakref.WeakSet()  # the thread-local objects th
 def remember_cells() -> None:
     """Note, in the thread that runs the cells as a cell ends, what only that thread sees: the value each
     ``contextvars.ContextVar`` holds in its context, and the attributes it gave each ``threading.local`` that
-    the shell's namespace holds or a checkpoint's walk met (``thread_local_values``). A checkpoint taken by
+    the shell's namespace holds, directly or as an attribute of an instance of a notebook class it holds, or a
+    checkpoint's walk in this process met (``thread_local_values``). A checkpoint taken by
     another thread (the one that waits for the kernel to go idle, and the writer it forks) keeps them as the
     cells see them: read there, a context variable had only its default and a thread-local object no
     attributes."""
@@ -1721,8 +1722,15 @@ def remember_cells() -> None:
     shell = _the_shell()
     with contextlib.suppress(RuntimeError):  # a thread of the notebook's changed the namespace meanwhile
         for value in list(shell.user_ns.values()) if shell is not None else ():
-            if issubclass(type(value), THREAD_LOCAL):  # not ``isinstance``, which a dead weak proxy raises
+            t = type(value)  # not ``isinstance``, which a dead weak proxy raises
+            if issubclass(t, THREAD_LOCAL):
                 _LOCALS.add(value)
+            elif t.__module__ == "__main__" and t.__dictoffset__:  # ``self.local = threading.local()``
+                try:  # read as C reads it: no ``__getattr__`` of the user's runs
+                    attributes = list(object.__getattribute__(value, "__dict__").values())
+                except Exception:  # a ``__dict__`` property of the user's may raise anything
+                    continue
+                _LOCALS.update(a for a in attributes if issubclass(type(a), THREAD_LOCAL))
     seen: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
     for local in list(_LOCALS):
         with contextlib.suppress(Exception):  # a subclass's own __dict__ or __hash__ may raise anything

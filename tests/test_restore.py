@@ -552,7 +552,8 @@ def test_context_variables_and_thread_locals_come_back_as_the_cells_saw_them_fro
         "import contextvars, threading\nuser = contextvars.ContextVar('user', default='anon')\nuser.set(['ann'])\n"
         "plain = contextvars.ContextVar('plain')\nlocal = threading.local()\nlocal.rows = user.get()\n"
         "class State(threading.local):\n    def __init__(self):\n        self.items = []\nstate = State()\n"
-        "state.items.append(1)"
+        "state.items.append(1)\nclass Pool:\n    def __init__(self):\n        self.mine = threading.local()\n"
+        "        self.mine.conn = 'c1'\npool = Pool()"
     )
     deadline = time.time() + 60
     while not any(r.trigger == "cell" and r.cell == 2 for r in store.checkpoints("context.ipynb")):
@@ -569,6 +570,7 @@ def test_context_variables_and_thread_locals_come_back_as_the_cells_saw_them_fro
         " contextvars.Context().run(user.get))"
     )
     assert shown == (["ann"], True, "none", ["ann"], [1], True, "anon")
+    assert fresh.value("pool.mine.conn") == "c1"  # one an object of the notebook holds
     assert fresh.value("user.get()") == ["ann"]  # in the cells after the restore too
 
 
