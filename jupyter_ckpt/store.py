@@ -934,18 +934,18 @@ class Store:
     def _records(self, where: str, args: tuple[Any, ...]) -> tuple[list[CheckpointRecord], list[str]]:
         """The checkpoints ``where`` selects, oldest first, and what is wrong with each left out (IntegrityError).
 
-        Oldest is by when each state was taken, ids breaking ties: a pull gives another machine's checkpoints the
-        next ids here, however old they are."""
+        Oldest is by when each state was taken (as its verified record says, not a column edited by hand), ids
+        breaking ties: a pull gives another machine's checkpoints the next ids here, however old they are."""
         records: list[CheckpointRecord] = []
         problems: list[str] = []
-        for row in self._query(self._select() + where + " ORDER BY c.time, c.id", args):
+        for row in self._query(self._select() + where + " ORDER BY c.id", args):
             try:
                 records.append(self._record(row))
             except UnknownCheckpoint:  # deleted since it was listed
                 continue
             except CheckpointError as e:
                 problems.append(f"{e}; it is left out of the timeline")
-        return records, problems
+        return sorted(records, key=lambda r: (r.time, r.id)), problems
 
     def checkpoints(self, session: str) -> list[CheckpointRecord]:
         """A session's checkpoints, oldest first; a row damaged by hand is left out (``verify`` names it)."""

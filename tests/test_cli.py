@@ -276,7 +276,15 @@ def test_gc_beside_other_gcs_and_past_files_that_are_no_blobs(written: tuple[Sto
 
 
 @pytest.mark.parametrize(
-    ("column", "value"), [("changed", "{"), ("changed", "5"), ("time", "noon"), ("status", b"ok"), ("manifest", b"\0")]
+    ("column", "value"),
+    [
+        ("changed", "{"),
+        ("changed", "5"),
+        ("time", "noon"),
+        ("time", 4102444800.0),
+        ("status", b"ok"),
+        ("manifest", b"\0"),
+    ],
 )
 def test_a_catalog_row_damaged_by_hand_is_named_in_one_line_and_the_others_stay_usable(
     written: tuple[Store, list[int]], column: str, value: Any
