@@ -22,6 +22,7 @@ import pytest
 from conftest import cli
 from objectstore import notebook
 
+from jupyter_ckpt import processes
 from jupyter_ckpt.errors import IntegrityError
 from jupyter_ckpt.manifest import new_uid
 from jupyter_ckpt.restore import LAZY_MIN
@@ -341,23 +342,32 @@ def test_links_planted_where_the_writers_put_their_files_overwrite_nothing(kerne
     k = kernels("planted.ipynb")
     tmp = Path(os.environ["JUPYTER_CKPT_DIR"]) / "blobs" / "tmp"
     tmp.mkdir(parents=True)
-    for n in range(1, 10):
-        (tmp / f"result.{k.pid}.{n}.part").symlink_to(victim)
+    planted = [tmp / f"result.{running_as(k.pid)}.{n}.json" for n in range(1, 10)]  # the kernel's results' names
+    for link in planted:
+        link.symlink_to(victim)
     k.ok("%load_ext jupyter_ckpt\nx = 'kept'")
     k.ok("y = 2\n%checkpoint wait")
     assert victim.read_text() == "chapter 1"
+    assert not planted[0].is_symlink()  # the name was the one a writer used
     k.ok("del x\n%checkpoint undo")
     assert k.value("x") == "kept"
     k.close()
-    # A kernel restoring as it starts marks it in start-restore.<pid>.<the session's digest>.
+    # A kernel restoring as it starts marks it in start-restore.<its pid and start>.<the session's digest>.
     (jupyter_dirs / "ipython" / "profile_default" / "ipython_kernel_config.py").write_text(
         "c.Checkpoints.restore_on_start = True\n"
     )
     fresh = kernels("planted.ipynb")
-    (tmp / f"start-restore.{fresh.pid}.{hashlib.sha256(b'planted.ipynb').hexdigest()[:16]}").symlink_to(victim)
+    marker = tmp / f"start-restore.{running_as(fresh.pid)}.{hashlib.sha256(b'planted.ipynb').hexdigest()[:16]}"
+    marker.symlink_to(victim)
     assert "restored kernel checkpoint" in fresh.run("%load_ext jupyter_ckpt").stderr
     assert victim.read_text() == "chapter 1"
+    assert not marker.is_symlink()  # the name was the one the restore marked
     assert fresh.value("x") == "kept"
+
+
+def running_as(pid: int) -> str:
+    """How the store's temp files name the running process ``pid`` (``processes.owner`` as it sees itself)."""
+    return f"{pid}-{processes.started(pid)}-{processes.here()}"
 
 
 @pytest.mark.parametrize("planted", ["5", "[" * 200_000, '{"ok": ["[{}, [], []]", "0000"]}', '{"ok": 1}'])
