@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -439,22 +440,17 @@ def test_an_older_state_pulled_after_a_newer_one_here_never_becomes_latest(s3: S
     assert again.module.x == "newer, machine A"
 
 
-def test_a_kernel_starting_beside_a_backlog_restores_the_newest_state_without_waiting_for_the_backlog_to_upload(
-    s3: S3, jupyter_dirs: Path
-) -> None:
-    """A kernel that died before its checkpoints were uploaded leaves a backlog. The kernel started in its place
-    pulls the timeline (here with a newer checkpoint another machine uploaded meanwhile) and restores its newest
-    state at once; the backlog uploads behind it (its uploads held up here for 20 s)."""
-    import asyncio
-
-    a, up = machine(jupyter_dirs / "a", s3)
-    notebook(a).save()  # not uploaded: its kernel died first
-    time.sleep(0.002)  # uids hold milliseconds
-    elsewhere, other = machine(jupyter_dirs / "b", s3)
+def _newer_state_elsewhere(root: Path, s3: S3) -> None:
+    """Another machine's newer state of the notebook (``box.v`` grew a 4), uploaded."""
+    elsewhere, other = machine(root, s3)
     newer = notebook(elsewhere, other)
     newer.module.box.v.append(4)
     newer.save()
     other.push()
+
+
+def _hold_uploads(replica: Replica) -> threading.Event:
+    """Hold up each upload of ``replica`` (20 s at most) until the event returned is set."""
     release = threading.Event()
 
     async def hold(**_: Any) -> None:
@@ -462,7 +458,21 @@ def test_a_kernel_starting_beside_a_backlog_restores_the_newest_state_without_wa
         while not release.is_set() and time.monotonic() - held < 20:
             await asyncio.sleep(0.01)
 
-    up.remote.fs.s3.meta.events.register("before-send.s3.PutObject", hold)
+    replica.remote.fs.s3.meta.events.register("before-send.s3.PutObject", hold)
+    return release
+
+
+def test_a_kernel_starting_beside_a_backlog_restores_the_newest_state_without_waiting_for_the_backlog_to_upload(
+    s3: S3, jupyter_dirs: Path
+) -> None:
+    """A kernel that died before its checkpoints were uploaded leaves a backlog. The kernel started in its place
+    pulls the timeline (here with a newer checkpoint another machine uploaded meanwhile) and restores its newest
+    state at once; the backlog uploads behind it (its uploads held up here for 20 s)."""
+    a, up = machine(jupyter_dirs / "a", s3)
+    notebook(a).save()  # not uploaded: its kernel died first
+    time.sleep(0.002)  # uids hold milliseconds
+    _newer_state_elsewhere(jupyter_dirs / "b", s3)
+    release = _hold_uploads(up)
     started = time.monotonic()
     restarted = Checkpointer(a, "nb.ipynb", types.ModuleType("__main__"), replica=up)
     try:
@@ -485,23 +495,10 @@ def test_a_kernel_that_moves_to_its_notebook_while_a_backlog_uploads_waits_for_t
     """The round that pulled the kernel's first session goes on to upload a backlog; the kernel moves to its
     notebook's session meanwhile (VS Code names the notebook after start-up). That timeline is not taken for
     pulled until it is: a restore takes the newer state another machine left in the notebook's session."""
-    import asyncio
-
     a, up = machine(jupyter_dirs / "a", s3)
     notebook(a, session="kernel-1234").save()  # a backlog in the kernel's own session
-    elsewhere, other = machine(jupyter_dirs / "b", s3)
-    newer = notebook(elsewhere, other)
-    newer.module.box.v.append(4)
-    newer.save()
-    other.push()
-    release = threading.Event()
-
-    async def hold(**_: Any) -> None:
-        held = time.monotonic()
-        while not release.is_set() and time.monotonic() - held < 20:
-            await asyncio.sleep(0.01)
-
-    up.remote.fs.s3.meta.events.register("before-send.s3.PutObject", hold)
+    _newer_state_elsewhere(jupyter_dirs / "b", s3)
+    release = _hold_uploads(up)
     kernel = Checkpointer(a, "kernel-1234", types.ModuleType("__main__"), replica=up)
     try:
         assert up.pulled.wait(15)  # its own session's timeline is in, while the backlog's upload is held up
