@@ -219,6 +219,21 @@ def _holding(store: Store, since: float, then: str, *within: str) -> subprocess.
     return process
 
 
+def _kept_by_a_save_in_progress(store: Store, since: float, written_at: float, *within: str) -> str:
+    """A blob written at ``written_at`` by a save another process (started ``within`` a command if given) began at
+    ``since``: a gc keeps it while that process lives. Its key; the process is killed after."""
+    written = store.blobs.put(b"written by a save in progress" * 100)
+    os.utime(store.blobs.path(written.key), (written_at, written_at))
+    writer = _holding(store, since, "time.sleep(300)", *within)
+    try:
+        store.gc()
+        assert store.blobs.has(written.key)
+    finally:
+        writer.kill()
+        writer.wait()
+    return written.key
+
+
 def test_a_lease_that_no_living_writer_holds_keeps_nothing_from_gc(store: Store) -> None:
     """A lease (``blobs/tmp/lease.<pid>``) keeps every gc from collecting what was written since it began, while its
     process lives. One left by a kernel whose pid an unrelated long-lived process has now, or one put there with an
@@ -241,17 +256,9 @@ def test_a_lease_that_no_living_writer_holds_keeps_nothing_from_gc(store: Store)
     finally:
         sleeper.kill()
         sleeper.wait()
-    written = store.blobs.put(b"written by a save in progress" * 100)
-    os.utime(store.blobs.path(written.key), (old + 60, old + 60))
-    writer = _holding(store, old, "time.sleep(300)")  # a live writer's lease, from its own process
-    try:
-        store.gc()
-        assert store.blobs.has(written.key)
-    finally:
-        writer.kill()
-        writer.wait()
+    written = _kept_by_a_save_in_progress(store, old, old + 60)  # a live writer's lease, from its own process
     store.gc()
-    assert not store.blobs.has(written.key)
+    assert not store.blobs.has(written)
 
 
 def test_a_save_in_progress_in_another_container_keeps_what_it_wrote_from_a_gc_here(store: Store) -> None:
@@ -262,20 +269,11 @@ def test_a_save_in_progress_in_another_container_keeps_what_it_wrote_from_a_gc_h
     if subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"], capture_output=True).returncode:
         pytest.skip("a new PID namespace needs root")
     elsewhere = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc"]
-    since = time.time() - 60
-    written = store.blobs.put(b"written by a save in progress in a container" * 100)
-    os.utime(store.blobs.path(written.key), (since + 1, since + 1))
-    writer = _holding(store, since, "time.sleep(300)", *elsewhere)
-    try:
-        store.gc()
-        assert store.blobs.has(written.key)
-    finally:
-        writer.kill()
-        writer.wait()
+    written = _kept_by_a_save_in_progress(store, time.time() - 60, time.time() - 59, *elsewhere)
     (lease,) = store.blobs.tmp.glob("lease.*")  # its process, killed with its namespace, could not release it
     os.utime(lease, (time.time() - 7200, time.time() - 7200))  # a save does not take two hours
     store.gc()
-    assert not store.blobs.has(written.key)
+    assert not store.blobs.has(written)
 
 
 def test_a_blob_reused_after_a_gc_listed_it_as_old_stays(store: Store) -> None:
