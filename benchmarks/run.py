@@ -904,6 +904,7 @@ def main() -> None:
         "notebooks": {},
     }
     began = time.monotonic()
+    stamp = time.strftime("%Y%m%d-%H%M%S")
     (WORK / "logs").mkdir(parents=True, exist_ok=True)
     with host_backed_memory(not args.memory_as_found) as memory:
         report["meta"]["memory"] = memory
@@ -915,6 +916,7 @@ def main() -> None:
                     peers = n == 0 and (pattern == "cell by cell" or args.peers_everywhere)
                     entry = run_round(modes, nb, cells, pattern, env, args.cap, min_cap, peers, n)
                     report["notebooks"].setdefault(nb, {}).setdefault(pattern, []).append(entry)
+            save(report, stamp)  # a run stopped or failed later keeps its finished rounds
         print("throughput ...", end=" ", flush=True)
         t0 = time.monotonic()
         options = ["--memory-as-found", "--scale", str(scale), "--repeat", str(THROUGHPUT_REPEAT)]
@@ -927,19 +929,22 @@ def main() -> None:
         report.update(throughput=json.loads(measured.stdout), throughput_repeat=THROUGHPUT_REPEAT)
         print(f"{time.monotonic() - t0:.0f} s", flush=True)
     report["meta"]["wall_s"] = time.monotonic() - began
+    save(report, stamp)
+    table = markdown(report)
+    (RESULTS / "latest.md").write_text(table)
+    print(table)
+    print(f"wrote {RESULTS / f'{stamp}.json'} and {RESULTS / 'latest.md'}")
 
-    for by_pattern in report["notebooks"].values():  # digests were only needed for the comparisons
+
+def save(report: dict[str, Any], stamp: str) -> None:
+    """Write the report so far to ``results/<stamp>.json``, without the digests (only the comparisons need them)."""
+    for by_pattern in report["notebooks"].values():
         entries = [entry for rounds in by_pattern.values() for entry in rounds]
         for r in [r for e in entries for r in (e["baseline"], e.get("baseline_2", {}), *e["tools"].values())]:
             r.pop("digest", None)
             r.pop("digest_before_last", None)
     RESULTS.mkdir(exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
     (RESULTS / f"{stamp}.json").write_text(json.dumps(report, indent=1))
-    table = markdown(report)
-    (RESULTS / "latest.md").write_text(table)
-    print(table)
-    print(f"wrote {RESULTS / f'{stamp}.json'} and {RESULTS / 'latest.md'}")
 
 
 if __name__ == "__main__":
