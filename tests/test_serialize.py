@@ -1388,9 +1388,11 @@ def test_a_running_thread_is_refused_with_why_also_in_a_forked_writer() -> None:
             serialize.dumps({"running": running}, module)
         main = threading.main_thread()
         read, write = os.pipe()
+        forked: list[int] = []
 
         def fork() -> None:  # a writer, forked by the thread that waits for the kernel to go idle
-            if os.fork() == 0:
+            forked.append(os.fork())
+            if forked[0] == 0:
                 try:
                     held = serialize.loads(serialize.dumps({"main": main}, module), module)["main"]
                     os.write(write, f"{held is threading.main_thread()} ".encode())
@@ -1404,7 +1406,7 @@ def test_a_running_thread_is_refused_with_why_also_in_a_forked_writer() -> None:
         forking = threading.Thread(target=fork)
         forking.start()
         forking.join()
-        os.wait()
+        os.waitpid(forked[0], 0)  # this child: another one an earlier test left may end first
         os.close(write)
         assert os.read(read, 1000).decode().startswith("True PicklingError: a running thread ('loader')")
         os.close(read)
