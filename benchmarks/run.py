@@ -23,6 +23,7 @@ import platform
 import queue
 import random
 import shutil
+import signal
 import sqlite3
 import statistics
 import subprocess
@@ -906,6 +907,8 @@ def main() -> None:
     began = time.monotonic()
     stamp = time.strftime("%Y%m%d-%H%M%S")
     (WORK / "logs").mkdir(parents=True, exist_ok=True)
+    # Stopped (kill, a CI timeout): exit through the clean-ups, which put the VM's page reporting back.
+    signal.signal(signal.SIGTERM, lambda signum, _: sys.exit(128 + signum))
     with host_backed_memory(not args.memory_as_found) as memory:
         report["meta"]["memory"] = memory
         warm_up(modes, notebooks, {**env, "BENCH_SCALE": "0"})
