@@ -45,9 +45,9 @@ _NOTHING: Manifest = {"variables": {}, "modules": {}}
 
 
 def numbers(records: Iterable[CheckpointRecord]) -> dict[int, int]:
-    """Each checkpoint's number in its session, from 1, oldest first (``Store.checkpoints``' order): ``#N`` in a
-    REF, the UI and the lists."""
-    return {r.id: n for n, r in enumerate(sorted(records, key=lambda r: (r.time, r.id)), start=1)}
+    """Each checkpoint's number in its session, from 1, of ``records`` as ``Store.checkpoints`` orders them (oldest
+    first): ``#N`` in a REF, the UI and the lists."""
+    return {r.id: n for n, r in enumerate(records, start=1)}
 
 
 def ref_text(ref: str | int) -> str:
